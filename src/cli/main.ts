@@ -1,1 +1,45 @@
-export async function main(_argv: string[]): Promise<number> { return 0; }
+import { HookboxError } from "../errors.js";
+
+type Command = (argv: string[]) => Promise<number>;
+
+/** One module per command, loaded on demand so `hookbox check` does not pay for the sandbox. */
+const commands: Record<string, () => Promise<Command>> = {
+  run: async () => (await import("./commands/run.js")).runCommand,
+  check: async () => (await import("./commands/check.js")).checkCommand,
+  init: async () => (await import("./commands/init.js")).initCommand,
+  codegen: async () => (await import("./commands/codegen.js")).codegenCommand,
+  resume: async () => (await import("./commands/resume.js")).resumeCommand,
+  sessions: async () => (await import("./commands/sessions.js")).sessionsCommand,
+  serve: async () => (await import("./commands/serve.js")).serveCommand,
+};
+
+const usage = `usage: hookbox <command> [options]
+commands:
+  run <script...> --prompt TEXT [options]   run one tool loop
+  check <script...>                         type-check scripts against the hookbox types
+  init DIR                                  create a script project
+  codegen [--check]                         generate key constants and .d.ts from codegen/spec
+  resume --store FILE --session ID          continue an interrupted run
+  sessions --store FILE                     list stored sessions
+  serve --port N --store FILE --config FILE the multi-tenant HTTP server`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(`${usage}\n`);
+    return name ? 0 : 2;
+  }
+  const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (!load) {
+    process.stderr.write(`hookbox: unknown command "${name}"\n${usage}\n`);
+    return 2;
+  }
+  try {
+    return await (await load())(rest);
+  } catch (error) {
+    // Commands report their own failures; anything reaching here is still one clear line.
+    const message = error instanceof HookboxError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+    process.stderr.write(`hookbox ${name}: ${message}\n`);
+    return 2;
+  }
+}

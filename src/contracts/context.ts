@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { JsonObjectSchema, JsonSchema, type Json, type JsonObject } from "../turns/json.js";
+
+/** The user's original, unabridged request, carried to every middleware, tool and hook. */
+export const UserContextSchema = z
+  .object({
+    originalUserRequest: z.string(),
+    userId: z.string().optional(),
+    projectId: z.string().optional(),
+    timestampMs: z.number(),
+  })
+  .catchall(JsonSchema);
+export type UserContext = z.infer<typeof UserContextSchema>;
+
+export const TagsSchema = z.record(z.string(), z.string());
+export type Tags = Record<string, string>;
+
+/** Ids and deadlines shared by every ctx and hook payload. */
+export interface RunIds {
+  sessionId: string;
+  inferenceId: string;
+  traceId: string;
+  turnId: string;
+}
+
+export interface CommonContext extends RunIds {
+  timestampMs: number;
+  deadlineMs?: number;
+  tags: Tags;
+  userContext?: UserContext;
+}
+
+export interface MiddlewareContext extends CommonContext {
+  middlewareName: string;
+}
+
+export interface ToolContext extends CommonContext {
+  toolName: string;
+  callId: string;
+  callName?: string;
+  attempt: number;
+}
+
+export type ToolOrigin = "host" | "script";
+
+export interface ToolCallRef {
+  id: string;
+  name: string;
+  args: JsonObject;
+  origin: ToolOrigin;
+}
+
+export interface ToolErrorInfo {
+  message: string;
+  code?: string;
+}
+
+export interface HookPayloadBase extends CommonContext {
+  call: ToolCallRef;
+  attempt: number;
+}
+export interface BeforeToolCallPayload extends HookPayloadBase {
+  phase: "beforeToolCall";
+}
+export interface AfterToolCallPayload extends HookPayloadBase {
+  phase: "afterToolCall";
+  result?: Json;
+  durationMs: number;
+  error?: ToolErrorInfo;
+}
+export interface OnToolErrorPayload extends HookPayloadBase {
+  phase: "onToolError";
+  error: ToolErrorInfo;
+}
+export type HookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload;
+
+export { JsonObjectSchema };

@@ -1,0 +1,50 @@
+import { z } from "zod";
+import { JsonObjectSchema, JsonSchema } from "../turns/json.js";
+import type { HookName } from "../turns/keys.gen.js";
+
+/*
+ * What each lifecycle hook may return (contract.md section 1). `undefined` means "no opinion".
+ * Strict objects: an unknown key is a contract error, not silently ignored.
+ * types/hookbox.d.ts declares the same unions for script authors; test/contracts proves they agree.
+ */
+
+export const BeforeToolCallReturnSchema = z.union([
+  z.undefined(),
+  z.strictObject({ action: z.literal("proceed"), args: JsonObjectSchema.optional() }),
+  z.strictObject({ action: z.literal("skip"), result: JsonSchema, reason: z.string().optional() }),
+  z.strictObject({ action: z.literal("deny"), reason: z.string() }),
+  z.strictObject({ action: z.literal("abort"), reason: z.string() }),
+]);
+
+export const AfterToolCallReturnSchema = z.union([
+  z.undefined(),
+  z.strictObject({ action: z.literal("abort"), reason: z.string() }),
+  z.strictObject({ result: JsonSchema.optional(), error: z.union([z.string(), z.null()]).optional() }),
+]);
+
+export const OnToolErrorReturnSchema = z.union([
+  z.undefined(),
+  z.strictObject({
+    action: z.literal("retry"),
+    backoffMs: z.number().int().nonnegative().optional(),
+    args: JsonObjectSchema.optional(),
+  }),
+  z.strictObject({ action: z.literal("fail"), error: z.string().optional() }),
+  z.strictObject({ action: z.literal("abort"), reason: z.string() }),
+]);
+
+export type BeforeToolCallReturn = z.infer<typeof BeforeToolCallReturnSchema>;
+export type AfterToolCallReturn = z.infer<typeof AfterToolCallReturnSchema>;
+export type OnToolErrorReturn = z.infer<typeof OnToolErrorReturnSchema>;
+
+export interface HookReturns {
+  beforeToolCall: BeforeToolCallReturn;
+  afterToolCall: AfterToolCallReturn;
+  onToolError: OnToolErrorReturn;
+}
+
+export const hookReturnSchemas: { [H in HookName]: z.ZodType<HookReturns[H]> } = {
+  beforeToolCall: BeforeToolCallReturnSchema,
+  afterToolCall: AfterToolCallReturnSchema,
+  onToolError: OnToolErrorReturnSchema,
+};

@@ -1,0 +1,30 @@
+import type { Json, JsonObject } from "../turns/json.js";
+import type { ErrorCode, RunStatus } from "../turns/keys.gen.js";
+import type { ToolOrigin } from "../contracts/context.js";
+
+/** Fields every event carries; `seq` is gap-free from 1 within a run. */
+export interface EventBase {
+  seq: number;
+  timestampMs: number;
+  sessionId: string;
+  inferenceId: string;
+}
+
+export type FinalStatus = RunStatus | "interrupted";
+
+export type EventBody =
+  | { type: "run-started"; prompt: string; runId: string }
+  | { type: "inference-started"; iteration: number }
+  | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
+  | { type: "hook-decision"; hook: string; script: string; callId: string; decision: JsonObject }
+  | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
+  | { type: "tool-finished"; callId: string; name: string; attempt: number; durationMs: number; result?: Json; error?: { message: string; code?: string } }
+  | { type: "tool-retry"; callId: string; attempt: number; backoffMs: number }
+  | { type: "context-restart"; callId: string; restartType: string; applied: boolean }
+  | { type: "debugger.pause"; pauseId: string; phase: "after_inference" | "after_tools"; deadlineMs: number; pendingToolCalls: { id: string; name: string; args: JsonObject }[] }
+  | { type: "debugger.continue"; pauseId: string; reason: "continued" | "timeout" | "cancelled" | "disabled" }
+  | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
+  | { type: "run-finished"; status: FinalStatus; reason?: string; errorCode?: ErrorCode | string; text?: string; iterations: number };
+
+export type HookboxEvent = EventBase & EventBody;
+export type EventType = HookboxEvent["type"];

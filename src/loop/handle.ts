@@ -1,0 +1,29 @@
+import type { Turn } from "../turns/turn.js";
+import type { HookboxEvent, FinalStatus } from "../events/types.js";
+
+/** How a run ended. */
+export interface RunResult {
+  status: FinalStatus;
+  turn: Turn;
+  reason?: string;
+  errorCode?: string;
+  text?: string;
+  iterations: number;
+}
+
+/** What `loop.start(turn)` and `session.run(prompt)` return. */
+export interface RunHandle {
+  readonly runId: string;
+  readonly sessionId: string;
+  readonly inferenceId: string;
+  /** Every event of the run from seq 1, then live ones; ends after `run-finished`. */
+  events(fromSeq?: number): AsyncIterable<HookboxEvent>;
+  /** Resolves when the run has finished (never rejects: failures are a status). */
+  wait(): Promise<RunResult>;
+  /** Cancels at once: the engine call, running tools, waiting retries, a paused step. */
+  cancel(reason?: string): void;
+  /** Continues the pause with this id; false when it is not this run's current pause. */
+  continue(pauseId: string): boolean;
+}
+
+export type SnapshotPhase = "pre_inference" | "post_inference" | "post_tools" | "final";

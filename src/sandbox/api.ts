@@ -1,0 +1,78 @@
+import type { Json, JsonObject } from "../turns/json.js";
+import type { Turn } from "../turns/turn.js";
+import type { HookName } from "../turns/keys.gen.js";
+import type { HookReturns } from "../contracts/hook-returns.js";
+import type { HookPayload, MiddlewareContext, ToolContext } from "../contracts/context.js";
+
+/*
+ * The host-side surface of the sandbox: what the tool loop (src/loop) uses. Everything behind it
+ * (worker processes, isolates, the in-isolate runtime, limits) is the sandbox's business.
+ * All methods reject with HookboxError carrying a contract error code (SANDBOX_TIMEOUT, SANDBOX_MEMORY,
+ * SANDBOX_CRASHED, SCRIPT_ERROR, HOOK_CONTRACT, SCRIPT_LOAD, SANDBOX_OVERLOADED).
+ */
+
+export interface SandboxLimits {
+  /** Isolate memory limit per tenant, MB (default 64). */
+  memoryMb: number;
+  /** CPU time per callback, ms (default 200). */
+  cpuMs: number;
+  /** Wall time per callback, ms, excluding time spent awaiting the host (default 5000). */
+  wallMs: number;
+}
+
+export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryMb: 64, cpuMs: 200, wallMs: 5000 };
+
+/** A script to load: a file (TS or JS, relative imports and pure-JS npm deps bundled) or source text. */
+export type ScriptSource = { path: string } | { source: string; filename: string };
+
+export type OnHookError = "fail-closed" | "fail-open" | "abort-run";
+
+export interface ScriptToolManifest {
+  name: string;
+  description: string;
+  parameters: JsonObject;
+}
+
+/** The validated shape of a script's `defineScript({...})` default export. */
+export interface ScriptManifest {
+  /** Script name (`name`, or the file name without extension). Unique within a tenant's loaded set. */
+  name: string;
+  onHookError: OnHookError;
+  /** Middleware names in declaration order. */
+  middleware: string[];
+  tools: ScriptToolManifest[];
+  hooks: HookName[];
+  /** Content hash of the bundle (cache key; also what a store records to reload the script). */
+  bundleHash: string;
+}
+
+export interface LogEntry {
+  script: string;
+  tenant: string;
+  level: "debug" | "info" | "warn" | "error";
+  message: string;
+}
+
+export interface SandboxPool {
+  /** The sandbox of one tenant (created on first use; the same object afterwards). */
+  tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandbox;
+  close(): Promise<void>;
+}
+
+export interface TenantSandbox {
+  readonly tenant: string;
+  /** Bundles (cached by content hash), evaluates and validates scripts. Rejects with SCRIPT_LOAD. */
+  load(sources: ScriptSource[]): Promise<ScriptManifest[]>;
+  /** A fresh context per loaded script for one run: globals a run changes never reach another run. */
+  openRun(options: { runId: string; scripts: ScriptManifest[]; onLog?: (entry: LogEntry) => void }): Promise<SandboxRun>;
+}
+
+export interface SandboxRun {
+  /** Runs one middleware; `next` runs the rest of the chain (host side). Resolves with the validated turn. */
+  callMiddleware(script: string, middleware: string, turn: Turn, ctx: MiddlewareContext, next: (turn: Turn) => Promise<Turn>): Promise<Turn>;
+  /** Runs a script tool's handler; resolves with its JSON result. */
+  callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext): Promise<Json>;
+  /** Runs a lifecycle hook; resolves with its return value validated against the hook's contract. */
+  callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]>;
+  close(): Promise<void>;
+}
