@@ -1,0 +1,87 @@
+import type { Block, Turn } from "../turns/turn.js";
+import type { Json } from "../turns/json.js";
+import type { Tags, UserContext } from "../contracts/context.js";
+import type { HookboxEvent } from "../events/types.js";
+import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
+import type { SandboxLimits, ScriptSource } from "../sandbox/api.js";
+
+/*
+ * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
+ * A TenantRuntime is one tenant's loaded scripts, host tools and model; it starts runs.
+ */
+
+export type ErrorPolicy = "continue" | "retry" | "abort";
+
+export interface RetryBounds {
+  /** Attempts per call, the first included (default 3). */
+  maxAttemptsPerCall: number;
+  /** Retries per run (default 20). */
+  maxRetriesPerRun: number;
+  /** Time budget per run for retries, backoff included, ms (default 30000). */
+  budgetMs: number;
+}
+
+/** Per-run options; session defaults merge under them. */
+export interface RunOptions {
+  maxIterations?: number;
+  maxParallelTools?: number;
+  toolTimeoutMs?: number;
+  errorPolicy?: ErrorPolicy;
+  retry?: Partial<RetryBounds>;
+  maxContextRestarts?: number;
+  step?: boolean;
+  pauseTimeoutMs?: number;
+  tags?: Tags;
+  /** Merged over `{originalUserRequest: prompt, timestampMs: now}`. */
+  userContext?: Partial<UserContext> & { [key: string]: Json | undefined };
+  /** Overall run deadline, epoch ms (appears as deadlineMs in every ctx). */
+  deadlineMs?: number;
+}
+
+/** Durable side of a run: everything here is awaited/called before the loop moves on. */
+export interface RunPersistence {
+  /** Called at every phase boundary; the loop does not start the next phase until it resolves. */
+  onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
+  /** Called for every event, in seq order, before it is delivered to readers. */
+  onEvent(event: HookboxEvent): void;
+  /** Tool results committed so far (by call id): on resume these calls are not executed again. */
+  journal?: {
+    lookup(callId: string): Block | undefined;
+    record(callId: string, toolUse: Block): void | Promise<void>;
+  };
+}
+
+export interface StartRunRequest {
+  sessionId: string;
+  runId?: string;
+  /** The user's message for this run (appended as a `user` block unless resuming). */
+  prompt: string;
+  /** The conversation so far (the session's last turn); the new turn continues it. */
+  history?: Turn;
+  /** Resume: start from this committed snapshot as it is (no new user block). */
+  resumeFrom?: { turn: Turn; nextSeq: number; inferenceId: string; iterations: number };
+  options?: RunOptions;
+  persistence?: RunPersistence;
+}
+
+/** How the model is chosen from a CLI flag or config string. */
+export type ModelSpec =
+  | { kind: "scripted"; file: string }
+  | { kind: "openai-compatible"; model: string; baseUrl: string; apiKeyEnv?: string };
+
+export interface TenantConfig {
+  name: string;
+  scripts: ScriptSource[];
+  /** Trusted ES module whose default export is an array of host tools. */
+  hostToolsModule?: string;
+  model: ModelSpec;
+  limits?: Partial<SandboxLimits>;
+  /** Defaults for every run of this tenant. */
+  runDefaults?: RunOptions;
+}
+
+export interface TenantRuntime {
+  readonly name: string;
+  start(request: StartRunRequest): RunHandle;
+  close(): Promise<void>;
+}
