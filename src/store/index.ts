@@ -1,0 +1,21 @@
+import { SqliteStore } from "./sqlite.js";
+import { MemoryStore } from "./memory.js";
+import type { Store } from "./types.js";
+
+export type { Store, SessionRecord, RunRecord, SnapshotRecord, PauseRecord, SessionSummary, StoredRunStatus } from "./types.js";
+export { SqliteStore } from "./sqlite.js";
+export { MemoryStore } from "./memory.js";
+export { LATEST_VERSION as STORE_SCHEMA_VERSION } from "./migrations.js";
+
+/**
+ * Opens the SQLite store at `file` (created if missing; `:memory:` for a throwaway one). Runs left
+ * `running` by a process that is gone are marked `interrupted`. Throws HookboxError STORE naming the file.
+ */
+export function openStore(file: string): Store {
+  return new SqliteStore(file);
+}
+
+/** A store that lives in this process only. */
+export function openMemoryStore(): Store {
+  return new MemoryStore();
+}

@@ -1,0 +1,85 @@
+/*
+ * Schema migrations, versioned in code. `PRAGMA user_version` holds the applied version; each migration
+ * runs in one transaction with the version bump, so a crash mid-migration leaves the previous version.
+ * Append new migrations; never edit a released one.
+ */
+
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+/** Marks the file as a hookbox store ("Hkbx"), so a foreign SQLite file is refused, not altered. */
+export const APPLICATION_ID = 0x486b6278;
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    description: "sessions, runs, snapshots, events, pauses, tool-result journal",
+    sql: `
+      CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        tenant_config TEXT NOT NULL,
+        defaults TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        forked_from TEXT,
+        initial_turn TEXT
+      );
+      CREATE INDEX sessions_by_tenant ON sessions (tenant, created_ms);
+      CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        inference_id TEXT NOT NULL,
+        prompt TEXT NOT NULL,
+        options TEXT NOT NULL,
+        status TEXT NOT NULL,
+        reason TEXT,
+        error_code TEXT,
+        iterations INTEGER NOT NULL DEFAULT 0,
+        started_ms INTEGER NOT NULL,
+        finished_ms INTEGER,
+        last_seq INTEGER NOT NULL DEFAULT 0,
+        owner_pid INTEGER
+      );
+      CREATE INDEX runs_by_session ON runs (session_id, started_ms);
+      CREATE INDEX runs_by_status ON runs (status);
+      CREATE TABLE snapshots (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        idx INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        turn TEXT NOT NULL,
+        last_seq INTEGER NOT NULL,
+        iterations INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (run_id, idx)
+      ) WITHOUT ROWID;
+      CREATE TABLE events (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE pauses (
+        pause_id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        phase TEXT NOT NULL,
+        deadline_ms INTEGER NOT NULL,
+        pending TEXT NOT NULL,
+        opened_ms INTEGER NOT NULL,
+        closed_reason TEXT
+      );
+      CREATE INDEX pauses_by_run ON pauses (run_id);
+      CREATE TABLE tool_results (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        call_id TEXT NOT NULL,
+        block TEXT NOT NULL,
+        PRIMARY KEY (run_id, call_id)
+      ) WITHOUT ROWID;
+    `,
+  },
+];
+
+export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

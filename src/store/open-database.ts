@@ -1,0 +1,85 @@
+import Database from "better-sqlite3";
+import { existsSync } from "node:fs";
+import { HookboxError } from "../errors.js";
+import { APPLICATION_ID, LATEST_VERSION, MIGRATIONS } from "./migrations.js";
+
+type Db = Database.Database;
+
+/**
+ * Opens (creating if needed) a hookbox SQLite file: WAL, foreign keys, migrations to the latest version.
+ * Every failure is a STORE error that names the file and says what is wrong with it.
+ */
+export function openDatabase(file: string): Db {
+  let db: Db;
+  try {
+    db = new Database(file);
+  } catch (error) {
+    throw storeError(file, "cannot be opened", error);
+  }
+  try {
+    checkIdentity(db, file);
+    db.pragma("journal_mode = WAL");
+    // NORMAL in WAL: a killed process loses nothing committed; only a power cut can lose the last commits.
+    db.pragma("synchronous = NORMAL");
+    db.pragma("foreign_keys = ON");
+    db.pragma("busy_timeout = 5000");
+    migrate(db, file);
+    return db;
+  } catch (error) {
+    db.close();
+    if (error instanceof HookboxError) throw error;
+    throw storeError(file, "cannot be used", error);
+  }
+}
+
+function checkIdentity(db: Db, file: string): void {
+  let applicationId: number;
+  let version: number;
+  let tables: number;
+  try {
+    applicationId = db.pragma("application_id", { simple: true }) as number;
+    version = db.pragma("user_version", { simple: true }) as number;
+    tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+  } catch (error) {
+    throw storeError(file, "is not a hookbox store (not a SQLite database, or corrupt)", error);
+  }
+  if (applicationId !== 0 && applicationId !== APPLICATION_ID) {
+    throw new HookboxError("STORE", `${file} is a SQLite database of another application (application_id ${applicationId}), not a hookbox store`, { file });
+  }
+  if (applicationId === 0 && tables > 0) {
+    throw new HookboxError("STORE", `${file} is a SQLite database with tables of its own, not a hookbox store`, { file });
+  }
+  if (version > LATEST_VERSION) {
+    throw new HookboxError(
+      "STORE",
+      `${file} was written by a newer hookbox (store schema version ${version}; this build knows up to ${LATEST_VERSION}); upgrade hookbox to open it`,
+      { file, version, latest: LATEST_VERSION },
+    );
+  }
+}
+
+function migrate(db: Db, file: string): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= current) continue;
+    try {
+      db.transaction(() => {
+        db.exec(migration.sql);
+        db.pragma(`application_id = ${APPLICATION_ID}`);
+        db.pragma(`user_version = ${migration.version}`);
+      }).immediate();
+    } catch (error) {
+      throw storeError(file, `failed to migrate to schema version ${migration.version} (${migration.description})`, error);
+    }
+  }
+}
+
+export function storeError(file: string, what: string, cause: unknown): HookboxError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  const hint = /readonly|read-only|permission|EACCES|unable to open/i.test(detail)
+    ? existsSync(file)
+      ? " (is the file or its directory read-only?)"
+      : " (does the directory exist and is it writable?)"
+    : "";
+  return new HookboxError("STORE", `store ${file} ${what}: ${detail}${hint}`, { file });
+}

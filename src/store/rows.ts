@@ -1,0 +1,103 @@
+import type { Turn } from "../turns/turn.js";
+import type { SnapshotPhase } from "../loop/handle.js";
+import type { PauseRecord, RunRecord, SessionRecord, SnapshotRecord, StoredRunStatus } from "./types.js";
+
+/* Row shapes of the SQLite tables and their mapping to records. */
+
+export interface SessionRow {
+  id: string;
+  tenant: string;
+  tenant_config: string;
+  defaults: string;
+  created_ms: number;
+  forked_from: string | null;
+  initial_turn: string | null;
+}
+
+export interface RunRow {
+  id: string;
+  session_id: string;
+  inference_id: string;
+  prompt: string;
+  options: string;
+  status: string;
+  reason: string | null;
+  error_code: string | null;
+  iterations: number;
+  started_ms: number;
+  finished_ms: number | null;
+  last_seq: number;
+  owner_pid: number | null;
+}
+
+export interface SnapshotRow {
+  run_id: string;
+  idx: number;
+  phase: string;
+  turn: string;
+  last_seq: number;
+  iterations: number;
+  created_ms: number;
+}
+
+export interface PauseRow {
+  pause_id: string;
+  run_id: string;
+  phase: string;
+  deadline_ms: number;
+  pending: string;
+  opened_ms: number;
+}
+
+export function rowToSession(row: SessionRow): SessionRecord {
+  return {
+    id: row.id,
+    tenant: row.tenant,
+    tenantConfig: JSON.parse(row.tenant_config),
+    defaults: JSON.parse(row.defaults),
+    createdMs: row.created_ms,
+    ...(row.forked_from ? { forkedFrom: JSON.parse(row.forked_from) } : {}),
+    ...(row.initial_turn ? { initialTurn: JSON.parse(row.initial_turn) as Turn } : {}),
+  };
+}
+
+export function rowToRun(row: RunRow): RunRecord {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    inferenceId: row.inference_id,
+    prompt: row.prompt,
+    options: JSON.parse(row.options),
+    status: row.status as StoredRunStatus,
+    ...(row.reason !== null ? { reason: row.reason } : {}),
+    ...(row.error_code !== null ? { errorCode: row.error_code } : {}),
+    iterations: row.iterations,
+    startedMs: row.started_ms,
+    ...(row.finished_ms !== null ? { finishedMs: row.finished_ms } : {}),
+    lastSeq: row.last_seq,
+    ...(row.owner_pid !== null ? { ownerPid: row.owner_pid } : {}),
+  };
+}
+
+export function rowToSnapshot(row: SnapshotRow): SnapshotRecord {
+  return {
+    runId: row.run_id,
+    index: row.idx,
+    phase: row.phase as SnapshotPhase,
+    turn: JSON.parse(row.turn) as Turn,
+    lastSeq: row.last_seq,
+    iterations: row.iterations,
+    createdMs: row.created_ms,
+  };
+}
+
+export function rowToPause(row: PauseRow): PauseRecord {
+  return {
+    pauseId: row.pause_id,
+    runId: row.run_id,
+    phase: row.phase,
+    deadlineMs: row.deadline_ms,
+    pendingToolCalls: JSON.parse(row.pending),
+    openedMs: row.opened_ms,
+  };
+}

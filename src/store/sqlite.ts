@@ -1,0 +1,216 @@
+import type Database from "better-sqlite3";
+import type { Block, Turn } from "../turns/turn.js";
+import type { HookboxEvent } from "../events/types.js";
+import type { SnapshotPhase } from "../loop/handle.js";
+import { HookboxError } from "../errors.js";
+import { openDatabase, storeError } from "./open-database.js";
+import { isProcessAlive } from "./process-alive.js";
+import { interruptedEvent } from "./interrupted.js";
+import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
+import { rowToPause, rowToRun, rowToSession, rowToSnapshot, type PauseRow, type RunRow, type SessionRow, type SnapshotRow } from "./rows.js";
+
+/** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+  private readonly statements;
+
+  constructor(readonly location: string) {
+    this.db = openDatabase(location);
+    const db = this.db;
+    this.statements = {
+      insertSession: db.prepare(
+        "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ),
+      getSession: db.prepare("SELECT * FROM sessions WHERE id = ?"),
+      insertRun: db.prepare(
+        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      ),
+      getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
+      runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid"),
+      reopenRun: db.prepare(
+        "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, iterations = ? WHERE id = ?",
+      ),
+      insertEvent: db.prepare("INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)"),
+      advanceSeq: db.prepare("UPDATE runs SET last_seq = ?, iterations = iterations + ? WHERE id = ? AND last_seq = ?"),
+      finishRun: db.prepare("UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?"),
+      listEvents: db.prepare("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"),
+      openPause: db.prepare("INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)"),
+      closePause: db.prepare("UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?"),
+      closeAllPauses: db.prepare("UPDATE pauses SET closed_reason = ? WHERE run_id = ? AND closed_reason IS NULL"),
+      openPauses: db.prepare("SELECT * FROM pauses WHERE run_id = ? AND closed_reason IS NULL ORDER BY opened_ms"),
+      insertSnapshot: db.prepare(
+        "INSERT INTO snapshots (run_id, idx, phase, turn, last_seq, iterations, created_ms) VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM snapshots WHERE run_id = ?), ?, ?, ?, ?, ?) RETURNING idx",
+      ),
+      latestSnapshot: db.prepare("SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx DESC LIMIT 1"),
+      listSnapshots: db.prepare("SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx"),
+      recordToolResult: db.prepare("INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)"),
+      listToolResults: db.prepare("SELECT call_id, block FROM tool_results WHERE run_id = ?"),
+      runningRuns: db.prepare("SELECT * FROM runs WHERE status = 'running'"),
+    };
+    this.interruptOrphanedRuns();
+  }
+
+  async createSession(session: SessionRecord): Promise<void> {
+    this.write("create session", () =>
+      this.statements.insertSession.run(
+        session.id,
+        session.tenant,
+        JSON.stringify(session.tenantConfig),
+        JSON.stringify(session.defaults),
+        session.createdMs,
+        session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
+        session.initialTurn ? JSON.stringify(session.initialTurn) : null,
+      ),
+    );
+  }
+
+  async getSession(sessionId: string): Promise<SessionRecord | undefined> {
+    const row = this.statements.getSession.get(sessionId) as SessionRow | undefined;
+    return row && rowToSession(row);
+  }
+
+  async listSessions(filter: { tenant?: string } = {}): Promise<SessionSummary[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT s.id, s.tenant, s.created_ms,
+           (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runs,
+           (SELECT json_object('id', r.id, 'status', r.status, 'prompt', r.prompt, 'startedMs', r.started_ms)
+              FROM runs r WHERE r.session_id = s.id ORDER BY r.started_ms DESC, r.rowid DESC LIMIT 1) AS last_run
+         FROM sessions s ${filter.tenant === undefined ? "" : "WHERE s.tenant = ?"} ORDER BY s.created_ms, s.rowid`,
+      )
+      .all(...(filter.tenant === undefined ? [] : [filter.tenant])) as { id: string; tenant: string; created_ms: number; runs: number; last_run: string | null }[];
+    return rows.map((row) => ({
+      id: row.id,
+      tenant: row.tenant,
+      createdMs: row.created_ms,
+      runs: row.runs,
+      ...(row.last_run ? { lastRun: JSON.parse(row.last_run) } : {}),
+    }));
+  }
+
+  async createRun(run: RunRecord): Promise<void> {
+    this.write("create run", () =>
+      this.statements.insertRun.run(
+        run.id,
+        run.sessionId,
+        run.inferenceId,
+        run.prompt,
+        JSON.stringify(run.options),
+        run.status,
+        run.iterations,
+        run.startedMs,
+        run.lastSeq,
+        run.ownerPid ?? null,
+      ),
+    );
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const row = this.statements.getRun.get(runId) as RunRow | undefined;
+    return row && rowToRun(row);
+  }
+
+  async listRuns(sessionId: string): Promise<RunRecord[]> {
+    return (this.statements.runsOfSession.all(sessionId) as RunRow[]).map(rowToRun);
+  }
+
+  async reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void> {
+    this.write("reopen run", () => this.statements.reopenRun.run(options.ownerPid, options.iterations, runId));
+  }
+
+  async appendEvent(runId: string, event: HookboxEvent): Promise<void> {
+    this.write(`append event ${event.seq} of run ${runId}`, () => this.appendEventNow(runId, event));
+  }
+
+  private appendEventNow(runId: string, event: HookboxEvent): void {
+    this.db.transaction(() => {
+      const s = this.statements;
+      const advanced = s.advanceSeq.run(event.seq, event.type === "inference-finished" ? 1 : 0, runId, event.seq - 1);
+      if (advanced.changes !== 1) {
+        const run = this.statements.getRun.get(runId) as RunRow | undefined;
+        throw new HookboxError(
+          "STORE",
+          run ? `event seq ${event.seq} does not follow committed seq ${run.last_seq} of run ${runId}` : `unknown run ${runId}`,
+          { runId, seq: event.seq },
+        );
+      }
+      s.insertEvent.run(runId, event.seq, event.type, JSON.stringify(event));
+      if (event.type === "debugger.pause") {
+        s.openPause.run(event.pauseId, runId, event.phase, event.deadlineMs, JSON.stringify(event.pendingToolCalls), event.timestampMs);
+      } else if (event.type === "debugger.continue") {
+        s.closePause.run(event.reason, event.pauseId, runId);
+      } else if (event.type === "run-finished") {
+        s.closeAllPauses.run("run-finished", runId);
+        s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);
+      }
+    })();
+  }
+
+  async listEvents(runId: string, afterSeq = 0): Promise<HookboxEvent[]> {
+    return (this.statements.listEvents.all(runId, afterSeq) as { body: string }[]).map((row) => JSON.parse(row.body) as HookboxEvent);
+  }
+
+  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn): Promise<SnapshotRecord> {
+    return this.write(`save ${phase} snapshot of run ${runId}`, () => {
+      const run = this.statements.getRun.get(runId) as RunRow | undefined;
+      if (!run) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+      const createdMs = Date.now();
+      const row = this.statements.insertSnapshot.get(runId, runId, phase, JSON.stringify(turn), run.last_seq, run.iterations, createdMs) as { idx: number };
+      return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
+    });
+  }
+
+  async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {
+    const row = this.statements.latestSnapshot.get(runId) as SnapshotRow | undefined;
+    return row && rowToSnapshot(row);
+  }
+
+  async listSnapshots(runId: string): Promise<SnapshotRecord[]> {
+    return (this.statements.listSnapshots.all(runId) as SnapshotRow[]).map(rowToSnapshot);
+  }
+
+  async openPauses(runId: string): Promise<PauseRecord[]> {
+    return (this.statements.openPauses.all(runId) as PauseRow[]).map(rowToPause);
+  }
+
+  async recordToolResult(runId: string, callId: string, toolUse: Block): Promise<void> {
+    this.write(`record tool result ${callId} of run ${runId}`, () => this.statements.recordToolResult.run(runId, callId, JSON.stringify(toolUse)));
+  }
+
+  async listToolResults(runId: string): Promise<Map<string, Block>> {
+    const rows = this.statements.listToolResults.all(runId) as { call_id: string; block: string }[];
+    return new Map(rows.map((row) => [row.call_id, JSON.parse(row.block) as Block]));
+  }
+
+  async markInterrupted(runId: string, reason: string): Promise<void> {
+    this.write(`mark run ${runId} interrupted`, () => this.markInterruptedNow(runId, reason));
+  }
+
+  private markInterruptedNow(runId: string, reason: string): void {
+    const run = this.statements.getRun.get(runId) as RunRow | undefined;
+    if (!run || run.status !== "running") return;
+    this.appendEventNow(runId, interruptedEvent(rowToRun(run), reason));
+  }
+
+  /** A `running` run whose owner process is gone was cut off mid-phase: it becomes `interrupted`. */
+  private interruptOrphanedRuns(): void {
+    const rows = this.statements.runningRuns.all() as RunRow[];
+    for (const row of rows) {
+      if (row.owner_pid !== null && isProcessAlive(row.owner_pid)) continue;
+      this.write(`mark run ${row.id} interrupted`, () => this.markInterruptedNow(row.id, "the process running it ended while it was in flight"));
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private write<T>(what: string, action: () => T): T {
+    try {
+      return action();
+    } catch (error) {
+      if (error instanceof HookboxError) throw error;
+      throw storeError(this.location, `could not ${what}`, error);
+    }
+  }
+}

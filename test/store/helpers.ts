@@ -1,0 +1,43 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { HookboxEvent } from "../../src/events/types.js";
+import type { Turn } from "../../src/turns/turn.js";
+import type { RunRecord, SessionRecord } from "../../src/store/index.js";
+
+export function tempDir(prefix = "hookbox-store-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A pid that belonged to a process which has exited. */
+export function deadPid(): number {
+  const child = spawnSync(process.execPath, ["-e", "0"]);
+  return child.pid!;
+}
+
+export function session(id = "s1", tenant = "acme"): SessionRecord {
+  return { id, tenant, tenantConfig: { name: tenant, scripts: [] }, defaults: { maxIterations: 5 }, createdMs: Date.now() };
+}
+
+export function run(id: string, sessionId = "s1", ownerPid = process.pid): RunRecord {
+  return {
+    id, sessionId, inferenceId: `inf-${id}`, prompt: "hello", options: { step: true }, status: "running",
+    iterations: 0, startedMs: Date.now(), lastSeq: 0, ownerPid,
+  };
+}
+
+export function turn(id: string, texts: string[]): Turn {
+  return {
+    id,
+    blocks: texts.map((text, i) => ({ id: `${id}-b${i}`, kind: "user", payload: { text }, metadata: {} })),
+    metadata: {},
+    data: {},
+  };
+}
+
+const base = (seq: number, runId: string) => ({ seq, timestampMs: 1000 + seq, sessionId: "s1", inferenceId: `inf-${runId}` });
+
+export function event(runId: string, seq: number, body: Record<string, unknown> & { type: HookboxEvent["type"] }): HookboxEvent {
+  return { ...base(seq, runId), ...body } as HookboxEvent;
+}

@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import Database from "better-sqlite3";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
+import { deadPid, event, run, session, tempDir, turn } from "./helpers.js";
+
+describe("sqlite store file", () => {
+  it("keeps everything committed across a reopen", async () => {
+    const file = join(tempDir(), "s.db");
+    const first = openStore(file);
+    await first.createSession(session());
+    await first.createRun(run("r1"));
+    await first.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
+    await first.saveSnapshot("r1", "pre_inference", turn("t1", ["hello"]));
+    await first.close();
+    const second = openStore(file);
+    expect(await second.listEvents("r1")).toMatchObject([{ seq: 1, type: "run-started" }]);
+    expect((await second.latestSnapshot("r1"))?.turn.blocks[0].payload).toEqual({ text: "hello" });
+    // This process is alive: its run is still running, not interrupted.
+    expect((await second.getRun("r1"))?.status).toBe("running");
+    await second.close();
+  });
+
+  it("marks a run whose owner process died as interrupted on open", async () => {
+    const file = join(tempDir(), "s.db");
+    const first = openStore(file);
+    await first.createSession(session());
+    await first.createRun(run("r1", "s1", deadPid()));
+    await first.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
+    await first.createRun(run("r2", "s1", deadPid()));
+    await first.appendEvent("r2", event("r2", 1, { type: "run-finished", status: "completed", iterations: 0 }));
+    await first.close();
+    const second = openStore(file);
+    expect(await second.getRun("r1")).toMatchObject({ status: "interrupted", lastSeq: 2 });
+    expect((await second.listEvents("r1")).map((e) => e.type)).toEqual(["run-started", "run-finished"]);
+    expect((await second.getRun("r2"))?.status).toBe("completed");
+    await second.close();
+  });
+
+  it("refuses a file that is not a database, naming it", () => {
+    const file = join(tempDir(), "corrupt.db");
+    writeFileSync(file, "this is not sqlite at all, just text that is long enough to look like a header".repeat(20));
+    expect(() => openStore(file)).toThrowError(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}.*not a hookbox store`));
+  });
+
+  it("refuses a store written by a newer schema", () => {
+    const file = join(tempDir(), "newer.db");
+    openStore(file).close();
+    const db = new Database(file);
+    db.pragma(`user_version = ${STORE_SCHEMA_VERSION + 1}`);
+    db.close();
+    expect(() => openStore(file)).toThrowError(/newer\.db was written by a newer hookbox \(store schema version \d+/);
+  });
+
+  it("refuses another application's SQLite file without touching it", () => {
+    const file = join(tempDir(), "other.db");
+    const db = new Database(file);
+    db.exec("CREATE TABLE notes (x TEXT)");
+    db.close();
+    expect(() => openStore(file)).toThrowError(/other\.db is a SQLite database with tables of its own/);
+  });
+
+  it("reports a read-only location, naming the file", () => {
+    // root ignores permission bits, so as root use a location nobody can write (procfs).
+    if (process.getuid?.() === 0) {
+      expect(() => openStore("/proc/hookbox-test.db")).toThrowError(/store \/proc\/hookbox-test\.db cannot be opened: unable to open database file/);
+      return;
+    }
+    const dir = join(tempDir(), "ro");
+    mkdirSync(dir);
+    const file = join(dir, "s.db");
+    chmodSync(dir, 0o500);
+    try {
+      expect(() => openStore(file)).toThrowError(new RegExp(`store ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} .*(writable|read-only)`));
+    } finally {
+      chmodSync(dir, 0o700);
+    }
+  });
+
+  it("reports a missing directory, naming the file", () => {
+    const file = join(tempDir(), "no", "such", "dir", "s.db");
+    expect(() => openStore(file)).toThrowError(/no\/such\/dir\/s\.db cannot be opened: .*directory does not exist/);
+  });
+});

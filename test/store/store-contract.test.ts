@@ -1,0 +1,98 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { openMemoryStore, openStore, type Store } from "../../src/store/index.js";
+import { event, run, session, tempDir, turn } from "./helpers.js";
+
+// The same behaviour from both stores: the in-memory one is the bench's baseline and the library default.
+const stores: [string, () => Store][] = [
+  ["sqlite", () => openStore(join(tempDir(), "store.db"))],
+  ["memory", () => openMemoryStore()],
+];
+
+describe.each(stores)("%s store", (_name, open) => {
+  let store: Store;
+  afterEach(async () => store?.close());
+
+  it("keeps sessions and lists them per tenant with their last run", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createSession(session("s2", "globex"));
+    await store.createRun(run("r1", "s1"));
+    expect((await store.getSession("s1"))?.defaults).toEqual({ maxIterations: 5 });
+    expect(await store.getSession("nope")).toBeUndefined();
+    const acme = await store.listSessions({ tenant: "acme" });
+    expect(acme.map((s) => s.id)).toEqual(["s1"]);
+    expect(acme[0].runs).toBe(1);
+    expect(acme[0].lastRun).toMatchObject({ id: "r1", status: "running", prompt: "hello" });
+    expect((await store.listSessions()).map((s) => s.id).sort()).toEqual(["s1", "s2"]);
+  });
+
+  it("appends events gap-free and refuses a seq that does not follow", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    await store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
+    await store.appendEvent("r1", event("r1", 2, { type: "inference-started", iteration: 1 }));
+    await expect(store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }))).rejects.toMatchObject({ code: "STORE" });
+    await expect(store.appendEvent("r1", event("r1", 2, { type: "inference-started", iteration: 1 }))).rejects.toMatchObject({ code: "STORE" });
+    expect((await store.listEvents("r1")).map((e) => e.seq)).toEqual([1, 2]);
+    expect((await store.listEvents("r1", 1)).map((e) => e.type)).toEqual(["inference-started"]);
+    expect((await store.getRun("r1"))?.lastSeq).toBe(2);
+  });
+
+  it("tracks pauses, iterations and the final status from the events", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    await store.appendEvent("r1", event("r1", 1, { type: "inference-finished", iteration: 1, toolCalls: [] }));
+    await store.appendEvent("r1", event("r1", 2, { type: "debugger.pause", pauseId: "p1", phase: "after_inference", deadlineMs: 99, pendingToolCalls: [{ id: "c1", name: "t", args: {} }] }));
+    expect(await store.openPauses("r1")).toMatchObject([{ pauseId: "p1", phase: "after_inference", pendingToolCalls: [{ id: "c1" }] }]);
+    await store.appendEvent("r1", event("r1", 3, { type: "debugger.continue", pauseId: "p1", reason: "continued" }));
+    expect(await store.openPauses("r1")).toEqual([]);
+    const snap = await store.saveSnapshot("r1", "post_inference", turn("t1", ["a"]));
+    expect(snap).toMatchObject({ index: 1, lastSeq: 3, iterations: 1 });
+    await store.appendEvent("r1", event("r1", 4, { type: "run-finished", status: "completed", text: "done", iterations: 1 }));
+    expect(await store.getRun("r1")).toMatchObject({ status: "completed", iterations: 1, lastSeq: 4 });
+  });
+
+  it("keeps every snapshot in order with its phase", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    await store.saveSnapshot("r1", "pre_inference", turn("t1", ["a"]));
+    await store.saveSnapshot("r1", "post_inference", turn("t1", ["a", "b"]));
+    await store.saveSnapshot("r1", "post_tools", turn("t1", ["a", "b", "c"]));
+    const all = await store.listSnapshots("r1");
+    expect(all.map((s) => [s.index, s.phase, s.turn.blocks.length])).toEqual([[1, "pre_inference", 1], [2, "post_inference", 2], [3, "post_tools", 3]]);
+    expect((await store.latestSnapshot("r1"))?.phase).toBe("post_tools");
+    await expect(store.saveSnapshot("ghost", "final", turn("t", []))).rejects.toMatchObject({ code: "STORE" });
+  });
+
+  it("journals tool results per run", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    await store.createRun(run("r2"));
+    const block = { id: "b1", kind: "tool_use" as const, payload: { id: "c1", result: 42 }, metadata: {} };
+    await store.recordToolResult("r1", "c1", block);
+    expect((await store.listToolResults("r1")).get("c1")).toEqual(block);
+    expect((await store.listToolResults("r2")).size).toBe(0);
+  });
+
+  it("interrupts a run with a final event a resumed run continues after", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    await store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
+    await store.appendEvent("r1", event("r1", 2, { type: "debugger.pause", pauseId: "p1", phase: "after_tools", deadlineMs: 9, pendingToolCalls: [] }));
+    await store.markInterrupted("r1", "draining");
+    expect(await store.getRun("r1")).toMatchObject({ status: "interrupted", reason: "draining", lastSeq: 3 });
+    expect((await store.listEvents("r1", 2))[0]).toMatchObject({ type: "run-finished", status: "interrupted", seq: 3 });
+    expect(await store.openPauses("r1")).toEqual([]);
+    await store.markInterrupted("r1", "again"); // a finished run is left alone
+    expect((await store.getRun("r1"))?.lastSeq).toBe(3);
+    await store.reopenRun("r1", { ownerPid: process.pid, iterations: 0 });
+    expect(await store.getRun("r1")).toMatchObject({ status: "running", lastSeq: 3 });
+    await store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }));
+  });
+});
