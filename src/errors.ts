@@ -33,6 +33,7 @@ export type HostErrorCode =
   | "CANCELLED"
   | "ABORTED"
   | "SESSION_BUSY"
+  | "NOT_RESUMABLE"
   | "NOT_FOUND"
   | "STORE";
 
