@@ -1,0 +1,105 @@
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3StreamPart,
+} from "@ai-sdk/provider";
+import { HookboxError } from "../errors.js";
+import { JsonObjectSchema } from "../turns/json.js";
+
+/** contract.md section 2: `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
+const ScriptedStepSchema = z.strictObject({
+  text: z.string().optional(),
+  reasoning: z.string().optional(),
+  toolCalls: z.array(z.strictObject({ id: z.string().min(1), name: z.string().min(1), args: JsonObjectSchema })).optional(),
+  /** Simulated latency; honours cancellation. */
+  delayMs: z.number().int().nonnegative().optional(),
+});
+const ScriptedFileSchema = z.strictObject({ steps: z.array(ScriptedStepSchema).min(1) });
+export type ScriptedStep = z.infer<typeof ScriptedStepSchema>;
+
+export function loadScriptedSteps(file: string): ScriptedStep[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new HookboxError("CONFIG", `scripted model ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const parsed = ScriptedFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const path = issue ? issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("") : "";
+    throw new HookboxError("CONFIG", `scripted model ${file}: $${path}: ${issue?.message ?? "invalid"}`, { file, path });
+  }
+  return parsed.data.steps;
+}
+
+const zeroUsage = {
+  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 0, text: 0, reasoning: 0 },
+};
+
+/**
+ * The offline, deterministic engine: each inference consumes the next step. It implements the AI SDK's
+ * LanguageModelV3 like any provider, and records every call's options so tests can see what the model saw.
+ */
+export class ScriptedModel implements LanguageModelV3 {
+  readonly specificationVersion = "v3" as const;
+  readonly provider = "hookbox.scripted";
+  readonly supportedUrls = {};
+  readonly calls: LanguageModelV3CallOptions[] = [];
+  private next = 0;
+
+  constructor(
+    private readonly steps: ScriptedStep[],
+    readonly modelId = "scripted",
+  ) {}
+
+  async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    const step = await this.take(options);
+    const content: LanguageModelV3Content[] = [];
+    if (step.reasoning) content.push({ type: "reasoning", text: step.reasoning });
+    if (step.text !== undefined) content.push({ type: "text", text: step.text });
+    for (const call of step.toolCalls ?? []) {
+      content.push({ type: "tool-call", toolCallId: call.id, toolName: call.name, input: JSON.stringify(call.args) });
+    }
+    const finish = step.toolCalls?.length ? "tool-calls" : "stop";
+    return { content, finishReason: { unified: finish, raw: finish }, usage: zeroUsage, warnings: [] };
+  }
+
+  async doStream(options: LanguageModelV3CallOptions) {
+    const result = await this.doGenerate(options);
+    const parts: LanguageModelV3StreamPart[] = [{ type: "stream-start", warnings: [] }];
+    for (const part of result.content) {
+      if (part.type === "text") {
+        parts.push({ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: part.text }, { type: "text-end", id: "t" });
+      } else if (part.type === "tool-call") {
+        parts.push(part);
+      }
+    }
+    parts.push({ type: "finish", usage: result.usage, finishReason: result.finishReason });
+    return { stream: new ReadableStream<LanguageModelV3StreamPart>({ start(c) { for (const p of parts) c.enqueue(p); c.close(); } }) };
+  }
+
+  private async take(options: LanguageModelV3CallOptions): Promise<ScriptedStep> {
+    this.calls.push(options);
+    const step = this.steps[this.next];
+    if (!step) {
+      throw new HookboxError("ENGINE", `scripted model ran out of steps: inference ${this.next + 1} but the file has ${this.steps.length}`);
+    }
+    this.next += 1;
+    if (step.delayMs) await delay(step.delayMs, options.abortSignal);
+    return step;
+  }
+}
+
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+  });
+}

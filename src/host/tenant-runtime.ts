@@ -1,0 +1,132 @@
+import { HookboxError } from "../errors.js";
+import type { UserContext } from "../contracts/context.js";
+import { isJson } from "../turns/json.js";
+import type { Turn } from "../turns/turn.js";
+import { PayloadKeys } from "../turns/keys.gen.js";
+import type { SandboxPool, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
+import { modelFactory } from "../engine/model-spec.js";
+import { startLoop, type LoopComponents } from "../loop/loop.js";
+import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
+import { hostHookProvider, scriptHookProvider } from "../loop/hook-provider.js";
+import { hostMiddleware, scriptMiddleware } from "../loop/middleware-chain.js";
+import type { RunHandle } from "../loop/handle.js";
+import type { RestartHandlers } from "../loop/context-restart.js";
+import { newId } from "../loop/ids.js";
+import { loadHostModule, type HostModule } from "./host-module.js";
+import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-defaults.js";
+import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
+
+export interface TenantRuntimeExtras {
+  /** Host code given in-process (library use) in addition to `config.hostToolsModule`. */
+  host?: Partial<HostModule>;
+  restartHandlers?: RestartHandlers;
+  /** Stream model responses (doStream) instead of doGenerate. */
+  stream?: boolean;
+}
+
+/**
+ * One tenant: its scripts loaded in its sandbox, its host tools, its model. Loading happens here,
+ * once; each run then gets fresh sandbox contexts and a fresh model instance.
+ */
+export async function createTenantRuntime(config: TenantConfig, pool: SandboxPool, extras: TenantRuntimeExtras = {}): Promise<TenantRuntime> {
+  const newModel = modelFactory(config.model);
+  const fromModule = config.hostToolsModule ? await loadHostModule(config.hostToolsModule) : { tools: [], hooks: [], middleware: [] };
+  const host: HostModule = {
+    tools: [...fromModule.tools, ...(extras.host?.tools ?? [])],
+    hooks: [...fromModule.hooks, ...(extras.host?.hooks ?? [])],
+    middleware: [...fromModule.middleware, ...(extras.host?.middleware ?? [])],
+  };
+  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
+  const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
+  checkToolNames(host, manifests); // duplicates fail at load, not at the first run
+
+  const components = (runId: string) => async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+    const run = sandbox && manifests.length
+      ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
+      : undefined;
+    const registry = new ToolRegistry();
+    for (const tool of host.tools) registry.add(hostTool(tool));
+    for (const manifest of manifests) {
+      for (const tool of manifest.tools) {
+        registry.add({
+          ...tool, origin: "script", owner: manifest.name,
+          invoke: (args, ctx) => run!.callTool(manifest.name, tool.name, args, ctx),
+        });
+      }
+    }
+    return {
+      registry,
+      middleware: [
+        ...host.middleware.map(hostMiddleware),
+        ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
+      ],
+      hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
+      close: async () => run?.close(),
+    };
+  };
+
+  return {
+    name: config.name,
+    start(request: StartRunRequest): RunHandle {
+      const options = mergeRunOptions(config.runDefaults, request.options);
+      const runId = request.runId ?? newId("run");
+      const now = Date.now();
+      const userContext = { originalUserRequest: request.prompt, timestampMs: now, ...options.userContext } as UserContext;
+      const resume = request.resumeFrom;
+      const turn = resume ? resume.turn : newTurn(request.history, request.prompt);
+      return startLoop(turn, {
+        model: newModel(),
+        stream: extras.stream,
+        components: components(runId),
+        limits: loopLimits(options),
+        ids: { runId, sessionId: request.sessionId, inferenceId: resume?.inferenceId ?? newId("inf"), traceId: newId("trace"), turnId: turn.id },
+        prompt: request.prompt,
+        userContext,
+        tags: options.tags ?? {},
+        ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+        step: { enabled: options.step ?? false, pauseTimeoutMs: options.pauseTimeoutMs ?? DEFAULT_PAUSE_TIMEOUT_MS },
+        restartHandlers: extras.restartHandlers,
+        persistence: request.persistence,
+        ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations } } : {}),
+      });
+    },
+    async close() {
+      /* the pool is shared and closed by its owner */
+    },
+  };
+}
+
+function newTurn(history: Turn | undefined, prompt: string): Turn {
+  const base: Turn = history ? structuredClone(history) : { id: newId("turn"), blocks: [], metadata: {}, data: {} };
+  base.id = newId("turn");
+  base.blocks.push({ id: newId("blk"), kind: "user", role: "user", payload: { [PayloadKeys.text]: prompt }, metadata: {} });
+  return base;
+}
+
+function hostTool(tool: HostModule["tools"][number]): RegisteredTool {
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+    origin: "host",
+    owner: "host",
+    ...(tool.timeoutMs !== undefined ? { timeoutMs: tool.timeoutMs } : {}),
+    async invoke(args, ctx, signal) {
+      const result = await tool.handler(args, ctx, { signal });
+      if (result === undefined) return null;
+      if (!isJson(result)) throw new HookboxError("TOOL_ERROR", `host tool ${tool.name} returned a value that is not JSON`);
+      return result;
+    },
+  };
+}
+
+function checkToolNames(host: HostModule, manifests: ScriptManifest[]): void {
+  const seen = new Map<string, string>();
+  const add = (name: string, owner: string) => {
+    const prior = seen.get(name);
+    if (prior) throw new HookboxError("CONFIG", `duplicate tool name "${name}": defined by ${prior} and by ${owner}`);
+    seen.set(name, owner);
+  };
+  host.tools.forEach((t) => add(t.name, "host tools"));
+  manifests.forEach((m) => m.tools.forEach((t) => add(t.name, `script ${m.name}`)));
+}

@@ -1,0 +1,134 @@
+import { HookboxError } from "../errors.js";
+import type { AfterToolCallPayload, BeforeToolCallPayload, OnToolErrorPayload, ToolErrorInfo } from "../contracts/context.js";
+import type { Json, JsonObject } from "../turns/json.js";
+import type { HookName } from "../turns/keys.gen.js";
+import type { EventLog } from "./event-log.js";
+import type { HookProvider } from "./hook-provider.js";
+
+export type BeforeOutcome =
+  | { kind: "proceed"; args: JsonObject }
+  | { kind: "skip"; result: Json; reason?: string }
+  | { kind: "deny"; reason: string }
+  | { kind: "blocked"; error: ToolErrorInfo }
+  | { kind: "abort"; reason: string; errorCode?: string };
+
+export type AfterOutcome =
+  | { kind: "apply"; result?: Json; error?: ToolErrorInfo }
+  | { kind: "abort"; reason: string; errorCode?: string };
+
+export type ErrorOutcome =
+  | { kind: "default" }
+  | { kind: "retry"; backoffMs?: number; args?: JsonObject }
+  | { kind: "fail"; error?: string }
+  | { kind: "abort"; reason: string; errorCode?: string };
+
+/** What a failing hook leads to, by its script's onHookError policy. */
+type HookFailure = { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
+
+/**
+ * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the
+ * previous one's arguments or result); the first terminal decision ends the chain for that call.
+ * Every decision, including "no opinion" and hook failures, becomes a hook-decision event.
+ */
+export class HookChain {
+  constructor(
+    private readonly providers: HookProvider[],
+    private readonly events: EventLog,
+  ) {}
+
+  async beforeToolCall(payload: BeforeToolCallPayload): Promise<BeforeOutcome> {
+    let args = payload.call.args;
+    for (const provider of this.with("beforeToolCall")) {
+      const current = { ...payload, call: { ...payload.call, args } };
+      let decision;
+      try {
+        decision = await provider.call("beforeToolCall", current);
+      } catch (error) {
+        const failure = this.fail(provider, "beforeToolCall", payload.call.id, error);
+        if (failure.policy === "fail-open") continue;
+        if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
+        return { kind: "blocked", error: failure.error };
+      }
+      this.decided(provider, "beforeToolCall", payload.call.id, decision);
+      if (!decision) continue;
+      if (decision.action === "proceed") {
+        if (decision.args) args = decision.args;
+        continue;
+      }
+      if (decision.action === "skip") return { kind: "skip", result: decision.result, reason: decision.reason };
+      if (decision.action === "deny") return { kind: "deny", reason: decision.reason };
+      return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+    }
+    return { kind: "proceed", args };
+  }
+
+  async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
+    let { result, error } = payload;
+    for (const provider of this.with("afterToolCall")) {
+      let decision;
+      try {
+        decision = await provider.call("afterToolCall", { ...payload, result, error });
+      } catch (failure) {
+        const outcome = this.fail(provider, "afterToolCall", payload.call.id, failure);
+        if (outcome.policy === "fail-open") continue;
+        if (outcome.policy === "abort-run") return { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode };
+        // fail-closed: the result is withheld and the model sees an error instead
+        return { kind: "apply", result: undefined, error: { ...outcome.error, message: `result withheld: ${outcome.error.message}` } };
+      }
+      this.decided(provider, "afterToolCall", payload.call.id, decision);
+      if (!decision) continue;
+      if ("action" in decision) return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+      if (decision.result !== undefined) result = decision.result;
+      if (typeof decision.error === "string") error = { message: decision.error };
+      else if (decision.error === null) error = undefined;
+    }
+    return { kind: "apply", result, error };
+  }
+
+  async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
+    let retry: Extract<ErrorOutcome, { kind: "retry" }> | undefined;
+    for (const provider of this.with("onToolError")) {
+      let decision;
+      try {
+        decision = await provider.call("onToolError", { ...payload, call: { ...payload.call, args: retry?.args ?? payload.call.args } });
+      } catch (failure) {
+        const outcome = this.fail(provider, "onToolError", payload.call.id, failure);
+        if (outcome.policy === "fail-open") continue;
+        if (outcome.policy === "abort-run") return { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode };
+        return { kind: "fail" }; // fail-closed: no retry
+      }
+      this.decided(provider, "onToolError", payload.call.id, decision);
+      if (!decision) continue;
+      if (decision.action === "retry") {
+        retry = { kind: "retry", backoffMs: Math.max(retry?.backoffMs ?? 0, decision.backoffMs ?? 0), args: decision.args ?? retry?.args };
+        continue;
+      }
+      if (decision.action === "fail") return { kind: "fail", error: decision.error };
+      return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+    }
+    return retry ?? { kind: "default" };
+  }
+
+  private with(hook: HookName): HookProvider[] {
+    return this.providers.filter((p) => p.has(hook));
+  }
+
+  private decided(provider: HookProvider, hook: HookName, callId: string, decision: unknown): void {
+    const shown = decision === undefined ? { action: "none" } : (decision as JsonObject);
+    this.events.emit({ type: "hook-decision", hook, script: provider.name, callId, decision: shown });
+  }
+
+  private fail(provider: HookProvider, hook: HookName, callId: string, error: unknown): HookFailure {
+    const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
+    const raw = error instanceof Error ? error.message : String(error);
+    const message = raw.includes(hook) ? raw : `${provider.name}: ${hook} failed: ${raw}`;
+    const policy = provider.onHookError;
+    this.events.emit({ type: "hook-decision", hook, script: provider.name, callId, decision: { action: "error", code, message, policy } });
+    if (policy === "fail-open") {
+      this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
+      return { policy };
+    }
+    if (policy === "abort-run") return { policy, reason: message, errorCode: code };
+    return { policy, error: { message, code } };
+  }
+}

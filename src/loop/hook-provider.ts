@@ -1,0 +1,68 @@
+import { HookboxError, hookContractError } from "../errors.js";
+import { hookReturnSchemas, type HookReturns } from "../contracts/hook-returns.js";
+import type { AfterToolCallPayload, BeforeToolCallPayload, HookPayload, OnToolErrorPayload, ToolOrigin } from "../contracts/context.js";
+import type { HookName } from "../turns/keys.gen.js";
+import type { OnHookError, SandboxRun, ScriptManifest } from "../sandbox/api.js";
+import { withRunContext } from "./ambient.js";
+
+/**
+ * One source of lifecycle hooks (a sandboxed script or a trusted host hook set). The hook chain
+ * treats both the same way: same order rules, same validation, same onHookError policy, same events.
+ */
+export interface HookProvider {
+  name: string;
+  origin: ToolOrigin;
+  onHookError: OnHookError;
+  has(hook: HookName): boolean;
+  call<H extends HookName>(hook: H, payload: HookPayload): Promise<HookReturns[H]>;
+}
+
+type MaybePromise<T> = T | Promise<T>;
+
+/** Host hooks are trusted code, yet their returns are validated exactly like a script's. */
+export interface HostHooks {
+  name: string;
+  onHookError?: OnHookError;
+  beforeToolCall?(payload: BeforeToolCallPayload): MaybePromise<HookReturns["beforeToolCall"]>;
+  afterToolCall?(payload: AfterToolCallPayload): MaybePromise<HookReturns["afterToolCall"]>;
+  onToolError?(payload: OnToolErrorPayload): MaybePromise<HookReturns["onToolError"]>;
+}
+
+export function validateHookReturn<H extends HookName>(script: string, hook: H, value: unknown): HookReturns[H] {
+  const parsed = hookReturnSchemas[hook].safeParse(value);
+  if (parsed.success) return parsed.data as HookReturns[H];
+  const issue = parsed.error.issues[0];
+  const path = "$" + (issue?.path ?? []).map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("");
+  throw hookContractError(script, hook, path, issue?.message ?? "invalid");
+}
+
+export function hostHookProvider(hooks: HostHooks): HookProvider {
+  return {
+    name: hooks.name,
+    origin: "host",
+    onHookError: hooks.onHookError ?? "fail-closed",
+    has: (hook) => typeof hooks[hook] === "function",
+    async call(hook, payload) {
+      const fn = hooks[hook] as ((p: HookPayload) => MaybePromise<unknown>) | undefined;
+      if (!fn) return undefined as never;
+      let value: unknown;
+      try {
+        value = await withRunContext(payload, () => fn.call(hooks, payload));
+      } catch (error) {
+        throw new HookboxError("SCRIPT_ERROR", `${hooks.name}: ${hook} threw: ${(error as Error)?.message ?? String(error)}`);
+      }
+      return validateHookReturn(hooks.name, hook, value);
+    },
+  };
+}
+
+export function scriptHookProvider(manifest: ScriptManifest, run: SandboxRun): HookProvider {
+  const hooks = new Set(manifest.hooks);
+  return {
+    name: manifest.name,
+    origin: "script",
+    onHookError: manifest.onHookError,
+    has: (hook) => hooks.has(hook),
+    call: (hook, payload) => run.callHook(manifest.name, hook, payload),
+  };
+}

@@ -1,0 +1,264 @@
+import type { LanguageModelV3 } from "@ai-sdk/provider";
+import { HookboxError } from "../errors.js";
+import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
+import type { ErrorPolicy, RetryBounds, RunPersistence } from "../host/types.js";
+import type { Block, Turn } from "../turns/turn.js";
+import { PayloadKeys, TurnDataKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
+import type { Json } from "../turns/json.js";
+import type { RunHandle, RunResult, SnapshotPhase } from "./handle.js";
+import { EventLog } from "./event-log.js";
+import { HookChain } from "./hook-chain.js";
+import type { HookProvider } from "./hook-provider.js";
+import { composeMiddleware, type Middleware } from "./middleware-chain.js";
+import { engineStep, userContextMiddleware } from "./engine-step.js";
+import { RetryBudget } from "./retry-budget.js";
+import { Stepper } from "./stepper.js";
+import { executeToolCall, type CallOutcome, type PendingCall } from "./tool-call.js";
+import type { ToolRegistry } from "./tool-registry.js";
+import { isRestartDisabled, restartHandlerFor, type RestartHandlers } from "./context-restart.js";
+import { raceAbort } from "./abortable.js";
+import { RunController } from "./run-controller.js";
+
+export interface LoopLimits {
+  maxIterations: number;
+  maxParallelTools: number;
+  toolTimeoutMs?: number;
+  errorPolicy: ErrorPolicy;
+  retry: RetryBounds;
+  maxContextRestarts: number;
+  /** Consecutive failed tool results before the run fails (a context restart resets the count). */
+  maxConsecutiveToolErrors: number;
+  /** Backoff for retries the error policy asks for (hooks give their own). */
+  defaultBackoffMs: number;
+}
+
+/** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
+export interface LoopComponents {
+  registry: ToolRegistry;
+  middleware: Middleware[];
+  hooks: HookProvider[];
+  close?(): Promise<void>;
+}
+
+export interface LoopOptions {
+  model: LanguageModelV3;
+  stream?: boolean;
+  components(events: EventLog): Promise<LoopComponents>;
+  limits: LoopLimits;
+  ids: { runId: string; sessionId: string; inferenceId: string; traceId: string; turnId: string };
+  prompt: string;
+  userContext: UserContext;
+  tags: Tags;
+  deadlineMs?: number;
+  step: { enabled: boolean; pauseTimeoutMs: number };
+  restartHandlers?: RestartHandlers;
+  persistence?: RunPersistence;
+  /** Resume: events continue at this seq; iterations already done. */
+  resume?: { nextSeq: number; iterations: number };
+}
+
+/** Tool calls in the turn without a matching tool_use block, in call order. */
+export function pendingCalls(turn: Turn): PendingCall[] {
+  const done = new Set(turn.blocks.filter((b) => b.kind === "tool_use").map((b) => String(b.payload[PayloadKeys.id])));
+  return turn.blocks
+    .filter((b) => b.kind === "tool_call" && !done.has(String(b.payload[PayloadKeys.id])))
+    .map((b) => ({ id: String(b.payload[PayloadKeys.id]), name: String(b.payload[PayloadKeys.name]), args: (b.payload[PayloadKeys.args] ?? {}) as PendingCall["args"] }));
+}
+
+function lastText(turn: Turn): string | undefined {
+  for (let i = turn.blocks.length - 1; i >= 0; i--) {
+    const block = turn.blocks[i];
+    if (block.kind === "llm_text") return String(block.payload[PayloadKeys.text] ?? "");
+    if (block.kind === "user") return undefined;
+  }
+  return undefined;
+}
+
+/** Starts the tool loop on `turn` and returns its handle at once. */
+export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
+  const events = new EventLog({ sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId }, options.persistence?.onEvent, options.resume?.nextSeq ?? 1);
+  const controller = new RunController(options.ids, events);
+  const stepper = new Stepper(options.step.enabled, options.step.pauseTimeoutMs, events, controller.signal);
+  controller.attachStepper(stepper);
+  controller.finishWith(runLoop(initial, options, events, controller, stepper));
+  return controller;
+}
+
+type Ending = Omit<RunResult, "turn" | "iterations">;
+
+async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, run: RunController, stepper: Stepper): Promise<RunResult> {
+  const { limits, ids } = options;
+  const signal = run.signal;
+  let turn: Turn = structuredClone(initial);
+  let iterations = options.resume?.iterations ?? 0;
+  let components: LoopComponents | undefined;
+  const snapshot = async (phase: SnapshotPhase) => {
+    await options.persistence?.onSnapshot(phase, structuredClone(turn));
+  };
+  const context = (): CommonContext => ({
+    sessionId: ids.sessionId, inferenceId: ids.inferenceId, traceId: ids.traceId, turnId: ids.turnId,
+    timestampMs: Date.now(), tags: options.tags, userContext: options.userContext,
+    ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+  });
+
+  const finish = async (ending: Ending): Promise<RunResult> => {
+    try {
+      await components?.close?.();
+    } catch {
+      /* closing a sandbox run cannot change how the run ended */
+    }
+    const text = ending.text ?? (ending.status === "completed" ? lastText(turn) : undefined);
+    const result: RunResult = { ...ending, ...(text !== undefined ? { text } : {}), turn, iterations };
+    try {
+      await snapshot("final");
+    } catch (error) {
+      if (ending.status === "completed") return finish({ status: "failed", reason: `store: ${(error as Error).message}`, errorCode: "STORE" });
+    }
+    events.emit({
+      type: "run-finished", status: result.status, iterations,
+      ...(result.reason !== undefined ? { reason: result.reason } : {}),
+      ...(result.errorCode !== undefined ? { errorCode: result.errorCode } : {}),
+      ...(result.text !== undefined ? { text: result.text } : {}),
+    });
+    return result;
+  };
+
+  try {
+    if (!options.resume) events.emit({ type: "run-started", prompt: options.prompt, runId: ids.runId });
+    components = await options.components(events);
+    const { registry } = components;
+    TurnDataKeys.toolConfig.set(turn.data, {
+      maxIterations: limits.maxIterations, maxParallelTools: limits.maxParallelTools, errorPolicy: limits.errorPolicy,
+      ...(limits.toolTimeoutMs !== undefined ? { toolTimeoutMs: limits.toolTimeoutMs } : {}),
+    });
+    TurnDataKeys.toolDefinitions.set(turn.data, registry.list().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, origin: t.origin })));
+    TurnMetadataKeys.sessionId.set(turn.metadata, ids.sessionId);
+    TurnMetadataKeys.inferenceId.set(turn.metadata, ids.inferenceId);
+    TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
+    TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
+
+    const hooks = new HookChain(components.hooks, events);
+    const chain = composeMiddleware(
+      [...components.middleware, userContextMiddleware(options.userContext)],
+      engineStep({ model: options.model, tools: () => registry.definitions(), signal, stream: options.stream }),
+      context,
+    );
+    const budget = new RetryBudget(limits.retry);
+    let restarts = 0;
+    let consecutiveErrors = 0;
+
+    for (;;) {
+      let pending = pendingCalls(turn);
+      if (pending.length === 0) {
+        if (iterations >= limits.maxIterations) {
+          return finish({ status: "failed", reason: `reached the iteration limit (${limits.maxIterations}) with the model still calling tools`, errorCode: "MAX_ITERATIONS" });
+        }
+        iterations += 1;
+        await snapshot("pre_inference");
+        events.emit({ type: "inference-started", iteration: iterations });
+        turn = await raceAbort(chain(turn), signal);
+        pending = pendingCalls(turn);
+        const text = lastText(turn);
+        events.emit({ type: "inference-finished", iteration: iterations, ...(text !== undefined ? { text } : {}), toolCalls: pending });
+        await snapshot("post_inference");
+        if (pending.length === 0) return finish({ status: "completed" });
+        await stepper.pause("after_inference", pending);
+        if (signal.aborted) throw signal.reason;
+      }
+
+      const outcomes = await runBatch(pending, limits.maxParallelTools, signal, (call, batchSignal) =>
+        executeToolCall(call, {
+          registry, hooks, events, budget, signal: batchSignal, context,
+          errorPolicy: limits.errorPolicy, toolTimeoutMs: limits.toolTimeoutMs, defaultBackoffMs: limits.defaultBackoffMs,
+          journal: options.persistence?.journal,
+        }),
+      );
+      for (const [index, outcome] of outcomes.entries()) {
+        if (outcome.kind === "abort") return finish({ status: "aborted", reason: outcome.reason, ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}) });
+        if (outcome.kind === "result") {
+          turn.blocks.push(outcome.block);
+          await options.persistence?.journal?.record(pending[index].id, outcome.block);
+          consecutiveErrors = outcome.failed ? consecutiveErrors + 1 : 0;
+          continue;
+        }
+        const applied = await applyRestart(turn, outcome, restarts < limits.maxContextRestarts, options.restartHandlers ?? {});
+        events.emit({ type: "context-restart", callId: outcome.callId, restartType: outcome.suffix, applied: applied.ok });
+        if (applied.ok) {
+          restarts += 1;
+          consecutiveErrors = 0;
+        } else {
+          turn.blocks.push(applied.block);
+          consecutiveErrors += 1;
+        }
+      }
+      if (consecutiveErrors >= limits.maxConsecutiveToolErrors) {
+        return finish({ status: "failed", reason: `${consecutiveErrors} consecutive tool errors`, errorCode: "TOOL_ERROR" });
+      }
+      await snapshot("post_tools");
+      await stepper.pause("after_tools", []);
+      if (signal.aborted) throw signal.reason;
+    }
+  } catch (error) {
+    if (signal.aborted) return finish({ status: "cancelled", reason: run.cancelReason ?? "cancelled" });
+    const code = error instanceof HookboxError ? error.code : undefined;
+    const message = error instanceof Error ? error.message : String(error);
+    return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
+  }
+}
+
+/** Runs calls with at most `limit` at once; outcomes come back in call order. An abort stops the batch. */
+async function runBatch(
+  calls: PendingCall[],
+  limit: number,
+  runSignal: AbortSignal,
+  execute: (call: PendingCall, signal: AbortSignal) => Promise<CallOutcome>,
+): Promise<CallOutcome[]> {
+  const batch = new AbortController();
+  const onRunAbort = () => batch.abort(runSignal.reason);
+  runSignal.addEventListener("abort", onRunAbort, { once: true });
+  const outcomes: CallOutcome[] = new Array(calls.length);
+  let nextIndex = 0;
+  let aborted: CallOutcome | undefined;
+  const worker = async () => {
+    while (nextIndex < calls.length && !batch.signal.aborted) {
+      const index = nextIndex++;
+      try {
+        const outcome = await execute(calls[index], batch.signal);
+        outcomes[index] = outcome;
+        if (outcome.kind === "abort" && !aborted) {
+          aborted = outcome;
+          batch.abort(new HookboxError("ABORTED", outcome.reason));
+        }
+      } catch (error) {
+        if (!batch.signal.aborted) throw error;
+      }
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, calls.length)) }, worker));
+  } finally {
+    runSignal.removeEventListener("abort", onRunAbort);
+  }
+  if (runSignal.aborted) throw runSignal.reason;
+  return aborted ? [aborted] : outcomes;
+}
+
+async function applyRestart(
+  turn: Turn,
+  restart: Extract<CallOutcome, { kind: "restart" }>,
+  withinBound: boolean,
+  handlers: RestartHandlers,
+): Promise<{ ok: true } | { ok: false; block: Block }> {
+  const refuse = (message: string) => ({
+    ok: false as const,
+    block: { id: `tool_use_${restart.callId}`, kind: "tool_use" as const, role: "tool", payload: { [PayloadKeys.id]: restart.callId, [PayloadKeys.error]: { message, code: "CONTEXT_RESTART" } as Json }, metadata: {} },
+  });
+  if (!withinBound) return refuse(`context restart refused: the run's restart limit is reached`);
+  if (isRestartDisabled(turn, restart.suffix)) return refuse(`context restart "${restart.suffix}" was already applied in this run`);
+  const handler = restartHandlerFor(handlers, restart.suffix);
+  if (!handler) return refuse(`no context restart handler for "${restart.suffix}"`);
+  // No tool result is appended: the call itself leaves the transcript, the enrichment takes its place.
+  turn.blocks = turn.blocks.filter((b) => !(b.kind === "tool_call" && b.payload[PayloadKeys.id] === restart.callId));
+  await handler(turn, { suffix: restart.suffix, item: restart.item, callId: restart.callId });
+  return { ok: true };
+}

@@ -1,0 +1,58 @@
+import { HookboxError } from "../errors.js";
+import type { HookboxEvent } from "../events/types.js";
+import type { EventLog } from "./event-log.js";
+import type { RunHandle, RunResult } from "./handle.js";
+import type { Stepper } from "./stepper.js";
+
+/** The run handle: events, wait, cancel and continue over one running loop. */
+export class RunController implements RunHandle {
+  readonly runId: string;
+  readonly sessionId: string;
+  readonly inferenceId: string;
+  private readonly abort = new AbortController();
+  private stepper?: Stepper;
+  private result?: Promise<RunResult>;
+  cancelReason?: string;
+
+  constructor(ids: { runId: string; sessionId: string; inferenceId: string }, private readonly log: EventLog) {
+    this.runId = ids.runId;
+    this.sessionId = ids.sessionId;
+    this.inferenceId = ids.inferenceId;
+  }
+
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  attachStepper(stepper: Stepper): void {
+    this.stepper = stepper;
+  }
+
+  finishWith(result: Promise<RunResult>): void {
+    this.result = result;
+  }
+
+  events(fromSeq?: number): AsyncIterable<HookboxEvent> {
+    return this.log.iterate(fromSeq);
+  }
+
+  wait(): Promise<RunResult> {
+    if (!this.result) throw new Error("run not started");
+    return this.result;
+  }
+
+  cancel(reason = "cancelled"): void {
+    if (this.abort.signal.aborted) return;
+    this.cancelReason = reason;
+    this.abort.abort(new HookboxError("CANCELLED", reason));
+  }
+
+  continue(pauseId: string): boolean {
+    return this.stepper?.continue(pauseId) ?? false;
+  }
+
+  /** The open pause's id, if the run is paused. */
+  get pauseId(): string | undefined {
+    return this.stepper?.currentPauseId;
+  }
+}

@@ -1,0 +1,161 @@
+import { HookboxError } from "../errors.js";
+import type { CommonContext, ToolCallRef, ToolContext, ToolErrorInfo } from "../contracts/context.js";
+import type { Json, JsonObject } from "../turns/json.js";
+import type { Block } from "../turns/turn.js";
+import { BlockMetadataKeys, PayloadKeys } from "../turns/keys.gen.js";
+import type { ErrorPolicy, RunPersistence } from "../host/types.js";
+import type { EventLog } from "./event-log.js";
+import type { HookChain } from "./hook-chain.js";
+import type { RetryBudget } from "./retry-budget.js";
+import type { RegisteredTool, ToolRegistry } from "./tool-registry.js";
+import { raceAbort, sleep } from "./abortable.js";
+import { withRunContext } from "./ambient.js";
+
+export interface PendingCall {
+  id: string;
+  name: string;
+  args: JsonObject;
+}
+
+export type CallOutcome =
+  | { kind: "result"; block: Block; failed: boolean }
+  | { kind: "restart"; callId: string; suffix: string; item?: Json }
+  | { kind: "abort"; reason: string; errorCode?: string };
+
+export interface CallServices {
+  registry: ToolRegistry;
+  hooks: HookChain;
+  events: EventLog;
+  budget: RetryBudget;
+  errorPolicy: ErrorPolicy;
+  toolTimeoutMs?: number;
+  defaultBackoffMs: number;
+  signal: AbortSignal;
+  context(): CommonContext;
+  journal?: RunPersistence["journal"];
+}
+
+const RESTART_PREFIX = "context_restart_";
+
+/**
+ * One tool call's whole life: beforeToolCall -> validated execution under a timeout -> onToolError and
+ * bounded retries -> afterToolCall -> a tool_use block (or a context restart, or a run abort).
+ */
+export async function executeToolCall(call: PendingCall, services: CallServices): Promise<CallOutcome> {
+  const committed = services.journal?.lookup(call.id);
+  if (committed) return { kind: "result", block: committed, failed: committed.payload[PayloadKeys.error] !== undefined };
+
+  const { events, hooks, registry } = services;
+  const tool = registry.get(call.name);
+  const origin = tool?.origin ?? "host";
+  const ref = (args: JsonObject): ToolCallRef => ({ id: call.id, name: call.name, args, origin });
+  const base = () => ({ ...services.context(), timestampMs: Date.now() });
+
+  const before = await hooks.beforeToolCall({ ...base(), phase: "beforeToolCall", call: ref(call.args), attempt: 1 });
+  if (before.kind === "abort") return before;
+  if (before.kind === "skip") return finished(call, origin, before.result, undefined);
+  if (before.kind === "deny") return finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" });
+  if (before.kind === "blocked") return finished(call, origin, undefined, before.error);
+
+  let args = before.args;
+  let attempt = 1;
+  for (;;) {
+    const started = Date.now();
+    events.emit({ type: "tool-started", callId: call.id, name: call.name, args, attempt, origin });
+    const outcome = await runOnce(tool, call, args, attempt, services);
+    const durationMs = Date.now() - started;
+    if (attempt > 1) services.budget.spend(durationMs);
+    events.emit({ type: "tool-finished", callId: call.id, name: call.name, attempt, durationMs, ...outcome });
+    if (services.signal.aborted) throw services.signal.reason;
+
+    let error = outcome.error;
+    if (error) {
+      const decision = await hooks.onToolError({ ...base(), phase: "onToolError", call: ref(args), attempt, error });
+      if (decision.kind === "abort") return decision;
+      const wantsRetry = decision.kind === "retry" || (decision.kind === "default" && services.errorPolicy === "retry");
+      if (decision.kind === "default" && services.errorPolicy === "abort") {
+        return { kind: "abort", reason: `tool ${call.name} failed and the error policy is abort: ${error.message}`, errorCode: error.code };
+      }
+      if (wantsRetry) {
+        const backoffMs = decision.kind === "retry" ? decision.backoffMs ?? services.defaultBackoffMs : services.defaultBackoffMs;
+        const refused = services.budget.check(attempt, backoffMs);
+        if (!refused) {
+          services.budget.take();
+          events.emit({ type: "tool-retry", callId: call.id, attempt: attempt + 1, backoffMs });
+          const waitStart = Date.now();
+          await sleep(backoffMs, services.signal);
+          services.budget.spend(Date.now() - waitStart);
+          if (decision.kind === "retry" && decision.args) args = decision.args;
+          attempt += 1;
+          continue;
+        }
+        error = { message: `${error.message} (no retry: retry bound reached: ${refused})`, code: "RETRY_BUDGET" };
+      } else if (decision.kind === "fail" && decision.error) {
+        error = { ...error, message: decision.error };
+      }
+    }
+
+    const after = await hooks.afterToolCall({
+      ...base(), phase: "afterToolCall", call: ref(args), attempt, durationMs,
+      ...(outcome.result !== undefined && !error ? { result: outcome.result } : {}),
+      ...(error ? { error } : {}),
+    });
+    if (after.kind === "abort") return after;
+    const restart = asRestart(after.result);
+    if (restart && !after.error) return { kind: "restart", callId: call.id, ...restart };
+    return finished(call, origin, after.result, after.error);
+  }
+}
+
+async function runOnce(
+  tool: RegisteredTool | undefined,
+  call: PendingCall,
+  args: JsonObject,
+  attempt: number,
+  services: CallServices,
+): Promise<{ result?: Json; error?: ToolErrorInfo }> {
+  if (!tool) return { error: { message: `unknown tool "${call.name}"`, code: "UNKNOWN_TOOL" } };
+  const invalid = services.registry.checkArgs(tool, args);
+  if (invalid) return { error: { message: invalid, code: "TOOL_ARGS" } };
+
+  const ctx: ToolContext = { ...services.context(), timestampMs: Date.now(), toolName: tool.name, callId: call.id, callName: call.name, attempt };
+  const timeoutMs = tool.timeoutMs ?? services.toolTimeoutMs;
+  const controller = new AbortController();
+  const onRunAbort = () => controller.abort(services.signal.reason);
+  services.signal.addEventListener("abort", onRunAbort, { once: true });
+  const timer = timeoutMs
+    ? setTimeout(() => controller.abort(new HookboxError("TOOL_TIMEOUT", `tool ${tool.name} timed out after ${timeoutMs} ms`)), timeoutMs)
+    : undefined;
+  try {
+    const result = await raceAbort(withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal)), controller.signal);
+    if (result === undefined) return { result: null };
+    return { result };
+  } catch (error) {
+    if (services.signal.aborted) throw services.signal.reason;
+    return { error: toErrorInfo(error) };
+  } finally {
+    clearTimeout(timer);
+    services.signal.removeEventListener("abort", onRunAbort);
+  }
+}
+
+function toErrorInfo(error: unknown): ToolErrorInfo {
+  if (error instanceof HookboxError) return { message: error.message, code: error.code };
+  if (error instanceof Error) return { message: error.message, code: "TOOL_ERROR" };
+  return { message: String(error), code: "TOOL_ERROR" };
+}
+
+function asRestart(result: Json | undefined): { suffix: string; item?: Json } | undefined {
+  if (!result || typeof result !== "object" || Array.isArray(result)) return undefined;
+  const type = result.type;
+  if (typeof type !== "string" || !type.startsWith(RESTART_PREFIX) || type.length === RESTART_PREFIX.length) return undefined;
+  return { suffix: type.slice(RESTART_PREFIX.length), item: result.enhanced_context_item };
+}
+
+function finished(call: PendingCall, origin: string, result: Json | undefined, error: ToolErrorInfo | undefined): CallOutcome {
+  const payload: JsonObject = { [PayloadKeys.id]: call.id, [PayloadKeys.name]: call.name };
+  if (error) payload[PayloadKeys.error] = error.code ? { message: error.message, code: error.code } : { message: error.message };
+  else payload[PayloadKeys.result] = result ?? null;
+  const metadata: JsonObject = { [BlockMetadataKeys.origin.id]: origin };
+  return { kind: "result", block: { id: `tool_use_${call.id}`, kind: "tool_use", role: "tool", payload, metadata }, failed: !!error };
+}

@@ -1,0 +1,77 @@
+import { Ajv, type ValidateFunction } from "ajv";
+import { HookboxError } from "../errors.js";
+import type { ToolContext, ToolOrigin } from "../contracts/context.js";
+import type { Json, JsonObject } from "../turns/json.js";
+import type { ToolDefinition } from "../engine/infer.js";
+
+/** A tool as the loop sees it, whatever its origin: one shape, one hook path, one validation. */
+export interface RegisteredTool extends ToolDefinition {
+  origin: ToolOrigin;
+  /** Script name for script tools; "host" for host tools. */
+  owner: string;
+  /** Per-tool timeout overriding the run's toolTimeoutMs. */
+  timeoutMs?: number;
+  invoke(args: JsonObject, ctx: ToolContext, signal: AbortSignal): Promise<Json>;
+}
+
+/** What a trusted host-tools module exports (default export: HostTool[]). */
+export interface HostTool {
+  name: string;
+  description: string;
+  parameters: JsonObject;
+  timeoutMs?: number;
+  handler(args: JsonObject, ctx: ToolContext, options: { signal: AbortSignal }): Json | Promise<Json>;
+}
+
+const ajv = new Ajv({ allErrors: false, strict: false });
+const validators = new WeakMap<object, ValidateFunction>();
+
+function validatorFor(tool: ToolDefinition): ValidateFunction {
+  let validate = validators.get(tool.parameters);
+  if (!validate) {
+    try {
+      validate = ajv.compile(tool.parameters);
+    } catch (error) {
+      throw new HookboxError("CONFIG", `tool ${tool.name}: parameters is not a valid JSON Schema: ${(error as Error).message}`);
+    }
+    validators.set(tool.parameters, validate);
+  }
+  return validate;
+}
+
+export class ToolRegistry {
+  private readonly tools = new Map<string, RegisteredTool>();
+
+  add(tool: RegisteredTool): void {
+    const existing = this.tools.get(tool.name);
+    if (existing) {
+      throw new HookboxError("CONFIG", `duplicate tool name "${tool.name}": defined by ${existing.owner} and by ${tool.owner}`);
+    }
+    validatorFor(tool); // a broken schema fails at registration, not at the first call
+    this.tools.set(tool.name, tool);
+  }
+
+  /** Untrusted names (from the model) are looked up in a Map, so "constructor" is just an unknown tool. */
+  get(name: string): RegisteredTool | undefined {
+    return this.tools.get(name);
+  }
+
+  list(): RegisteredTool[] {
+    return [...this.tools.values()];
+  }
+
+  definitions(): ToolDefinition[] {
+    return this.list().map(({ name, description, parameters }) => ({ name, description, parameters }));
+  }
+
+  /** Checks args against the tool's `parameters`; returns a message naming the field, or undefined. */
+  checkArgs(tool: RegisteredTool, args: JsonObject): string | undefined {
+    if (typeof args.__invalid_json__ === "string") return args.__invalid_json__;
+    const validate = validatorFor(tool);
+    if (validate(args)) return undefined;
+    const issue = validate.errors?.[0];
+    if (!issue) return `invalid arguments for ${tool.name}`;
+    const field = issue.instancePath || (issue.params && "missingProperty" in issue.params ? `/${String(issue.params.missingProperty)}` : "");
+    return `invalid arguments for ${tool.name}: ${field || "(root)"} ${issue.message ?? "is invalid"}`;
+  }
+}
