@@ -1,5 +1,22 @@
-// Stub: replaced by the issue that builds `hookbox check`.
-export async function checkCommand(_argv: string[]): Promise<number> {
-  process.stderr.write("hookbox check: not built yet\n");
-  return 2;
+import { checkScripts } from "../../check/check-scripts.js";
+
+const usage = "usage: hookbox check <script...>";
+
+/** `hookbox check`: exit 0 when clean, 1 on type errors, 2 when an input cannot be read (or no input). */
+export async function checkCommand(argv: string[]): Promise<number> {
+  if (argv.length === 0 || argv.some((arg) => arg.startsWith("-"))) {
+    const bad = argv.find((arg) => arg.startsWith("-"));
+    process.stderr.write(`${bad && bad !== "--help" ? `hookbox check: unknown option "${bad}"\n` : ""}${usage}\n`);
+    return 2;
+  }
+  const report = checkScripts(argv);
+  for (const { file, reason } of report.unreadable) process.stderr.write(`hookbox check: cannot read ${file}: ${reason}\n`);
+  if (report.unreadable.length > 0) return 2;
+  for (const line of report.lines) process.stdout.write(`${line}\n`);
+  const errors = report.diagnostics.filter((diagnostic) => diagnostic.category === "error").length;
+  if (errors > 0) {
+    process.stderr.write(`hookbox check: ${errors} error${errors === 1 ? "" : "s"} in ${argv.length} script${argv.length === 1 ? "" : "s"}\n`);
+    return 1;
+  }
+  return 0;
 }

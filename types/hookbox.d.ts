@@ -1,0 +1,189 @@
+/*
+ * The script API of hookbox (contract.md section 1): what `import ... from "hookbox"` gives a script.
+ * The module exists only inside the sandbox; editors and `hookbox check` resolve "hookbox" to this file.
+ * Hand-written. Keys, block kinds and enums come from the generated ./turns.d.ts (codegen/spec.json).
+ * The host validates the same shapes with zod (src/contracts/hook-returns.ts); test/contracts proves they agree.
+ */
+import type { Json, JsonObject, Key, OnHookErrorPolicy, ToolOrigin, Turn, UserContext } from "./turns.js";
+
+export * from "./turns.js";
+
+export type Awaitable<T> = T | Promise<T>;
+export type Tags = { [tag: string]: string };
+
+// ---------------------------------------------------------------------------------------------------------------
+// Context objects. All fields are JSON; ids are strings; times are epoch milliseconds.
+
+export interface RunIds {
+  sessionId: string;
+  inferenceId: string;
+  traceId: string;
+  turnId: string;
+}
+
+export interface CommonContext extends RunIds {
+  timestampMs: number;
+  deadlineMs?: number;
+  tags: Tags;
+  /** The user's original, unabridged request, whatever the model passed as arguments. */
+  userContext?: UserContext;
+}
+
+export interface MiddlewareContext extends CommonContext {
+  middlewareName: string;
+}
+
+export interface ToolContext extends CommonContext {
+  toolName: string;
+  callId: string;
+  /** The name the model used, when it differs from `toolName`. */
+  callName?: string;
+  /** 1-based; greater than 1 when onToolError asked for a retry. */
+  attempt: number;
+}
+
+/**
+ * Tool arguments as the model sent them (after validation against the tool's `parameters`). Loosely typed so
+ * `args.amount > 100` reads naturally; the values are JSON at run time.
+ */
+export type ToolArgs = { [name: string]: any };
+
+export interface ToolCallRef {
+  id: string;
+  name: string;
+  args: ToolArgs;
+  origin: ToolOrigin;
+}
+
+export interface ToolErrorInfo {
+  message: string;
+  code?: string;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hook payloads.
+
+export interface HookPayloadBase extends CommonContext {
+  call: ToolCallRef;
+  /** 1-based attempt number of this call. */
+  attempt: number;
+}
+
+export interface BeforeToolCallPayload extends HookPayloadBase {
+  phase: "beforeToolCall";
+}
+
+export interface AfterToolCallPayload extends HookPayloadBase {
+  phase: "afterToolCall";
+  result?: Json;
+  durationMs: number;
+  /** Present when the tool failed. */
+  error?: ToolErrorInfo;
+}
+
+export interface OnToolErrorPayload extends HookPayloadBase {
+  phase: "onToolError";
+  error: ToolErrorInfo;
+}
+
+export type HookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Hook return contracts. Returning nothing means "no opinion". Anything else is a contract error at run time.
+
+export type BeforeToolCallDecision =
+  /** Run the tool; `args` replaces the arguments wholesale. */
+  | { action: "proceed"; args?: JsonObject }
+  /** Do not run the tool; `result` is used as its result. */
+  | { action: "skip"; result: Json; reason?: string }
+  /** Do not run the tool; the model sees a denial carrying `reason`; the run goes on. */
+  | { action: "deny"; reason: string }
+  /** Do not run the tool; the whole run stops with status "aborted". */
+  | { action: "abort"; reason: string };
+
+export type AfterToolCallDecision =
+  /** The run stops with status "aborted". */
+  | { action: "abort"; reason: string }
+  /** Replace the result; a string `error` makes the call a failure, `null` clears one. */
+  | { action?: never; result?: Json; error?: string | null };
+
+export type OnToolErrorDecision =
+  /** Run the tool again (bounded by attempts per call, retries per run and the retry time budget). */
+  | { action: "retry"; backoffMs?: number; args?: JsonObject }
+  /** Stop retrying; the model sees the (optionally rewritten) error. */
+  | { action: "fail"; error?: string }
+  /** The run stops with status "aborted". */
+  | { action: "abort"; reason: string };
+
+export type BeforeToolCallReturn = BeforeToolCallDecision | undefined;
+export type AfterToolCallReturn = AfterToolCallDecision | undefined;
+export type OnToolErrorReturn = OnToolErrorDecision | undefined;
+
+export interface Hooks {
+  beforeToolCall?(payload: BeforeToolCallPayload): Awaitable<BeforeToolCallReturn | void>;
+  afterToolCall?(payload: AfterToolCallPayload): Awaitable<AfterToolCallReturn | void>;
+  onToolError?(payload: OnToolErrorPayload): Awaitable<OnToolErrorReturn | void>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Middleware and tools.
+
+/** Runs the rest of the chain and the model; pass a changed turn, or nothing to pass `turn` on unchanged. */
+export type Next = (turn?: Turn) => Promise<Turn>;
+
+/** Must return a turn: returning nothing is an error, never a silent loss. */
+export type MiddlewareFunction = (turn: Turn, next: Next, ctx: MiddlewareContext) => Awaitable<Turn>;
+
+/** A middleware is named by its function name, or explicitly with `{ name, run }`. */
+export type Middleware = MiddlewareFunction | { name: string; run: MiddlewareFunction };
+
+/** Returned by a tool to restart the context: the handler for `<suffix>` applies `enhanced_context_item`. */
+export interface ContextRestartSignal {
+  type: `context_restart_${string}`;
+  enhanced_context_item?: JsonObject;
+}
+
+export interface ScriptTool {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments; calls are validated against it before the handler runs. */
+  parameters: JsonObject;
+  handler(args: ToolArgs, ctx: ToolContext): Awaitable<Json>;
+}
+
+export interface ScriptDefinition {
+  /** Defaults to the file name. */
+  name?: string;
+  /** What happens when a hook throws, times out, exceeds memory or breaks its contract. Default "fail-closed". */
+  onHookError?: OnHookErrorPolicy;
+  middleware?: Middleware[];
+  tools?: ScriptTool[];
+  hooks?: Hooks;
+}
+
+/** A script's default export. */
+export declare function defineScript(script: ScriptDefinition): ScriptDefinition;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Typed keys (runtime/keys.ts). A wrong value type is a compile error here and a refusal at run time.
+
+/** The value under `key` in `bag` (turn.data, turn.metadata or block.metadata), or undefined when missing. Throws if the stored value breaks the key's type. */
+export declare function getKey<T>(bag: JsonObject, key: Key<T>): T | undefined;
+/** Stores `value` under `key`; throws, storing nothing, when the value is not JSON or breaks the key's type. */
+export declare function setKey<T>(bag: JsonObject, key: Key<T>, value: NoInfer<T>): void;
+export declare function deleteKey(bag: JsonObject, key: Key<unknown>): void;
+
+// ---------------------------------------------------------------------------------------------------------------
+// Globals inside the sandbox. Output goes to the run's `log` events.
+
+export interface ScriptConsole {
+  debug(...values: unknown[]): void;
+  log(...values: unknown[]): void;
+  info(...values: unknown[]): void;
+  warn(...values: unknown[]): void;
+  error(...values: unknown[]): void;
+}
+
+declare global {
+  var console: ScriptConsole;
+}
