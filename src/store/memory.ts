@@ -81,6 +81,7 @@ export class MemoryStore implements Store {
     }
     state.events.push(structuredClone(event));
     run.lastSeq = event.seq;
+    if (run.inferenceId === "") run.inferenceId = event.inferenceId;
     if (event.type === "inference-finished") run.iterations += 1;
     if (event.type === "debugger.pause") {
       state.pauses.set(event.pauseId, {

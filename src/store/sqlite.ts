@@ -31,7 +31,10 @@ export class SqliteStore implements Store {
         "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, iterations = ? WHERE id = ?",
       ),
       insertEvent: db.prepare("INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)"),
-      advanceSeq: db.prepare("UPDATE runs SET last_seq = ?, iterations = iterations + ? WHERE id = ? AND last_seq = ?"),
+      // A run created before the loop named its inference id takes it from its first event.
+      advanceSeq: db.prepare(
+        "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
+      ),
       finishRun: db.prepare("UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?"),
       listEvents: db.prepare("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"),
       openPause: db.prepare("INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)"),
@@ -125,7 +128,7 @@ export class SqliteStore implements Store {
   private appendEventNow(runId: string, event: HookboxEvent): void {
     this.db.transaction(() => {
       const s = this.statements;
-      const advanced = s.advanceSeq.run(event.seq, event.type === "inference-finished" ? 1 : 0, runId, event.seq - 1);
+      const advanced = s.advanceSeq.run(event.seq, event.type === "inference-finished" ? 1 : 0, event.inferenceId, runId, event.seq - 1);
       if (advanced.changes !== 1) {
         const run = this.statements.getRun.get(runId) as RunRow | undefined;
         throw new HookboxError(

@@ -29,6 +29,7 @@ export interface SessionRecord {
 export interface RunRecord {
   id: string;
   sessionId: string;
+  /** "" until the run's first event names it (the loop chooses it when the run starts). */
   inferenceId: string;
   prompt: string;
   options: RunOptions;

@@ -1,0 +1,67 @@
+import type { Block, Turn } from "../turns/turn.js";
+import type { HookboxEvent } from "../events/types.js";
+import type { SnapshotPhase } from "../loop/handle.js";
+import type { RunPersistence } from "../host/types.js";
+import type { Store } from "../store/types.js";
+import { HookboxError } from "../errors.js";
+import type { RunFeed } from "./run-feed.js";
+
+/**
+ * The RunPersistence a session hands the loop: each event is written to the store as the loop emits it
+ * and only then published to live readers; each snapshot is awaited before the loop's next phase.
+ * A failed event write fails the next snapshot, so the loop stops instead of running on unrecorded.
+ * `freeze()` (drain, interrupt) makes later writes no-ops: the store keeps the run as last committed.
+ */
+export class StoredRunPersistence implements RunPersistence {
+  private failure: unknown;
+  private frozen = false;
+  readonly journal: NonNullable<RunPersistence["journal"]>;
+
+  constructor(
+    private readonly store: Store,
+    private readonly runId: string,
+    private readonly feed: RunFeed,
+    committedToolResults: Map<string, Block> = new Map(),
+  ) {
+    const results = committedToolResults;
+    this.journal = {
+      lookup: (callId) => results.get(callId),
+      record: async (callId, toolUse) => {
+        if (this.frozen) return;
+        await this.store.recordToolResult(this.runId, callId, toolUse);
+        results.set(callId, toolUse);
+      },
+    };
+  }
+
+  onEvent(event: HookboxEvent): void {
+    if (this.frozen || this.failure) return;
+    // SQLite commits inside this call; a networked store commits in call order before the next snapshot.
+    this.store.appendEvent(this.runId, event).then(
+      () => this.feed.publish(event),
+      (error: unknown) => {
+        this.failure ??= error;
+      },
+    );
+  }
+
+  async onSnapshot(phase: SnapshotPhase, turn: Turn): Promise<void> {
+    if (this.frozen) return;
+    if (this.failure) throw this.persistError(this.failure);
+    try {
+      await this.store.saveSnapshot(this.runId, phase, turn);
+    } catch (error) {
+      throw this.persistError(error);
+    }
+    if (this.failure) throw this.persistError(this.failure);
+  }
+
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  private persistError(error: unknown): HookboxError {
+    if (error instanceof HookboxError) return error;
+    return new HookboxError("STORE", `run ${this.runId} could not be persisted: ${(error as Error)?.message ?? String(error)}`, { runId: this.runId });
+  }
+}

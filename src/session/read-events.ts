@@ -1,0 +1,48 @@
+import type { HookboxEvent } from "../events/types.js";
+import type { Store } from "../store/types.js";
+import { isTerminal, type RunFeed } from "./run-feed.js";
+
+/**
+ * A run's events with seq > afterSeq: first what the store committed, then live ones as they are
+ * committed, with no gap and no duplicate (we subscribe before reading the store and skip seen seqs).
+ * Ends after the final `run-finished`; an `interrupted` one ends the stream only if nothing follows it.
+ */
+export async function* readRunEvents(options: {
+  store: Store;
+  runId: string;
+  afterSeq: number;
+  feed: () => RunFeed | undefined;
+}): AsyncGenerator<HookboxEvent> {
+  const { store, runId } = options;
+  const queue: HookboxEvent[] = [];
+  let wake: (() => void) | undefined;
+  const feed = options.feed();
+  const unsubscribe = feed?.subscribe((event) => {
+    queue.push(event);
+    wake?.();
+  });
+  try {
+    let last = options.afterSeq;
+    const stored = await store.listEvents(runId, last);
+    for (const [index, event] of stored.entries()) {
+      yield event;
+      last = event.seq;
+      // A stored interrupted end is final only when nothing follows it and the run is not live again.
+      if (isTerminal(event, feed !== undefined || index < stored.length - 1)) return;
+    }
+    if (!feed) return;
+    for (;;) {
+      while (queue.length > 0) {
+        const event = queue.shift()!;
+        if (event.seq <= last) continue;
+        yield event;
+        last = event.seq;
+        if (event.type === "run-finished") return;
+      }
+      await new Promise<void>((resolve) => (wake = resolve));
+      wake = undefined;
+    }
+  } finally {
+    unsubscribe?.();
+  }
+}

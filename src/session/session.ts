@@ -1,0 +1,58 @@
+import type { RunHandle } from "../loop/handle.js";
+import type { RunOptions, TenantConfig } from "../host/types.js";
+import type { Turn } from "../turns/turn.js";
+import type { SessionRecord } from "../store/types.js";
+import type { SessionManager } from "./manager.js";
+
+/** One conversation: its history of turns and at most one active run. Obtained from a SessionManager. */
+export class Session {
+  constructor(
+    private readonly manager: SessionManager,
+    readonly record: SessionRecord,
+  ) {}
+
+  get id(): string {
+    return this.record.id;
+  }
+
+  get tenant(): string {
+    return this.record.tenant;
+  }
+
+  get defaults(): RunOptions {
+    return this.record.defaults;
+  }
+
+  /** Starts a run (options merge over the session defaults). Rejects with SESSION_BUSY while another run is active. */
+  run(prompt: string, options: RunOptions = {}): Promise<RunHandle> {
+    return this.manager.startRun(this.id, prompt, options);
+  }
+
+  /** Continues this session's interrupted run from its last committed snapshot. */
+  resume(): Promise<RunHandle> {
+    return this.manager.resume(this.id);
+  }
+
+  /** A new session whose history is this one's as of `runId` (default: the latest run). */
+  fork(options: { runId?: string; sessionId?: string } = {}): Promise<Session> {
+    return this.manager.fork(this.id, options);
+  }
+
+  /** The conversation the next run continues. */
+  history(): Promise<Turn | undefined> {
+    return this.manager.history(this.id);
+  }
+
+  /** The active run's handle in this process, if any. */
+  get activeRun(): RunHandle | undefined {
+    return this.manager.activeRun(this.id);
+  }
+}
+
+export interface CreateSessionOptions {
+  tenant: string;
+  tenantConfig: TenantConfig;
+  defaults?: RunOptions;
+  /** Choose the id (CLI `--session ID` for a new session); default a random UUID. */
+  sessionId?: string;
+}

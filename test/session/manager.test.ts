@@ -1,0 +1,169 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { writeFileSync } from "node:fs";
+import { openStore, type Store } from "../../src/store/index.js";
+import { SessionManager } from "../../src/session/manager.js";
+import type { HookboxEvent } from "../../src/events/types.js";
+import type { TenantConfig } from "../../src/host/types.js";
+import { tempDir } from "../store/helpers.js";
+import { FakeRuntime, type FakeStep } from "./fake-runtime.js";
+
+const twoTools: FakeStep[] = [{ toolCalls: [{ id: "c1", name: "a" }, { id: "c2", name: "b" }] }, { text: "done" }];
+
+function tenantConfig(dir: string): TenantConfig {
+  const script = join(dir, "policy.ts");
+  writeFileSync(script, "export default {};\n");
+  return { name: "acme", scripts: [{ path: script }], model: { kind: "scripted", file: join(dir, "model.json") } };
+}
+
+async function collect(iterable: AsyncIterable<HookboxEvent>): Promise<HookboxEvent[]> {
+  const out: HookboxEvent[] = [];
+  for await (const event of iterable) out.push(event);
+  return out;
+}
+
+describe("SessionManager", () => {
+  let store: Store;
+  let dir: string;
+  afterEach(async () => store?.close());
+
+  function setup(steps: FakeStep[] = twoTools) {
+    dir = tempDir("hookbox-session-");
+    store = openStore(join(dir, "store.db"));
+    const runtime = new FakeRuntime("acme", steps);
+    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    return { manager, runtime };
+  }
+
+  it("runs, commits every event gap-free and every snapshot, and the next run continues the history", async () => {
+    const { manager, runtime } = setup([{ toolCalls: [{ id: "c1", name: "a" }] }, { text: "one" }, { text: "two" }]);
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const handle = await session.run("first");
+    expect((await handle.wait()).status).toBe("completed");
+    const events = await store.listEvents(handle.runId);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
+    expect((await store.listSnapshots(handle.runId)).map((s) => s.phase)).toEqual(["pre_inference", "post_inference", "post_tools", "post_inference", "final"]);
+    expect((await store.getRun(handle.runId))?.inferenceId).toBe(`inf-${handle.runId}`);
+    const second = await session.run("second");
+    await second.wait();
+    const history = runtime.requests[1].history!;
+    expect(history.blocks.map((b) => b.payload.text ?? b.payload.id)).toEqual(["first", "c1", "c1", "one"]);
+    const view = await manager.describe(session.id);
+    expect(view).toMatchObject({ status: "idle", turns: [{ status: "completed", phase: "final" }, { status: "completed", phase: "final" }] });
+  });
+
+  it("refuses a second active run with SESSION_BUSY and accepts one after the first finishes", async () => {
+    const { manager } = setup([{ toolCalls: [{ id: "c1", name: "a" }] }, { text: "ok" }, { text: "ok" }]);
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const [first, second] = await Promise.allSettled([session.run("a", { step: true }), session.run("b")]);
+    expect(first.status).toBe("fulfilled");
+    expect(second).toMatchObject({ status: "rejected", reason: { code: "SESSION_BUSY", message: expect.stringMatching(/already has an active run/) } });
+    const handle = (first as PromiseFulfilledResult<Awaited<ReturnType<typeof session.run>>>).value;
+    await expect(session.run("c")).rejects.toMatchObject({ code: "SESSION_BUSY" });
+    const pause = await waitForEvent(manager.events(handle.runId), "debugger.pause");
+    expect(handle.continue(pause.pauseId)).toBe(true);
+    await handle.wait();
+    await expect((await session.run("d")).wait()).resolves.toMatchObject({ status: "completed" });
+  });
+
+  it("merges per-run options over session defaults", async () => {
+    const { manager, runtime } = setup([{ text: "x" }]);
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir), defaults: { maxIterations: 5, tags: { team: "a" }, step: false } });
+    await (await session.run("hi", { tags: { run: "1" }, step: false, toolTimeoutMs: 100 })).wait();
+    expect(runtime.requests[0].options).toEqual({ maxIterations: 5, tags: { team: "a", run: "1" }, step: false, toolTimeoutMs: 100 });
+  });
+
+  it("keeps an open pause in the store until it is continued", async () => {
+    const { manager } = setup();
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const handle = await session.run("go", { step: true });
+    const pause = await waitForEvent(manager.events(handle.runId), "debugger.pause");
+    expect(await store.openPauses(handle.runId)).toMatchObject([{ pauseId: pause.pauseId }]);
+    expect(handle.continue("p-other")).toBe(false);
+    handle.continue(pause.pauseId);
+    await handle.wait();
+    expect(await store.openPauses(handle.runId)).toEqual([]);
+  });
+
+  it("reads events from any seq with no gap and no duplicate, live and stored", async () => {
+    const { manager } = setup();
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const handle = await session.run("go", { step: true });
+    const pause = await waitForEvent(manager.events(handle.runId), "debugger.pause");
+    const reader = collect(manager.events(handle.runId, 2));
+    handle.continue(pause.pauseId);
+    const live = await reader;
+    expect(live.map((e) => e.seq)).toEqual(live.map((_, i) => i + 3));
+    expect(live.at(-1)?.type).toBe("run-finished");
+    const stored = await collect(manager.events(handle.runId, 4));
+    expect(stored.map((e) => e.seq)).toEqual(live.filter((e) => e.seq > 4).map((e) => e.seq));
+  });
+
+  it("resumes an interrupted run without re-executing a committed tool, re-running beforeToolCall for the rest", async () => {
+    const { manager, runtime } = setup();
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    let release!: () => void;
+    runtime.blockedTools.set("c2", new Promise((resolve) => (release = resolve)));
+    const handle = await session.run("go");
+    await waitForEvent(manager.events(handle.runId), "tool-started", (e) => e.callId === "c2");
+    const interrupting = manager.interruptAll("draining");
+    release();
+    await interrupting;
+    const interrupted = await store.getRun(handle.runId);
+    expect(interrupted).toMatchObject({ status: "interrupted", reason: "draining" });
+    expect(runtime.executed).toEqual(["c1"]);
+
+    // A new process: new manager, new runtime, same file.
+    await store.close();
+    store = openStore(join(dir, "store.db"));
+    const fresh = new FakeRuntime("acme", twoTools);
+    const resumer = new SessionManager({ store, runtimeFor: async () => fresh });
+    const resumed = await resumer.resume(session.id);
+    expect(resumed.runId).toBe(handle.runId);
+    expect(await resumed.wait()).toMatchObject({ status: "completed", iterations: 2 });
+    expect(fresh.requests[0].resumeFrom).toMatchObject({ nextSeq: interrupted!.lastSeq + 1, iterations: 1, inferenceId: interrupted!.inferenceId });
+    expect(fresh.executed).toEqual(["c2"]);
+    expect(fresh.beforeToolCall).toEqual(["c2"]);
+    const all = await collect(resumer.events(handle.runId));
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(all.filter((e) => e.type === "run-finished").map((e) => (e as { status: string }).status)).toEqual(["interrupted", "completed"]);
+    await expect(resumer.resume(session.id)).rejects.toMatchObject({ code: "NOT_RESUMABLE", message: expect.stringMatching(/is completed, not interrupted/) });
+  });
+
+  it("forks a session from a run: the fork continues that history, the source is untouched", async () => {
+    const { manager, runtime } = setup([{ text: "a" }, { text: "b" }, { text: "c" }]);
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const first = await session.run("one");
+    await first.wait();
+    await (await session.run("two")).wait();
+    const fork = await session.fork({ runId: first.runId });
+    expect(fork.id).not.toBe(session.id);
+    await (await fork.run("three")).wait();
+    expect(runtime.requests[2].history?.blocks.map((b) => b.payload.text)).toEqual(["one", "a"]);
+    expect((await manager.describe(fork.id))?.forkedFrom).toEqual({ sessionId: session.id, runId: first.runId });
+    expect((await manager.describe(session.id))?.turns).toHaveLength(2);
+    await expect(session.fork({ runId: "nope" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("records the tenant's script sources so a later process can rebuild the runtime", async () => {
+    const { manager } = setup([{ text: "a" }]);
+    const config = tenantConfig(dir);
+    const session = await manager.create({ tenant: "acme", tenantConfig: config });
+    writeFileSync((config.scripts[0] as { path: string }).path, "export default { changed: true };\n");
+    const record = await store.getSession(session.id);
+    expect(record?.tenantConfig.scripts).toMatchObject([{ source: "export default {};\n" }]);
+    await expect(manager.create({ tenant: "acme", tenantConfig: { ...config, scripts: [{ path: join(dir, "missing.ts") }] } })).rejects.toThrow(/missing\.ts/);
+  });
+});
+
+async function waitForEvent<T extends HookboxEvent["type"]>(
+  events: AsyncIterable<HookboxEvent>,
+  type: T,
+  match: (event: Extract<HookboxEvent, { type: T }>) => boolean = () => true,
+): Promise<Extract<HookboxEvent, { type: T }>> {
+  for await (const event of events) {
+    if (event.type === type && match(event as Extract<HookboxEvent, { type: T }>)) return event as Extract<HookboxEvent, { type: T }>;
+  }
+  throw new Error(`no ${type} event`);
+}
