@@ -1,0 +1,115 @@
+import { parseArgs } from "node:util";
+import { HookboxError } from "../errors.js";
+import type { RunOptions } from "../host/types.js";
+import type { SandboxLimits } from "../sandbox/api.js";
+
+export interface RunFlags {
+  scripts: string[];
+  prompt: string;
+  model: string;
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  hostTools?: string;
+  tenant: string;
+  json: boolean;
+  store?: string;
+  session?: string;
+  limits: Partial<SandboxLimits>;
+  options: RunOptions;
+}
+
+const spec = {
+  prompt: { type: "string" },
+  model: { type: "string" },
+  "base-url": { type: "string" },
+  "api-key-env": { type: "string" },
+  "host-tools": { type: "string" },
+  "user-context": { type: "string" },
+  tenant: { type: "string" },
+  tags: { type: "string" },
+  "max-iterations": { type: "string" },
+  "max-parallel-tools": { type: "string" },
+  "tool-timeout-ms": { type: "string" },
+  "memory-mb": { type: "string" },
+  "cpu-ms": { type: "string" },
+  "wall-ms": { type: "string" },
+  "pause-timeout-ms": { type: "string" },
+  step: { type: "boolean" },
+  json: { type: "boolean" },
+  store: { type: "string" },
+  session: { type: "string" },
+} as const;
+
+function positiveInt(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new HookboxError("USAGE", `--${flag} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function parseTags(value: string | undefined): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  const tags: Record<string, string> = {};
+  for (const pair of value.split(",").filter(Boolean)) {
+    const eq = pair.indexOf("=");
+    if (eq < 1) throw new HookboxError("USAGE", `--tags: "${pair}" is not k=v`);
+    tags[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return tags;
+}
+
+function parseUserContext(value: string | undefined): RunOptions["userContext"] {
+  if (value === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new HookboxError("USAGE", `--user-context is not JSON: ${(error as Error).message}`);
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new HookboxError("USAGE", "--user-context must be a JSON object");
+  return parsed as RunOptions["userContext"];
+}
+
+/** `hookbox run` flags (contract.md section 2); any mistake is a USAGE error naming the flag. */
+export function parseRunFlags(argv: string[]): RunFlags {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: spec, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new HookboxError("USAGE", (error as Error).message);
+  }
+  const v = parsed.values;
+  if (v.prompt === undefined) throw new HookboxError("USAGE", "--prompt TEXT is required");
+  if (v.model === undefined) throw new HookboxError("USAGE", "--model is required (scripted:FILE or openai-compatible:MODEL)");
+  const options: RunOptions = {
+    maxIterations: positiveInt("max-iterations", v["max-iterations"]),
+    maxParallelTools: positiveInt("max-parallel-tools", v["max-parallel-tools"]),
+    toolTimeoutMs: positiveInt("tool-timeout-ms", v["tool-timeout-ms"]),
+    pauseTimeoutMs: positiveInt("pause-timeout-ms", v["pause-timeout-ms"]),
+    step: v.step ?? false,
+    tags: parseTags(v.tags),
+    userContext: parseUserContext(v["user-context"]),
+  };
+  const limits: Partial<SandboxLimits> = {};
+  const memoryMb = positiveInt("memory-mb", v["memory-mb"]);
+  const cpuMs = positiveInt("cpu-ms", v["cpu-ms"]);
+  const wallMs = positiveInt("wall-ms", v["wall-ms"]);
+  if (memoryMb !== undefined) limits.memoryMb = memoryMb;
+  if (cpuMs !== undefined) limits.cpuMs = cpuMs;
+  if (wallMs !== undefined) limits.wallMs = wallMs;
+  if (v.session !== undefined && v.store === undefined) throw new HookboxError("USAGE", "--session needs --store FILE");
+  return {
+    scripts: parsed.positionals,
+    prompt: v.prompt,
+    model: v.model,
+    baseUrl: v["base-url"],
+    apiKeyEnv: v["api-key-env"],
+    hostTools: v["host-tools"],
+    tenant: v.tenant ?? "default",
+    json: v.json ?? false,
+    store: v.store,
+    session: v.session,
+    limits,
+    options,
+  };
+}

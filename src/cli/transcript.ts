@@ -1,0 +1,46 @@
+import type { HookboxEvent } from "../events/types.js";
+
+const short = (value: unknown, max = 160): string => {
+  const text = typeof value === "string" ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+};
+
+/** One readable line per event, for humans (`hookbox run` without --json, and the demo). */
+export function describeEvent(event: HookboxEvent): string | undefined {
+  switch (event.type) {
+    case "run-started":
+      return `▶ run ${event.runId} (session ${event.sessionId})\n  user: ${event.prompt}`;
+    case "inference-started":
+      return `\n— inference ${event.iteration}`;
+    case "inference-finished": {
+      const lines = [];
+      if (event.text) lines.push(`  model: ${event.text}`);
+      for (const call of event.toolCalls) lines.push(`  model calls ${call.name}(${short(call.args)}) [${call.id}]`);
+      return lines.join("\n") || "  model: (no text)";
+    }
+    case "hook-decision": {
+      const action = String(event.decision.action ?? "transform");
+      if (action === "none") return undefined;
+      const detail = event.decision.reason ?? event.decision.message ?? event.decision.error ?? "";
+      return `    ${event.script}.${event.hook} → ${action}${detail ? `: ${short(detail)}` : ""} [${event.callId}]`;
+    }
+    case "tool-started":
+      return `    ${event.origin} tool ${event.name}(${short(event.args)}) attempt ${event.attempt}`;
+    case "tool-finished":
+      return event.error
+        ? `    ✗ ${event.name} failed in ${event.durationMs} ms: ${event.error.message}`
+        : `    ✓ ${event.name} → ${short(event.result)} (${event.durationMs} ms)`;
+    case "tool-retry":
+      return `    ↻ retry ${event.callId} as attempt ${event.attempt} after ${event.backoffMs} ms`;
+    case "context-restart":
+      return `    ⟳ context restart "${event.restartType}" ${event.applied ? "applied" : "refused"}`;
+    case "debugger.pause":
+      return `  ⏸ paused ${event.phase} (${event.pauseId}); press Enter to continue`;
+    case "debugger.continue":
+      return `  ⏵ ${event.reason}`;
+    case "log":
+      return `    [${event.script} ${event.level}] ${event.message}`;
+    case "run-finished":
+      return `\n■ ${event.status}${event.errorCode ? ` (${event.errorCode})` : ""}${event.reason ? `: ${event.reason}` : ""} after ${event.iterations} inference(s)${event.text ? `\n  final answer: ${event.text}` : ""}`;
+  }
+}

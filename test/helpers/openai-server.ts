@@ -1,0 +1,53 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface FakeReply {
+  text?: string;
+  toolCalls?: { id: string; name: string; args: Record<string, unknown> }[];
+}
+
+/**
+ * A real OpenAI-compatible HTTP server on loopback: answers /chat/completions with the given replies
+ * in order (streaming or not, as the request asks) and records every request body.
+ */
+export async function startOpenAIServer(replies: FakeReply[]): Promise<{ url: string; requests: any[]; close(): Promise<void> }> {
+  const requests: any[] = [];
+  let next = 0;
+  const server: Server = createServer(async (req, res) => {
+    const body = JSON.parse(await read(req));
+    requests.push(body);
+    const reply = replies[next++] ?? { text: "(no more replies)" };
+    const toolCalls = (reply.toolCalls ?? []).map((c, index) => ({ index, id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
+    const finish = toolCalls.length ? "tool_calls" : "stop";
+    const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+    if (body.stream) {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta: object, finish_reason: string | null, extra: object = {}) =>
+        res.write(`data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason }], ...extra })}\n\n`);
+      if (reply.text) for (const piece of reply.text.match(/.{1,5}/g) ?? []) chunk({ role: "assistant", content: piece }, null);
+      if (toolCalls.length) chunk({ role: "assistant", tool_calls: toolCalls }, null);
+      chunk({}, finish, { usage });
+      res.end("data: [DONE]\n\n");
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({
+      id: "x", object: "chat.completion", created: 1, model: body.model,
+      choices: [{ index: 0, message: { role: "assistant", content: reply.text ?? null, ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}) }, finish_reason: finish }],
+      usage,
+    }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/v1`, requests, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+function read(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let data = "";
+    req.setEncoding("utf8");
+    req.on("data", (c) => (data += c));
+    req.on("end", () => resolve(data));
+    req.on("error", reject);
+  });
+}
