@@ -1,0 +1,129 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { HookboxError } from "../errors.js";
+import { hookboxTypesDir } from "./compile.js";
+
+/*
+ * `hookbox init DIR`: a script project an editor type-checks as it is. The types are copied (not linked) so the
+ * project works without hookbox installed next to it; `hookbox check` uses the same compiler options.
+ */
+
+const TSCONFIG = {
+  compilerOptions: {
+    target: "ES2022",
+    lib: ["ES2022"],
+    module: "ESNext",
+    moduleResolution: "Bundler",
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    allowJs: true,
+    checkJs: true,
+    // The sandbox has neither the DOM nor Node: no ambient types beyond the hookbox module.
+    types: [],
+    paths: { hookbox: ["./types/hookbox.d.ts"] },
+  },
+  include: ["**/*.ts", "**/*.js"],
+};
+
+const POLICY = `import { BlockKinds, PayloadKeys, defineScript, keys, setKey } from "hookbox";
+
+const CARD_NUMBER = /\\b(?:\\d[ -]?){13,19}\\b/g;
+const REFUND_LIMIT = 100;
+
+export default defineScript({
+  name: "refund-policy",
+  onHookError: "fail-closed",
+  middleware: [
+    // Card numbers never reach the model.
+    async function redactCards(turn, next, ctx) {
+      for (const block of turn.blocks) {
+        const text = block.payload[PayloadKeys.text];
+        if (block.kind === BlockKinds.user && typeof text === "string" && CARD_NUMBER.test(text)) {
+          block.payload[PayloadKeys.text] = text.replace(CARD_NUMBER, "[card]");
+          setKey(block.metadata, keys.blockMetadata.middleware, ctx.middlewareName);
+        }
+      }
+      return next(turn);
+    },
+  ],
+  tools: [
+    {
+      name: "lookup_order",
+      description: "Look up an order by id",
+      parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+      async handler(args, ctx) {
+        return { id: args.id, total: 120, currency: "EUR", requestedBy: ctx.userContext?.userId ?? null };
+      },
+    },
+    {
+      name: "refund",
+      description: "Refund an amount of an order",
+      parameters: {
+        type: "object",
+        properties: { id: { type: "string" }, amount: { type: "number" } },
+        required: ["id", "amount"],
+      },
+      async handler(args) {
+        return { refunded: args.amount, orderId: args.id };
+      },
+    },
+  ],
+  hooks: {
+    beforeToolCall(p) {
+      if (p.call.name === "refund" && p.call.args.amount > REFUND_LIMIT) {
+        return { action: "deny", reason: \`refunds over \${REFUND_LIMIT} need a human\` };
+      }
+    },
+    onToolError(p) {
+      return p.attempt < 3 ? { action: "retry", backoffMs: 50 } : { action: "fail" };
+    },
+  },
+});
+`;
+
+const MODEL = {
+  steps: [
+    { toolCalls: [{ id: "c1", name: "lookup_order", args: { id: "A17" } }] },
+    { toolCalls: [{ id: "c2", name: "refund", args: { id: "A17", amount: 120 } }] },
+    { text: "Refunds over 100 need a human; I have passed order A17 on to the team." },
+  ],
+};
+
+const README = `# hookbox script project
+
+- \`policy.ts\`: an example script (middleware, tools, hooks). Edit it; your editor type-checks it against \`types/\`.
+- \`model.json\`: a scripted model: each inference consumes the next step.
+
+\`\`\`sh
+hookbox check policy.ts
+hookbox run policy.ts --model scripted:model.json --prompt "Please refund order A17, I was charged twice"
+\`\`\`
+`;
+
+export interface InitResult {
+  dir: string;
+  files: string[];
+}
+
+/** Writes the project into `dir` (created if needed). Refuses, writing nothing, if any file already exists. */
+export function initProject(dir: string): InitResult {
+  const typesDir = hookboxTypesDir();
+  const files: Record<string, string> = {
+    "tsconfig.json": `${JSON.stringify(TSCONFIG, null, 2)}\n`,
+    "types/hookbox.d.ts": readFileSync(join(typesDir, "hookbox.d.ts"), "utf8"),
+    "types/turns.d.ts": readFileSync(join(typesDir, "turns.d.ts"), "utf8"),
+    "policy.ts": POLICY,
+    "model.json": `${JSON.stringify(MODEL, null, 2)}\n`,
+    "README.md": README,
+  };
+  const existing = Object.keys(files).filter((file) => existsSync(join(dir, file)));
+  if (existing.length > 0) {
+    throw new HookboxError("USAGE", `${dir}: already contains ${existing.join(", ")}; choose an empty or new directory`, { dir, existing });
+  }
+  for (const [file, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), content);
+  }
+  return { dir, files: Object.keys(files) };
+}
