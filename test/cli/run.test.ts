@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
+import { writeSteps } from "../helpers/harness.js";
+
+const tools = join(repoRoot, "test/fixtures/cli/tools.mjs");
+const echoSteps = (text: string) => writeSteps([{ toolCalls: [{ id: "c1", name: "echo", args: { text } }] }, { text: "done" }]);
+
+describe("hookbox run", () => {
+  it("--json prints only JSON Lines events, gap-free, run-finished last; exit 0", async () => {
+    const r = await runCli(["run", "--model", `scripted:${echoSteps("hi")}`, "--host-tools", tools, "--prompt", "say hi", "--json"]);
+    expect(r.code).toBe(0);
+    const events = jsonLines(r.stdout);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_: unknown, i: number) => i + 1));
+    expect(events[0]).toMatchObject({ type: "run-started", prompt: "say hi" });
+    expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "done" });
+    for (const e of events) expect(typeof e.sessionId === "string" && typeof e.inferenceId === "string").toBe(true);
+  });
+
+  it("exits 3 when a hook aborts the run", async () => {
+    const r = await runCli(["run", "--model", `scripted:${echoSteps("abort-me")}`, "--host-tools", tools, "--prompt", "x", "--json"]);
+    expect(r.code).toBe(3);
+    expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: "run-finished", status: "aborted" });
+  });
+
+  it("exits 1 when the run fails (scripted model out of steps)", async () => {
+    const r = await runCli(["run", "--model", `scripted:${writeSteps([{ toolCalls: [{ id: "c1", name: "echo", args: {} }] }])}`, "--host-tools", tools, "--prompt", "x"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("ran out of steps");
+  });
+
+  it.each([
+    [["run", "--prompt", "x"], "--model is required"],
+    [["run", "--model", "scripted:/nonexistent/model.json", "--prompt", "x"], "/nonexistent/model.json"],
+    [["run", "--model", "nope:x", "--prompt", "x"], "expected scripted:FILE"],
+    [["run", "--model", "scripted:x.json", "--prompt", "x", "--max-iterations", "zero"], "--max-iterations must be a positive integer"],
+    [["run", "--model", "scripted:x.json", "--prompt", "x", "--bogus"], "--bogus"],
+    [["run", "--model", "scripted:x.json", "--prompt", "x", "--user-context", "{nope"], "--user-context is not JSON"],
+  ])("usage errors exit 2 with one clear line: %j", async (args, message) => {
+    const r = await runCli(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(message);
+    expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    expect(r.stdout).toBe("");
+  });
+
+  it("--step --json: a {continue} line on stdin continues that pause", async () => {
+    const { child, done } = startCli(["run", "--model", `scripted:${echoSteps("hi")}`, "--host-tools", tools, "--prompt", "x", "--step", "--json"]);
+    let buffer = "";
+    child.stdout.on("data", (chunk: string) => {
+      buffer += chunk;
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const event = JSON.parse(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+        if (event.type === "debugger.pause") child.stdin.write(`${JSON.stringify({ continue: event.pauseId })}\n`);
+        if (event.type === "run-finished") child.stdin.end();
+      }
+    });
+    const r = await done;
+    expect(r.code).toBe(0);
+    const events = jsonLines(r.stdout);
+    expect(events.filter((e) => e.type === "debugger.continue").map((e) => e.reason)).toEqual(["continued", "continued"]);
+  });
+
+  it("SIGINT cancels a paused run at once; exit 130", async () => {
+    const { child, done } = startCli(["run", "--model", `scripted:${echoSteps("hi")}`, "--host-tools", tools, "--prompt", "x", "--step", "--json"]);
+    child.stdout.on("data", (chunk: string) => {
+      if (chunk.includes('"debugger.pause"')) child.kill("SIGINT");
+    });
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: "run-finished", status: "cancelled" });
+  });
+});

@@ -1,0 +1,27 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { join } from "node:path";
+
+export const repoRoot = join(import.meta.dirname, "..", "..");
+export const hookboxBin = join(repoRoot, "bin", "hookbox.js");
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `hookbox` bin in a child process. */
+export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): { child: ChildProcessWithoutNullStreams; done: Promise<CliResult> } {
+  const child = spawn(process.execPath, [hookboxBin, ...args], { cwd: repoRoot, env: { ...process.env, ...options.env } });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
+  child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+  const done = new Promise<CliResult>((resolve) => child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+
+export const runCli = (args: string[], options?: { env?: NodeJS.ProcessEnv }) => startCli(args, options).done;
+
+export const jsonLines = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
