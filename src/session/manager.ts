@@ -158,9 +158,9 @@ export class SessionManager {
     return this.live.get(runId)?.handle;
   }
 
-  /** Committed events with seq > afterSeq, then live ones; ends after the run's final `run-finished`. */
-  events(runId: string, afterSeq = 0): AsyncIterable<HookboxEvent> {
-    return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.live.get(runId)?.feed });
+  /** Committed events with seq > afterSeq, then live ones; ends after the run's final `run-finished` (or when `signal` aborts). */
+  events(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<HookboxEvent> {
+    return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.live.get(runId)?.feed, ...(signal ? { signal } : {}) });
   }
 
   async describe(sessionId: string): Promise<SessionView | undefined> {
@@ -187,7 +187,7 @@ export class SessionManager {
   async waitForIdle(timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.live.size > 0 && Date.now() < deadline) {
-      await Promise.race([...[...this.live.values()].map((run) => run.done), new Promise((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())))]);
+      await withTimeout(Promise.race([...this.live.values()].map((run) => run.done)), deadline - Date.now());
     }
   }
 
@@ -206,7 +206,7 @@ export class SessionManager {
       await this.store.markInterrupted(run.runId, reason);
       for (const event of await this.store.listEvents(run.runId, before?.lastSeq ?? 0)) run.feed.publish(event);
     }
-    await Promise.race([Promise.all(runs.map((run) => run.done)), new Promise((resolve) => setTimeout(resolve, 2000))]);
+    if (runs.length > 0) await withTimeout(Promise.all(runs.map((run) => run.done)), 2000);
   }
 
   async close(): Promise<void> {
@@ -289,6 +289,13 @@ export class SessionManager {
     }
     return record.initialTurn;
   }
+}
+
+/** Waits for `promise` at most `ms` (never rejects; the timer does not keep the process alive). */
+async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
+  clearTimeout(timer);
 }
 
 /** A run cut off before its first snapshot resumes from its history plus its user message. */

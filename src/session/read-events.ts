@@ -12,6 +12,8 @@ export async function* readRunEvents(options: {
   runId: string;
   afterSeq: number;
   feed: () => RunFeed | undefined;
+  /** Stops waiting for live events (a reader that went away). */
+  signal?: AbortSignal;
 }): AsyncGenerator<HookboxEvent> {
   const { store, runId } = options;
   const queue: HookboxEvent[] = [];
@@ -21,6 +23,8 @@ export async function* readRunEvents(options: {
     queue.push(event);
     wake?.();
   });
+  const stop = () => wake?.();
+  options.signal?.addEventListener("abort", stop, { once: true });
   try {
     let last = options.afterSeq;
     const stored = await store.listEvents(runId, last);
@@ -31,7 +35,7 @@ export async function* readRunEvents(options: {
       if (isTerminal(event, feed !== undefined || index < stored.length - 1)) return;
     }
     if (!feed) return;
-    for (;;) {
+    while (!options.signal?.aborted) {
       while (queue.length > 0) {
         const event = queue.shift()!;
         if (event.seq <= last) continue;
@@ -39,10 +43,12 @@ export async function* readRunEvents(options: {
         last = event.seq;
         if (event.type === "run-finished") return;
       }
+      if (options.signal?.aborted) return;
       await new Promise<void>((resolve) => (wake = resolve));
       wake = undefined;
     }
   } finally {
     unsubscribe?.();
+    options.signal?.removeEventListener("abort", stop);
   }
 }

@@ -1,0 +1,143 @@
+import { Hono, type Context } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { SessionManager } from "../session/manager.js";
+import type { RunOptions } from "../host/types.js";
+import type { ServerConfig } from "./config.js";
+import { sha256Hex } from "./config.js";
+import { ApiError, errorResponse } from "./api-error.js";
+import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
+import { TokenBucket } from "./rate-limit.js";
+import { streamRunEvents } from "./sse.js";
+
+type Env = { Variables: { tenant: string } };
+
+export interface AppOptions {
+  config: ServerConfig;
+  manager: SessionManager;
+  /** True once SIGTERM arrived: no new runs. */
+  draining(): boolean;
+}
+
+/**
+ * The HTTP API of contract.md section 5. A key sees only its own tenant: another tenant's session,
+ * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
+ */
+export function createApp({ config, manager, draining }: AppOptions): Hono<Env> {
+  const app = new Hono<Env>();
+  const tenants = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant]));
+  const runBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.runsPerMinute)]));
+  const requestBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.requestsPerMinute)]));
+
+  app.onError((error, c) => errorResponse(c, error));
+  app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`)));
+
+  app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
+
+  app.use("/v1/*", async (c, next) => {
+    const header = c.req.header("authorization") ?? "";
+    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : c.req.header("x-api-key") ?? "";
+    if (!key) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
+    const tenant = config.keys.get(sha256Hex(key));
+    if (!tenant) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
+    limit(requestBuckets.get(tenant)!, `tenant ${tenant} exceeded ${tenants.get(tenant)!.requestsPerMinute} requests per minute`);
+    c.set("tenant", tenant);
+    await next();
+  });
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: config.maxBodyBytes,
+      onError: (c) => errorResponse(c, new ApiError(413, "BODY_TOO_LARGE", `the request body exceeds ${config.maxBodyBytes} bytes`)),
+    }),
+  );
+
+  const ownedSession = async (c: Context<Env>, sessionId: string) => {
+    const session = await manager.get(sessionId);
+    if (!session || session.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no session ${sessionId}`);
+    return session;
+  };
+  const ownedRun = async (c: Context<Env>, runId: string) => {
+    const run = await manager.store.getRun(runId);
+    const session = run && (await manager.store.getSession(run.sessionId));
+    if (!run || session?.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no run ${runId}`);
+    return run;
+  };
+  const admitRun = (tenant: string) => {
+    if (draining()) throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
+    limit(runBuckets.get(tenant)!, `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`);
+  };
+
+  app.post("/v1/sessions", async (c) => {
+    const body = await readBody(c, CreateSessionBody, { emptyAs: {} });
+    const tenant = tenants.get(c.get("tenant"))!;
+    const session = await manager.create({ tenant: tenant.config.name, tenantConfig: tenant.config, defaults: (body.defaults ?? {}) as RunOptions });
+    return c.json({ sessionId: session.id }, 201);
+  });
+
+  app.get("/v1/sessions", async (c) => c.json({ sessions: await manager.list({ tenant: c.get("tenant") }) }));
+
+  app.get("/v1/sessions/:sessionId", async (c) => {
+    const session = await ownedSession(c, c.req.param("sessionId"));
+    return c.json(await manager.describe(session.id));
+  });
+
+  app.post("/v1/sessions/:sessionId/runs", async (c) => {
+    const session = await ownedSession(c, c.req.param("sessionId"));
+    const body = await readBody(c, StartRunBody);
+    admitRun(session.tenant);
+    const { prompt, ...options } = body;
+    const handle = await session.run(prompt, options as RunOptions);
+    return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
+  });
+
+  app.post("/v1/sessions/:sessionId/resume", async (c) => {
+    const session = await ownedSession(c, c.req.param("sessionId"));
+    admitRun(session.tenant);
+    const handle = await session.resume();
+    return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
+  });
+
+  app.post("/v1/sessions/:sessionId/fork", async (c) => {
+    const session = await ownedSession(c, c.req.param("sessionId"));
+    const body = await readBody(c, ForkBody, { emptyAs: {} });
+    const fork = await session.fork(body.runId ? { runId: body.runId } : {});
+    return c.json({ sessionId: fork.id }, 201);
+  });
+
+  app.get("/v1/runs/:runId", async (c) => {
+    const run = await ownedRun(c, c.req.param("runId"));
+    const { ownerPid: _owner, ...visible } = run;
+    return c.json({ ...visible, pauses: await manager.store.openPauses(run.id) });
+  });
+
+  app.get("/v1/runs/:runId/events", async (c) => {
+    const run = await ownedRun(c, c.req.param("runId"));
+    const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
+    if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "VALIDATION", `Last-Event-ID must be an event seq (a non-negative integer), got "${raw.slice(0, 40)}"`, "Last-Event-ID");
+    return streamRunEvents(c, manager, run.id, Number(raw.trim()));
+  });
+
+  app.post("/v1/runs/:runId/continue", async (c) => {
+    const run = await ownedRun(c, c.req.param("runId"));
+    const { pauseId } = await readBody(c, ContinueBody);
+    const handle = manager.liveRun(run.id);
+    // A pause id is bound to its run: another run's pause (or a stale one) is unknown here.
+    if (!handle || !handle.continue(pauseId)) throw new ApiError(404, "NOT_FOUND", `run ${run.id} has no open pause ${pauseId}`, "$.pauseId");
+    return c.json({ continued: true });
+  });
+
+  app.post("/v1/runs/:runId/cancel", async (c) => {
+    const run = await ownedRun(c, c.req.param("runId"));
+    const handle = manager.liveRun(run.id);
+    if (!handle) throw new ApiError(409, "RUN_NOT_ACTIVE", `run ${run.id} is ${run.status}, not running`);
+    handle.cancel("cancelled over HTTP");
+    return c.json({ cancelled: true });
+  });
+
+  return app;
+}
+
+function limit(bucket: TokenBucket, message: string): void {
+  const waitMs = bucket.take();
+  if (waitMs > 0) throw new ApiError(429, "RATE_LIMITED", message, undefined, { "retry-after": String(Math.ceil(waitMs / 1000)) });
+}

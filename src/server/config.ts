@@ -1,0 +1,162 @@
+import { readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { HookboxError } from "../errors.js";
+import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
+import type { SandboxLimits } from "../sandbox/api.js";
+
+/*
+ * The `hookbox serve --config FILE` file (contract.md section 5). Paths are relative to the file.
+ * Every problem is a CONFIG error naming the file and the field (`tenants[1].apiKeys[0].env`).
+ */
+
+const ApiKeySchema = z.union([
+  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
+  z.strictObject({ sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex digits (the SHA-256 of the key)") }),
+]);
+
+const ModelSchema = z.union([
+  z.string().regex(/^scripted:.+/, 'must be "scripted:FILE", or an object {"kind":"openai-compatible", ...}'),
+  z.strictObject({ kind: z.literal("openai-compatible"), model: z.string().min(1), baseUrl: z.url(), apiKeyEnv: z.string().optional() }),
+]);
+
+const positiveInt = z.number().int().positive();
+
+const LimitsSchema = z.strictObject({
+  memoryMb: positiveInt.optional(),
+  cpuMs: positiveInt.optional(),
+  wallMs: positiveInt.optional(),
+  maxIterations: positiveInt.optional(),
+  maxParallelTools: positiveInt.optional(),
+  toolTimeoutMs: positiveInt.optional(),
+  pauseTimeoutMs: positiveInt.optional(),
+  /** Run starts per minute for the tenant (token bucket; default 600). */
+  runsPerMinute: positiveInt.optional(),
+  /** Authenticated requests per minute for the tenant (default 6000). */
+  requestsPerMinute: positiveInt.optional(),
+});
+
+const TenantSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be 1-64 letters, digits, '_', '.', '-'"),
+  apiKeys: z.array(ApiKeySchema).min(1),
+  scripts: z.array(z.string().min(1)).default([]),
+  hostTools: z.string().min(1).optional(),
+  model: ModelSchema,
+  limits: LimitsSchema.optional(),
+});
+
+const ConfigSchema = z.strictObject({
+  tenants: z.array(TenantSchema).min(1),
+  server: z
+    .strictObject({
+      host: z.string().min(1).optional(),
+      /** Largest request body accepted, bytes (default 1 MiB). */
+      maxBodyBytes: positiveInt.optional(),
+      /** On SIGTERM, how long in-flight runs may finish before they are interrupted, ms (default 1000). */
+      drainMs: z.number().int().nonnegative().optional(),
+    })
+    .optional(),
+});
+
+export interface ServedTenant {
+  config: TenantConfig;
+  runsPerMinute: number;
+  requestsPerMinute: number;
+}
+
+export interface ServerConfig {
+  file: string;
+  tenants: ServedTenant[];
+  /** SHA-256 hex of each accepted key -> tenant name. */
+  keys: Map<string, string>;
+  host: string;
+  maxBodyBytes: number;
+  drainMs: number;
+}
+
+export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const path = resolve(file);
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw configError(file, "", (error as Error).message);
+  }
+  const parsed = ConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const detail = issue.code === "unrecognized_keys" ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}` : issue.message;
+    throw configError(file, fieldPath(issue.path), detail);
+  }
+  const base = dirname(path);
+  const keys = new Map<string, string>();
+  const keyOwners = new Map<string, string>();
+  const names = new Map<string, number>();
+  const tenants = parsed.data.tenants.map((tenant, t): ServedTenant => {
+    const at = `tenants[${t}]`;
+    if (names.has(tenant.name)) throw configError(file, `${at}.name`, `duplicate tenant "${tenant.name}" (also tenants[${names.get(tenant.name)}])`);
+    names.set(tenant.name, t);
+    tenant.apiKeys.forEach((key, k) => {
+      const where = `${at}.apiKeys[${k}]`;
+      let hash: string;
+      if ("env" in key) {
+        const value = env[key.env];
+        if (!value) throw configError(file, `${where}.env`, `environment variable ${key.env} is not set`);
+        hash = sha256Hex(value);
+      } else {
+        hash = key.sha256.toLowerCase();
+      }
+      if (keyOwners.has(hash)) throw configError(file, where, `duplicate key (the same key as ${keyOwners.get(hash)})`);
+      keyOwners.set(hash, where);
+      keys.set(hash, tenant.name);
+    });
+    const scripts = tenant.scripts.map((script, s) => ({ path: existingFile(file, base, script, `${at}.scripts[${s}]`) }));
+    const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`) };
+    if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
+    const limits = tenant.limits ?? {};
+    const sandbox: Partial<SandboxLimits> = {};
+    if (limits.memoryMb !== undefined) sandbox.memoryMb = limits.memoryMb;
+    if (limits.cpuMs !== undefined) sandbox.cpuMs = limits.cpuMs;
+    if (limits.wallMs !== undefined) sandbox.wallMs = limits.wallMs;
+    if (Object.keys(sandbox).length) config.limits = sandbox;
+    const runDefaults: RunOptions = {};
+    if (limits.maxIterations !== undefined) runDefaults.maxIterations = limits.maxIterations;
+    if (limits.maxParallelTools !== undefined) runDefaults.maxParallelTools = limits.maxParallelTools;
+    if (limits.toolTimeoutMs !== undefined) runDefaults.toolTimeoutMs = limits.toolTimeoutMs;
+    if (limits.pauseTimeoutMs !== undefined) runDefaults.pauseTimeoutMs = limits.pauseTimeoutMs;
+    if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
+    return { config, runsPerMinute: limits.runsPerMinute ?? 600, requestsPerMinute: limits.requestsPerMinute ?? 6000 };
+  });
+  const server = parsed.data.server ?? {};
+  return { file: path, tenants, keys, host: server.host ?? "127.0.0.1", maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024, drainMs: server.drainMs ?? 1000 };
+}
+
+export function sha256Hex(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}
+
+function modelSpec(file: string, base: string, model: z.infer<typeof ModelSchema>, field: string): ModelSpec {
+  if (typeof model !== "string") return { kind: "openai-compatible", model: model.model, baseUrl: model.baseUrl, ...(model.apiKeyEnv ? { apiKeyEnv: model.apiKeyEnv } : {}) };
+  return { kind: "scripted", file: existingFile(file, base, model.slice("scripted:".length), field) };
+}
+
+function existingFile(file: string, base: string, relative: string, field: string): string {
+  const path = resolve(base, relative);
+  let isFile = false;
+  try {
+    isFile = statSync(path).isFile();
+  } catch {
+    throw configError(file, field, `file ${relative} does not exist (resolved to ${path})`);
+  }
+  if (!isFile) throw configError(file, field, `${relative} is not a file (resolved to ${path})`);
+  return path;
+}
+
+function fieldPath(path: PropertyKey[]): string {
+  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join("");
+}
+
+function configError(file: string, field: string, detail: string): HookboxError {
+  return new HookboxError("CONFIG", `config ${file}${field ? `: ${field}` : ""}: ${detail}`, { file, field });
+}

@@ -1,0 +1,59 @@
+import { serve, type ServerType } from "@hono/node-server";
+import type { AddressInfo } from "node:net";
+import type { TenantRuntime } from "../host/types.js";
+import type { Store } from "../store/types.js";
+import { SessionManager } from "../session/manager.js";
+import { createApp } from "./app.js";
+import type { ServerConfig } from "./config.js";
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  /** SIGTERM behaviour: no new runs; in-flight runs get `drainMs` to finish, then are committed as interrupted. */
+  drain(): Promise<void>;
+}
+
+export interface StartServerOptions {
+  config: ServerConfig;
+  store: Store;
+  /** One runtime per configured tenant, built up front so a broken tenant stops the server at start. */
+  runtimes: Map<string, TenantRuntime>;
+  port: number;
+  host?: string;
+}
+
+export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const { config, store, runtimes } = options;
+  const manager = new SessionManager({
+    store,
+    runtimeFor: async (tenant) => {
+      const runtime = runtimes.get(tenant);
+      // A stored session of a tenant no longer in the config cannot run here.
+      if (!runtime) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
+      return runtime;
+    },
+  });
+  let draining = false;
+  const app = createApp({ config, manager, draining: () => draining });
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const instance = serve({ fetch: app.fetch, port: options.port, hostname: options.host ?? config.host }, () => resolve(instance));
+    instance.once("error", reject);
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+
+  return {
+    url,
+    port: address.port,
+    async drain() {
+      draining = true;
+      await manager.waitForIdle(config.drainMs);
+      await manager.interruptAll("the server shut down (SIGTERM) while the run was in flight; resume it with hookbox resume or POST /v1/sessions/:id/resume");
+      // Streams of interrupted runs have ended; give their last bytes a moment, then close what is left.
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        setTimeout(() => (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.(), 200).unref();
+      });
+    },
+  };
+}
