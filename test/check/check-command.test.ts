@@ -1,0 +1,145 @@
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { checkCommand } from "../../src/cli/commands/check.js";
+import { capture, tempDir } from "../codegen/helpers.js";
+
+function script(name: string, text: string): string {
+  const dir = tempDir("hookbox-check-");
+  const file = join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+/** The 1-based line of the first line containing `marker`. */
+function lineOf(text: string, marker: string): number {
+  return text.split("\n").findIndex((line) => line.includes(marker)) + 1;
+}
+
+const GOOD = `import { defineScript, getKey, keys, setKey } from "hookbox";
+
+export default defineScript({
+  name: "refund-policy",
+  onHookError: "fail-closed",
+  middleware: [
+    async function stamp(turn, next, ctx) {
+      setKey(turn.metadata, keys.turnMetadata.model, "scripted");
+      const request = getKey(turn.metadata, keys.turnMetadata.userContext)?.originalUserRequest ?? "";
+      console.log(ctx.middlewareName, request.length);
+      return next(turn);
+    },
+    { name: "passThrough", run: (turn, next) => next() },
+  ],
+  tools: [{
+    name: "lookup_order",
+    description: "Look up an order",
+    parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+    async handler(args, ctx) { return { id: args.id, total: 120, attempt: ctx.attempt }; },
+  }],
+  hooks: {
+    beforeToolCall(p) { if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; },
+    afterToolCall(p) { return { result: p.result ?? null }; },
+    onToolError(p) { return p.attempt < 3 ? { action: "retry", backoffMs: 50 } : { action: "fail" }; },
+  },
+});
+`;
+
+describe("hookbox check", () => {
+  it("accepts a correct script (the contract's example shape) with exit 0 and no output", async () => {
+    const result = await capture(() => checkCommand([script("good.ts", GOOD)]));
+    expect(result.stdout).toBe("");
+    expect(result.code).toBe(0);
+  });
+
+  it("reports a number written into a string-typed key at its line", async () => {
+    const text = GOOD.replace('keys.turnMetadata.model, "scripted")', "keys.turnMetadata.model, 42) // WRONG");
+    const file = script("wrong-key.ts", text);
+    const result = await capture(() => checkCommand([file]));
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`${file}:${lineOf(text, "WRONG")}:`);
+    expect(result.stdout).toMatch(/ - error TS2345: Argument of type 'number' is not assignable to parameter of type 'string'/);
+  });
+
+  it.each([
+    ["deny without reason", `return { action: "deny" }; // BAD`, "TS2322", "Property 'reason' is missing"],
+    ["an unknown action", `return { action: "explode" }; // BAD`, "TS2322", `Type '"explode"' is not assignable`],
+    ["an extra field", `return { action: "deny", reason: "r", because: 1 }; // BAD`, "TS2353", "'because' does not exist"],
+  ])("reports a hook returning %s at the return's line", async (_label, badReturn, code, message) => {
+    const text = GOOD.replace(
+      "    beforeToolCall(p) { if",
+      `    beforeToolCall(p) {\n      if (p.attempt > 2) {\n        ${badReturn}\n      }\n      if`,
+    );
+    const file = script("bad-hook.ts", text);
+    const result = await capture(() => checkCommand([file]));
+    expect(result.code).toBe(1);
+    const line = lineOf(text, "// BAD");
+    expect(result.stdout).toMatch(new RegExp(`^${escape(file)}:${line}:\\d+ - error ${code}: `, "m"));
+    expect(result.stdout).toContain(message);
+    expect(result.stdout.split("\n").filter((l) => / - error TS/.test(l))).toHaveLength(1);
+  });
+
+  it("checks async arrow hooks return by return too", async () => {
+    const text = GOOD.replace(
+      "    onToolError(p) {",
+      `    afterToolCall: async p => {\n      if (p.error) return { action: "abort" }; // BAD\n      return undefined;\n    },\n    onToolError(p) {`,
+    ).replace("    afterToolCall(p) { return { result: p.result ?? null }; },\n", "");
+    const file = script("arrow.ts", text);
+    const result = await capture(() => checkCommand([file]));
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(new RegExp(`^${escape(file)}:${lineOf(text, "// BAD")}:\\d+ - error TS2322: `, "m"));
+  });
+
+  it("reports a middleware that returns nothing", async () => {
+    const text = GOOD.replace("      return next(turn);\n", "      await next(turn);\n");
+    const result = await capture(() => checkCommand([script("no-return.ts", text)]));
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/error TS2322: .*void/);
+  });
+
+  it("follows relative imports", async () => {
+    const dir = tempDir("hookbox-check-");
+    writeFileSync(join(dir, "limits.ts"), "export const LIMIT: number = 'a hundred';\n");
+    writeFileSync(join(dir, "main.ts"), `import { LIMIT } from "./limits";\nexport const twice = LIMIT * 2;\n`);
+    const result = await capture(() => checkCommand([join(dir, "main.ts")]));
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`${join(dir, "limits.ts")}:1:14 - error TS2322`);
+  });
+
+  it("prints paths relative to the working directory", async () => {
+    const dir = tempDir("hookbox-check-");
+    mkdirSync(join(dir, "scripts"));
+    writeFileSync(join(dir, "scripts", "s.ts"), `const n: number = "x";\nexport {};\n`);
+    const previous = process.cwd();
+    process.chdir(dir);
+    try {
+      const result = await capture(() => checkCommand(["scripts/s.ts"]));
+      expect(result.stdout).toMatch(/^scripts\/s\.ts:1:7 - error TS2322: Type 'string' is not assignable to type 'number'\.$/m);
+    } finally {
+      process.chdir(previous);
+    }
+  });
+
+  it("exits 2 naming an unreadable input, and checks nothing", async () => {
+    const dir = tempDir("hookbox-check-");
+    const locked = join(dir, "locked.ts");
+    writeFileSync(locked, "export {};\n");
+    chmodSync(locked, 0o000);
+    const inputs = [join(dir, "missing.ts"), dir, ...(process.getuid?.() === 0 ? [] : [locked])];
+    const result = await capture(() => checkCommand(inputs));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`cannot read ${join(dir, "missing.ts")}: no such file`);
+    expect(result.stderr).toContain(`cannot read ${dir}: not a file`);
+    if (process.getuid?.() !== 0) expect(result.stderr).toContain(`cannot read ${locked}: permission denied`);
+    expect(result.stdout).toBe("");
+  });
+
+  it("exits 2 with usage when given no script", async () => {
+    const result = await capture(() => checkCommand([]));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("usage: hookbox check <script...>");
+  });
+});
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
