@@ -166,18 +166,21 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         if (signal.aborted) throw signal.reason;
       }
 
-      const outcomes = await runBatch(pending, limits.maxParallelTools, signal, (call, batchSignal) =>
-        executeToolCall(call, {
+      const journal = options.persistence?.journal;
+      const outcomes = await runBatch(pending, limits.maxParallelTools, signal, async (call, batchSignal) => {
+        const outcome = await executeToolCall(call, {
           registry, hooks, events, budget, signal: batchSignal, context,
           errorPolicy: limits.errorPolicy, toolTimeoutMs: limits.toolTimeoutMs, defaultBackoffMs: limits.defaultBackoffMs,
-          journal: options.persistence?.journal,
-        }),
-      );
-      for (const [index, outcome] of outcomes.entries()) {
+          journal,
+        });
+        // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
+        if (outcome.kind === "result" && journal && !journal.lookup(call.id)) await journal.record(call.id, outcome.block);
+        return outcome;
+      });
+      for (const outcome of outcomes) {
         if (outcome.kind === "abort") return finish({ status: "aborted", reason: outcome.reason, ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}) });
         if (outcome.kind === "result") {
           turn.blocks.push(outcome.block);
-          await options.persistence?.journal?.record(pending[index].id, outcome.block);
           consecutiveErrors = outcome.failed ? consecutiveErrors + 1 : 0;
           continue;
         }
