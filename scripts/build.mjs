@@ -1,11 +1,13 @@
 // Builds what must exist as plain JS at run time: the CLI/library bundle the `hookbox` bin loads, the
 // sandbox worker process entry, and the in-isolate runtime (evaluated inside every fresh context).
 import { build } from "esbuild";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+// Chunk names carry content hashes: drop the previous build's so they do not pile up.
+rmSync(join(root, "dist/chunks"), { recursive: true, force: true });
 mkdirSync(join(root, "dist"), { recursive: true });
 
 const nodeCommon = {
@@ -19,8 +21,15 @@ const nodeCommon = {
 };
 
 await Promise.all([
-  build({ ...nodeCommon, entryPoints: [join(root, "src/cli/main.ts")], outfile: join(root, "dist/cli.js") }),
-  build({ ...nodeCommon, entryPoints: [join(root, "src/index.ts")], outfile: join(root, "dist/index.js") }),
+  // Code splitting keeps each command's heavy dependencies (the TypeScript compiler, the AI SDK, SQLite)
+  // out of the start-up path of the others: `hookbox check` does not load the sandbox, and vice versa.
+  build({
+    ...nodeCommon,
+    entryPoints: { cli: join(root, "src/cli/main.ts"), index: join(root, "src/index.ts") },
+    outdir: join(root, "dist"),
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
+  }),
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/worker/main.ts")], outfile: join(root, "dist/sandbox-worker.js") }),
   build({
     entryPoints: [join(root, "runtime/bootstrap.ts")],
