@@ -1,1 +1,64 @@
-export {};
+/*
+ * Evaluated first in every fresh context, in strict mode, before any script code (see primordials.ts).
+ * The worker calls `install(host, limits)` and keeps the returned dispatcher; scripts never see either.
+ * Everything that leaves the isolate is a string made here: bounded JSON, or a JSON error description.
+ */
+import { installConsole } from "./console.js";
+import { describeThrown } from "./guest-errors.js";
+import type { HostChannel, RuntimeLimits } from "./host-channel.js";
+import { createHookboxModule } from "./hookbox-module.js";
+import { createCallbacks } from "./callbacks.js";
+import { DefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
+import { JSONParse, JSONStringify, ReflectApply, globalObject } from "./primordials.js";
+
+// Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker
+// thread outside our control, and WebAssembly compiles machine code from script input.
+delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
+delete (globalObject as Record<string, unknown>).Atomics;
+delete (globalObject as Record<string, unknown>).WebAssembly;
+
+export type Dispatcher = (op: string, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => string | undefined;
+
+export function install(host: HostChannel, limitsJson: string): Dispatcher {
+  const limits = JSONParse(limitsJson) as RuntimeLimits;
+  installConsole(host, limits);
+  const hookboxModule = createHookboxModule();
+  let loaded: LoadedScript | undefined;
+  const callbacks = createCallbacks(host, limits, () => loaded);
+
+  /** Runs the bundle's factory (the script's top-level code) and validates its default export. */
+  function register(factory: unknown): string {
+    try {
+      if (typeof factory !== "function") return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "bundle did not evaluate to a factory" } });
+      const namespace = ReflectApply(factory, undefined, [hookboxModule]) as { default?: unknown } | undefined;
+      const exported = namespace === undefined || namespace === null ? undefined : namespace.default;
+      if (exported === undefined) {
+        return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "the script has no default export: write `export default defineScript({...})`" } });
+      }
+      const { script, manifest } = readDefinition(exported, limits.maxPayloadBytes);
+      loaded = script;
+      return JSONStringify({ ok: true, manifest });
+    } catch (thrown) {
+      if (thrown instanceof DefinitionError) return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: thrown.message } });
+      return JSONStringify({ ok: false, error: JSONParse(describeThrown(thrown, "SCRIPT_LOAD")) });
+    }
+  }
+
+  return function dispatch(op, a, b, c, d) {
+    switch (op) {
+      case "register":
+        return register(a);
+      case "call":
+        callbacks.start(a as number, b as string, c as string, d as string);
+        return undefined;
+      case "resume":
+        callbacks.resume(a as number, b as number, c as boolean, d as string);
+        return undefined;
+      case "forget":
+        callbacks.forget(a as number);
+        return undefined;
+      default:
+        return undefined;
+    }
+  };
+}

@@ -1,1 +1,163 @@
-export {};
+/*
+ * Sandbox worker process entry (dist/sandbox-worker.js), forked by the supervisor with
+ * `--no-node-snapshot`. It owns isolates and may call into them synchronously: this is not the host's
+ * main thread. Each run message gets exactly one `done` reply, in order (see protocol.ts).
+ */
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../protocol.js";
+import { CodeCache } from "./code-cache.js";
+import { runSegment, type Breach } from "./executor.js";
+import { Failure } from "./failure.js";
+import { createHostChannel, type Collector, type WorkerCall } from "./host-channel.js";
+import { LogLimiter } from "./log-limiter.js";
+import { watchParent } from "./parent-watch.js";
+import { ScriptContext } from "./script-context.js";
+import { TenantIsolate } from "./tenant-isolate.js";
+
+const RUNTIME_HASH = "hookbox-runtime";
+const code = new CodeCache();
+const runtimeSource = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "runtime.js"), "utf8");
+// Function-wrapped so the bootstrap's bindings never become globals; its value is `install`.
+code.add(RUNTIME_HASH, `(function () { "use strict";\n${runtimeSource}\nreturn __hookboxBootstrap.install; })()`, "hookbox-runtime.js");
+
+const tenants = new Map<string, TenantIsolate>();
+const calls = new Map<number, WorkerCall>();
+const limiters = new Map<string, LogLimiter>();
+let collector: Collector | undefined;
+
+function tenantFor(name: string, limits: WorkerLimits): TenantIsolate {
+  let tenant = tenants.get(name);
+  if (tenant === undefined) {
+    tenant = new TenantIsolate(name, code, RUNTIME_HASH);
+    tenants.set(name, tenant);
+  }
+  tenant.prepare(limits);
+  let limiter = limiters.get(name);
+  if (limiter === undefined) limiters.set(name, (limiter = new LogLimiter(limits.logsPerSecond)));
+  return tenant;
+}
+
+function newContext(tenant: TenantIsolate, runId: string, script: string, bundleHash: string, limits: WorkerLimits): ScriptContext {
+  return ScriptContext.create({
+    tenant,
+    runId,
+    script,
+    bundleHash,
+    limits,
+    channel: (self) =>
+      createHostChannel(
+        { calls, collector: () => collector, limiter: (name) => limiters.get(name) ?? new LogLimiter(limits.logsPerSecond), maxLogChars: limits.maxLogChars },
+        self,
+      ),
+  });
+}
+
+function handleLoad(message: LoadMessage, reply: DoneMessage): void {
+  const tenant = tenantFor(message.tenant, message.limits);
+  let context: ScriptContext | undefined;
+  try {
+    context = newContext(tenant, "", "", message.bundleHash, message.limits);
+    const registration = JSON.parse(context.registration) as { ok: boolean; manifest?: unknown; error?: { code?: string; message?: string; stack?: string } };
+    if (registration.ok) reply.load = { ok: true, manifest: JSON.stringify(registration.manifest) };
+    else {
+      const error = registration.error ?? {};
+      reply.load = { ok: false, error: { code: "SCRIPT_LOAD", message: String(error.message ?? "failed to load"), details: error.stack ? { stack: error.stack } : {} } };
+    }
+  } catch (error) {
+    const failure = error instanceof Failure ? error : new Failure("SCRIPT_LOAD", String((error as Error)?.message ?? error));
+    reply.load = { ok: false, error: failure.serialize() };
+    if (failure.code === "SANDBOX_TIMEOUT" || failure.code === "SANDBOX_MEMORY") reply.breach = failure.code;
+  } finally {
+    context?.release();
+  }
+}
+
+function contextFor(message: CallMessage): ScriptContext {
+  const tenant = tenantFor(message.tenant, message.limits);
+  let contexts = tenant.runs.get(message.runId) as Map<string, ScriptContext> | undefined;
+  if (contexts === undefined) tenant.runs.set(message.runId, (contexts = new Map()));
+  let context = contexts.get(message.script);
+  if (context === undefined) {
+    context = newContext(tenant, message.runId, message.script, message.bundleHash, message.limits);
+    const registration = JSON.parse(context.registration) as { ok: boolean; error?: { message?: string } };
+    if (!registration.ok) {
+      context.release();
+      throw new Failure("SCRIPT_ERROR", `${message.script}: evaluating the script failed: ${registration.error?.message ?? "unknown error"}`, { script: message.script });
+    }
+    contexts.set(message.script, context);
+  }
+  return context;
+}
+
+function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): Breach {
+  let context: ScriptContext;
+  try {
+    context = contextFor(message);
+  } catch (error) {
+    const failure = error instanceof Failure ? error : new Failure("SANDBOX_CRASHED", String((error as Error)?.message ?? error));
+    sink.outcomes.push({ type: "failed", callId: message.callId, error: failure.serialize() });
+    return failure.code === "SANDBOX_TIMEOUT" || failure.code === "SANDBOX_MEMORY" ? failure.code : undefined;
+  }
+  const call: WorkerCall = {
+    callId: message.callId,
+    context,
+    kind: message.kind,
+    target: message.target,
+    cpuMs: 0,
+    wallMs: 0,
+    cpuLimitMs: message.limits.cpuMs,
+    wallLimitMs: message.limits.wallMs,
+    maxPayloadBytes: message.limits.maxPayloadBytes,
+    awaitingHost: false,
+    finished: false,
+  };
+  calls.set(call.callId, call);
+  void reply;
+  return runSegment(call, ["call", call.callId, message.kind, message.target, message.args], sink, calls);
+}
+
+function handleResume(message: ResumeMessage, sink: Collector): Breach {
+  const call = calls.get(message.callId);
+  if (call === undefined || call.finished) return undefined; // failed meanwhile; nothing to resume
+  return runSegment(call, ["resume", call.callId, message.requestId, message.ok, message.value], sink, calls);
+}
+
+function onMessage(message: HostMessage): void {
+  switch (message.type) {
+    case "bundle":
+      code.add(message.hash, message.code, message.filename);
+      return;
+    case "close-run":
+      tenants.get(message.tenant)?.closeRun(message.runId);
+      return;
+    case "drop-tenant":
+      tenants.get(message.tenant)?.dispose();
+      tenants.delete(message.tenant);
+      return;
+  }
+  const sink: Collector = { outcomes: [], logs: [] };
+  const reply: DoneMessage = { type: "done", seq: message.seq, outcomes: [], logs: [], rssBytes: 0 };
+  collector = sink;
+  try {
+    if (message.type === "load") handleLoad(message, reply);
+    else if (message.type === "call") reply.breach = handleCall(message, reply, sink);
+    else reply.breach = handleResume(message, sink);
+  } catch (error) {
+    // A bug of ours must not hang the host: fail whatever this message was about.
+    const serialized = { code: "SANDBOX_CRASHED", message: `sandbox worker error: ${String((error as Error)?.message ?? error)}` };
+    if (message.type === "load") reply.load = { ok: false, error: serialized };
+    else sink.outcomes.push({ type: "failed", callId: message.callId, error: serialized });
+  } finally {
+    collector = undefined;
+  }
+  reply.outcomes = sink.outcomes;
+  reply.logs = sink.logs;
+  reply.rssBytes = process.memoryUsage.rss();
+  process.send!(reply);
+}
+
+watchParent();
+process.on("message", (message) => onMessage(message as HostMessage));
+process.send!({ type: "ready", pid: process.pid });

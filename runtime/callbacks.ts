@@ -1,0 +1,130 @@
+import { describeThrown, guestError } from "./guest-errors.js";
+import type { HostChannel, RuntimeLimits } from "./host-channel.js";
+import {
+  JSONParse,
+  JSONStringify,
+  PromiseCtor,
+  PromisePrototypeThen,
+  PromiseReject,
+  PromiseResolve,
+  ReflectApply,
+  StringPrototypeSlice,
+  dict,
+} from "./primordials.js";
+import type { LoadedScript } from "./script-definition.js";
+import { GuestDataError, toBoundedJson } from "./serialize.js";
+
+interface PendingRequest {
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+interface ActiveCallback {
+  settled: boolean;
+  nextCalled: boolean;
+  pending: Record<string, PendingRequest>;
+}
+
+type Fn = (...args: unknown[]) => unknown;
+
+/**
+ * Starts callbacks and settles them through the host channel. Results never leave as objects: a
+ * callback's value is serialized by toBoundedJson inside the segment that produced it. Awaiting the host
+ * means awaiting a promise made here, resolved by a later `resume` from the worker: code after the await
+ * therefore runs inside a timed segment too.
+ */
+export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script: () => LoadedScript | undefined) {
+  const active = dict<ActiveCallback>();
+  let nextRequestId = 0;
+
+  function settle(callId: number, ok: boolean, text: string): void {
+    const call = active[callId];
+    if (call === undefined || call.settled) return;
+    call.settled = true;
+    delete active[callId];
+    host("settle", callId, ok, text);
+  }
+
+  function settleValue(callId: number, value: unknown): void {
+    let text: string;
+    try {
+      text = toBoundedJson(value, limits.maxPayloadBytes);
+    } catch (thrown) {
+      settle(callId, false, describeThrown(thrown));
+      return;
+    }
+    settle(callId, true, text);
+  }
+
+  function makeNext(callId: number, originalTurn: string): (turn?: unknown) => Promise<unknown> {
+    return function next(turn?: unknown): Promise<unknown> {
+      const call = active[callId];
+      if (call === undefined || call.settled) return PromiseReject(guestError("next() was called after the middleware finished"));
+      if (call.nextCalled) return PromiseReject(guestError("next() was called more than once in one middleware call"));
+      let text = originalTurn;
+      if (turn !== undefined) {
+        try {
+          text = toBoundedJson(turn, limits.maxPayloadBytes);
+        } catch (thrown) {
+          const problem = thrown instanceof GuestDataError ? "next(turn): turn" + StringPrototypeSlice(thrown.path, 1) + " " + thrown.problem : "next(turn): the turn could not be serialized";
+          return PromiseReject(guestError(problem, "HOOK_CONTRACT"));
+        }
+      }
+      call.nextCalled = true;
+      const requestId = ++nextRequestId;
+      const promise = new PromiseCtor((resolve, reject) => {
+        call.pending[requestId] = { resolve, reject };
+      });
+      host("request", callId, requestId, "next", text);
+      return promise;
+    };
+  }
+
+  function start(callId: number, kind: string, target: string, argsJson: string): void {
+    const loaded = script();
+    const call: ActiveCallback = { settled: false, nextCalled: false, pending: dict<PendingRequest>() };
+    active[callId] = call;
+    try {
+      const table = loaded === undefined ? undefined : kind === "middleware" ? loaded.middleware : kind === "tool" ? loaded.tools : loaded.hooks;
+      const fn: Fn | undefined = table === undefined ? undefined : table[target];
+      if (fn === undefined) {
+        settle(callId, false, JSONStringify({ code: "SCRIPT_ERROR", name: "Error", message: "the script has no " + kind + " named " + JSONStringify(target) }));
+        return;
+      }
+      const args = JSONParse(argsJson) as unknown[];
+      const callArgs = kind === "middleware" ? [args[0], makeNext(callId, JSONStringify(args[0])), args[1]] : kind === "tool" ? [args[0], args[1]] : [args[0]];
+      const returned = ReflectApply(fn, undefined, callArgs);
+      if (returned !== null && (typeof returned === "object" || typeof returned === "function") && typeof (returned as { then?: unknown }).then === "function") {
+        PromisePrototypeThen(
+          PromiseResolve(returned),
+          (value) => settleValue(callId, value),
+          (thrown) => settle(callId, false, describeThrown(thrown)),
+        );
+      } else {
+        settleValue(callId, returned);
+      }
+    } catch (thrown) {
+      settle(callId, false, describeThrown(thrown));
+    }
+  }
+
+  function resume(callId: number, requestId: number, ok: boolean, text: string): void {
+    const call = active[callId];
+    if (call === undefined) return;
+    const request = call.pending[requestId];
+    if (request === undefined) return;
+    delete call.pending[requestId];
+    if (ok) {
+      request.resolve(JSONParse(text));
+    } else {
+      const error = JSONParse(text) as { code?: string; message?: string };
+      request.reject(guestError(typeof error.message === "string" ? error.message : "the host request failed", typeof error.code === "string" ? error.code : undefined));
+    }
+  }
+
+  function forget(callId: number): void {
+    delete active[callId];
+  }
+
+  return { start, resume, forget };
+}

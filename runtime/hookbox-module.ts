@@ -1,0 +1,24 @@
+/*
+ * The module scripts import as "hookbox" inside the sandbox. The bundler maps the import to the object
+ * built here, once per context, before the script's own code runs.
+ */
+import { ObjectFreeze } from "./primordials.js";
+import { BLOCK_KINDS, BlockKinds, HOOK_NAMES, NAMESPACE, PayloadKeys, keys } from "./constants.gen.js";
+
+/** Identity at run time: the shape is validated when the script is loaded (and typed by types/hookbox.d.ts). */
+export function defineScript<T>(script: T): T {
+  return script;
+}
+
+export function createHookboxModule(): Readonly<Record<string, unknown>> {
+  return ObjectFreeze({
+    __esModule: true,
+    defineScript,
+    keys,
+    BlockKinds,
+    BLOCK_KINDS,
+    PayloadKeys,
+    HOOK_NAMES,
+    NAMESPACE,
+  });
+}

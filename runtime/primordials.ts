@@ -1,0 +1,45 @@
+/*
+ * Built-ins captured when the runtime is evaluated: before any script code runs in the context.
+ * Runtime code uses only these, so a script that replaces JSON.stringify, Array.prototype methods,
+ * Promise.prototype.then or Symbol.iterator cannot reach the code that talks to the host.
+ * Rules for runtime code: no spread over arrays, no for-of, no array destructuring, no async/await
+ * (they read user-replaceable iterators or `then`); call methods through `uncurry`.
+ */
+export const ReflectApply = Reflect.apply;
+const uncurry =
+  <T, A extends unknown[], R>(method: (this: T, ...args: A) => R) =>
+  (self: T, ...args: A): R =>
+    ReflectApply(method, self, args);
+
+export const ObjectCreate = Object.create;
+export const ObjectKeys = Object.keys;
+export const ObjectFreeze = Object.freeze;
+export const ObjectGetPrototypeOf = Object.getPrototypeOf;
+export const ObjectDefineProperty = Object.defineProperty;
+export const ObjectHasOwn = Object.hasOwn;
+export const ObjectPrototype = Object.prototype;
+export const ArrayIsArray = Array.isArray;
+export const ArrayPrototypePush = uncurry(Array.prototype.push as (this: unknown[], ...items: unknown[]) => number);
+export const ArrayPrototypeJoin = uncurry(Array.prototype.join as (this: unknown[], separator?: string) => string);
+export const JSONStringify = JSON.stringify;
+export const JSONParse = JSON.parse;
+export const StringCtor = String;
+export const StringPrototypeSlice = uncurry(String.prototype.slice);
+export const NumberIsFinite = Number.isFinite;
+export const ErrorCtor = Error;
+export const TypeErrorCtor = TypeError;
+export const PromiseCtor = Promise;
+const promiseResolve = Promise.resolve;
+export const PromiseResolve = (value: unknown): Promise<unknown> => ReflectApply(promiseResolve, PromiseCtor, [value]);
+const promiseReject = Promise.reject;
+export const PromiseReject = (reason: unknown): Promise<never> => ReflectApply(promiseReject, PromiseCtor, [reason]);
+export const PromisePrototypeThen = uncurry(
+  Promise.prototype.then as (this: Promise<unknown>, ok: (value: unknown) => unknown, fail: (error: unknown) => unknown) => Promise<unknown>,
+);
+export const globalObject = globalThis;
+
+/** A dictionary without a prototype: lookups never reach Object.prototype, which scripts can change. */
+export function dict<V>(): Record<string, V> {
+  return ObjectCreate(null) as Record<string, V>;
+}
+export const RegExpPrototypeExec = uncurry(RegExp.prototype.exec);

@@ -1,0 +1,61 @@
+import { Ajv } from "ajv";
+import { HookboxError } from "../errors.js";
+import type { JsonObject } from "../turns/json.js";
+import { HOOK_NAMES, ON_HOOK_ERROR, type HookName } from "../turns/keys.gen.js";
+import type { OnHookError, ScriptManifest, ScriptToolManifest } from "./api.js";
+import type { Bundle } from "./bundler.js";
+
+/** The runtime's view of a default export, before the host's checks. */
+interface RawManifest {
+  name?: unknown;
+  onHookError?: unknown;
+  middleware: string[];
+  tools: { name: string; description: string; parameters: string }[];
+  hooks: string[];
+}
+
+const ajv = new Ajv({ strict: false, allErrors: false });
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+const DEFAULT_PARAMETERS: JsonObject = { type: "object", properties: {} };
+
+function loadError(bundle: Bundle, message: string): HookboxError {
+  return new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${message}`, { file: bundle.displayPath });
+}
+
+/** Host-side checks of a script's definition: names, onHookError, tool parameter schemas (compiled by ajv). */
+export function validateManifest(rawText: string, bundle: Bundle): ScriptManifest {
+  const raw = JSON.parse(rawText) as RawManifest;
+  const name = raw.name ?? bundle.defaultName;
+  if (typeof name !== "string" || name.trim() === "") throw loadError(bundle, "name must be a non-empty string");
+  const onHookError = raw.onHookError ?? "fail-closed";
+  if (typeof onHookError !== "string" || !(ON_HOOK_ERROR as readonly string[]).includes(onHookError)) {
+    throw loadError(bundle, `onHookError must be one of ${ON_HOOK_ERROR.join(", ")}, got ${JSON.stringify(onHookError)}`);
+  }
+  const tools: ScriptToolManifest[] = raw.tools.map((tool, index) => {
+    const where = `tools[${index}] (${tool.name})`;
+    if (!TOOL_NAME.test(tool.name)) throw loadError(bundle, `${where}: a tool name may use letters, digits, _ and - (1 to 64 characters)`);
+    let parameters = DEFAULT_PARAMETERS;
+    if (tool.parameters !== "") {
+      const parsed = JSON.parse(tool.parameters) as unknown;
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw loadError(bundle, `${where}: parameters must be a JSON Schema object`);
+      if ((parsed as JsonObject).type !== undefined && (parsed as JsonObject).type !== "object") {
+        throw loadError(bundle, `${where}: parameters must describe an object (type "object"), got type ${JSON.stringify((parsed as JsonObject).type)}`);
+      }
+      try {
+        ajv.compile(parsed as object);
+      } catch (error) {
+        throw loadError(bundle, `${where}: parameters is not a valid JSON Schema: ${(error as Error).message}`);
+      }
+      parameters = parsed as JsonObject;
+    }
+    return { name: tool.name, description: tool.description, parameters };
+  });
+  return {
+    name,
+    onHookError: onHookError as OnHookError,
+    middleware: raw.middleware,
+    tools,
+    hooks: raw.hooks.filter((hook): hook is HookName => (HOOK_NAMES as readonly string[]).includes(hook)),
+    bundleHash: bundle.hash,
+  };
+}

@@ -1,0 +1,107 @@
+import type { SerializedError } from "../errors.js";
+import type { SandboxLimits } from "./api.js";
+
+/*
+ * The host <-> sandbox-worker protocol (child_process IPC, `serialization: "json"`).
+ *
+ * Every message that can make guest code run (load, call, resume) is a "run message": the worker answers
+ * each with exactly one `done` reply, in order. That lets the supervisor watch the head of the line and
+ * kill the worker when a reply is overdue. Guest data crosses as JSON text made inside the isolate.
+ */
+
+export type CallKind = "middleware" | "tool" | "hook";
+
+/** Limits the worker enforces, plus the payload caps the in-isolate runtime applies. */
+export interface WorkerLimits extends SandboxLimits {
+  maxPayloadBytes: number;
+  maxLogChars: number;
+  logsPerSecond: number;
+}
+
+export interface BundleMessage {
+  type: "bundle";
+  hash: string;
+  code: string;
+  filename: string;
+}
+
+export interface LoadMessage {
+  type: "load";
+  seq: number;
+  tenant: string;
+  limits: WorkerLimits;
+  bundleHash: string;
+}
+
+export interface CallMessage {
+  type: "call";
+  seq: number;
+  tenant: string;
+  limits: WorkerLimits;
+  runId: string;
+  script: string;
+  bundleHash: string;
+  callId: number;
+  kind: CallKind;
+  target: string;
+  /** JSON text of the argument list. */
+  args: string;
+}
+
+export interface ResumeMessage {
+  type: "resume";
+  seq: number;
+  tenant: string;
+  callId: number;
+  requestId: number;
+  ok: boolean;
+  /** JSON text: the value, or `{code, message}` when !ok. */
+  value: string;
+}
+
+export interface CloseRunMessage {
+  type: "close-run";
+  tenant: string;
+  runId: string;
+}
+
+export interface DropTenantMessage {
+  type: "drop-tenant";
+  tenant: string;
+}
+
+export type RunMessage = LoadMessage | CallMessage | ResumeMessage;
+export type HostMessage = BundleMessage | RunMessage | CloseRunMessage | DropTenantMessage;
+
+/** What happened to callbacks during one run message. */
+export type CallOutcome =
+  | { type: "settled"; callId: number; value: string }
+  | { type: "failed"; callId: number; error: SerializedError }
+  | { type: "request"; callId: number; requestId: number; op: "next"; value: string };
+
+export interface LogRecord {
+  tenant: string;
+  runId: string;
+  script: string;
+  level: "debug" | "info" | "warn" | "error";
+  message: string;
+}
+
+export interface DoneMessage {
+  type: "done";
+  seq: number;
+  outcomes: CallOutcome[];
+  logs: LogRecord[];
+  /** For load: the raw manifest text from the runtime, or the load error. */
+  load?: { ok: true; manifest: string } | { ok: false; error: SerializedError };
+  /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
+  breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
+  rssBytes: number;
+}
+
+export interface ReadyMessage {
+  type: "ready";
+  pid: number;
+}
+
+export type WorkerMessage = DoneMessage | ReadyMessage;

@@ -1,0 +1,66 @@
+import { HookboxError } from "../errors.js";
+import type { HookPayload, MiddlewareContext, ToolContext } from "../contracts/context.js";
+import type { HookReturns } from "../contracts/hook-returns.js";
+import type { Json, JsonObject } from "../turns/json.js";
+import type { HookName } from "../turns/keys.gen.js";
+import type { Turn } from "../turns/turn.js";
+import type { LogEntry, SandboxRun, ScriptManifest } from "./api.js";
+import type { TenantSandboxImpl } from "./tenant-sandbox.js";
+import { parseGuestJson, validateHookReturn, validateMiddlewareTurn } from "./validate.js";
+
+/**
+ * One run's view of a tenant sandbox. Every value coming back is checked against its contract before the
+ * host acts on it: hook returns (zod, per hook), middleware turns (TurnSchema), tool results (JSON).
+ */
+export class SandboxRunImpl implements SandboxRun {
+  private readonly scripts: Map<string, ScriptManifest>;
+  private closed = false;
+
+  constructor(
+    private readonly tenant: TenantSandboxImpl,
+    readonly runId: string,
+    scripts: ScriptManifest[],
+    readonly onLog: ((entry: LogEntry) => void) | undefined,
+  ) {
+    this.scripts = new Map(scripts.map((manifest) => [manifest.name, manifest]));
+    tenant.registerRun(this);
+  }
+
+  async callMiddleware(script: string, middleware: string, turn: Turn, ctx: MiddlewareContext, next: (turn: Turn) => Promise<Turn>): Promise<Turn> {
+    this.check(script, "middleware", middleware);
+    const text = await this.tenant.call(this, script, "middleware", middleware, [turn, ctx], async (turnText) => {
+      // The turn a script passes to next() is checked like the one it returns.
+      const passed = validateMiddlewareTurn(script, `${middleware} (the turn passed to next())`, parseGuestJson(turnText));
+      return JSON.stringify(await next(passed));
+    });
+    return validateMiddlewareTurn(script, middleware, parseGuestJson(text));
+  }
+
+  async callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext): Promise<Json> {
+    this.check(script, "tool", tool);
+    const text = await this.tenant.call(this, script, "tool", tool, [args, ctx]);
+    // A handler that returns nothing produced the JSON value null.
+    return parseGuestJson(text) ?? null;
+  }
+
+  async callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]> {
+    this.check(script, "hook", hook);
+    const text = await this.tenant.call(this, script, "hook", hook, [payload]);
+    return validateHookReturn(script, hook, parseGuestJson(text));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.tenant.closeRun(this.runId);
+    this.tenant.unregisterRun(this);
+  }
+
+  private check(script: string, kind: "middleware" | "tool" | "hook", name: string): void {
+    if (this.closed) throw new HookboxError("CANCELLED", `run ${this.runId} is closed`);
+    const manifest = this.scripts.get(script);
+    if (manifest === undefined) throw new HookboxError("SCRIPT_ERROR", `script "${script}" is not part of run ${this.runId}`);
+    const known = kind === "middleware" ? manifest.middleware : kind === "tool" ? manifest.tools.map((tool) => tool.name) : manifest.hooks;
+    if (!(known as string[]).includes(name)) throw new HookboxError("SCRIPT_ERROR", `script "${script}" has no ${kind} named "${name}"`);
+  }
+}

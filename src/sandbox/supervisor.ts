@@ -1,0 +1,105 @@
+import { WorkerProcess, type WorkerExit, type WorkerRole } from "./worker-process.js";
+
+export interface SupervisorOptions {
+  workerPath: string;
+  workers: number;
+  graceMs: number;
+  rssBudgetBytes: number;
+  /** A worker went away: its tenants must fail their callbacks in flight on it. */
+  onWorkerLost: (worker: WorkerProcess, exit: WorkerExit) => void;
+  /** A worker is over its RSS budget: idle tenants should leave it so it can be replaced. */
+  onWorkerRetiring: (worker: WorkerProcess) => void;
+}
+
+/**
+ * Owns the sandbox worker processes: a small pool for tenants in good standing and one quarantine worker
+ * (lowest CPU priority) for tenants that broke a limit, so their loops and memory bombs never share a
+ * process with well-behaved tenants. Dead or retired workers are replaced lazily, on the next assignment.
+ */
+export class Supervisor {
+  private readonly slots: (WorkerProcess | undefined)[];
+  private quarantine: WorkerProcess | undefined;
+  private readonly retiring = new Set<WorkerProcess>();
+  private closed = false;
+
+  constructor(private readonly options: SupervisorOptions) {
+    this.slots = new Array<WorkerProcess | undefined>(Math.max(1, options.workers)).fill(undefined);
+  }
+
+  /** Starts the pool's workers now instead of on first use. */
+  prewarm(): void {
+    for (let i = 0; i < this.slots.length; i++) this.slots[i] ??= this.spawn("normal");
+  }
+
+  assign(tenant: string, quarantined: boolean): WorkerProcess {
+    if (this.closed) throw new Error("sandbox pool is closed");
+    let worker: WorkerProcess;
+    if (quarantined) {
+      if (this.quarantine === undefined || !this.quarantine.alive || this.quarantine.retiring) this.quarantine = this.spawn("quarantine");
+      worker = this.quarantine;
+    } else {
+      for (let i = 0; i < this.slots.length; i++) {
+        const slot = this.slots[i];
+        if (slot !== undefined && (!slot.alive || slot.retiring)) this.slots[i] = undefined;
+      }
+      // An empty slot gets a fresh worker before any live worker gets crowded.
+      const empty = this.slots.findIndex((slot) => slot === undefined);
+      if (empty !== -1) worker = this.slots[empty] = this.spawn("normal");
+      else worker = (this.slots as WorkerProcess[]).reduce((least, slot) => (slot.tenants.size < least.tenants.size ? slot : least));
+    }
+    worker.tenants.add(tenant);
+    return worker;
+  }
+
+  release(tenant: string, worker: WorkerProcess): void {
+    worker.tenants.delete(tenant);
+    this.reapIfDone(worker);
+  }
+
+  /** Called after every reply: a worker over its RSS budget is retired and replaced. */
+  checkBudget(worker: WorkerProcess): void {
+    if (worker.retiring || !worker.alive || worker.lastRssBytes <= this.options.rssBudgetBytes) return;
+    worker.retiring = true;
+    this.retiring.add(worker);
+    this.options.onWorkerRetiring(worker);
+    this.reapIfDone(worker);
+  }
+
+  workers(): WorkerProcess[] {
+    const all = [...this.slots, this.quarantine, ...this.retiring];
+    return all.filter((worker): worker is WorkerProcess => worker !== undefined && worker.alive);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const workers = this.workers();
+    await Promise.all(
+      workers.map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            worker.child.once("exit", () => resolve());
+            worker.kill({ reason: "closed", detail: "the sandbox pool was closed" });
+            if (!worker.alive) resolve();
+          }),
+      ),
+    );
+  }
+
+  private reapIfDone(worker: WorkerProcess): void {
+    if (worker.retiring && worker.tenants.size === 0 && worker.inFlight === 0) {
+      worker.kill({ reason: "retired", detail: `over the RSS budget (${Math.round(worker.lastRssBytes / 1048576)} MB)` });
+    }
+  }
+
+  private spawn(role: WorkerRole): WorkerProcess {
+    return new WorkerProcess({
+      path: this.options.workerPath,
+      role,
+      graceMs: this.options.graceMs,
+      onExit: (worker, exit) => {
+        this.retiring.delete(worker);
+        if (!this.closed) this.options.onWorkerLost(worker, exit);
+      },
+    });
+  }
+}

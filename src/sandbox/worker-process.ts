@@ -1,0 +1,192 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { setPriority } from "node:os";
+import { HookboxError } from "../errors.js";
+import type { BundleMessage, CloseRunMessage, DoneMessage, DropTenantMessage, RunMessage, WorkerMessage } from "./protocol.js";
+
+export type WorkerRole = "normal" | "quarantine";
+
+/** Why a worker went away; `overdueSeq` names the run message the watchdog gave up on. */
+export interface WorkerExit {
+  reason: "killed-overdue" | "crashed" | "retired" | "closed";
+  overdueSeq?: number;
+  overdueTenant?: string;
+  detail: string;
+}
+
+interface PendingRun {
+  seq: number;
+  tenant: string;
+  budgetMs: number;
+  sentAt: number;
+  resolve: (done: DoneMessage) => void;
+  reject: (error: HookboxError) => void;
+}
+
+type RunMessageBody = RunMessage extends infer M ? (M extends RunMessage ? Omit<M, "seq"> : never) : never;
+
+export interface WorkerProcessOptions {
+  path: string;
+  role: WorkerRole;
+  graceMs: number;
+  onExit: (worker: WorkerProcess, exit: WorkerExit) => void;
+}
+
+/**
+ * Host-side handle of one sandbox worker process. Run messages are answered in order, so only the head
+ * of the line needs a watchdog: its clock starts when the worker could start it (sent, and the previous
+ * reply received). A reply overdue by its budget plus grace means guest code escaped every in-worker
+ * bound (a long built-in, a getter surviving dispose): the process is SIGKILLed.
+ */
+export class WorkerProcess {
+  readonly role: WorkerRole;
+  readonly child: ChildProcess;
+  readonly tenants = new Set<string>();
+  readonly bundles = new Set<string>();
+  alive = true;
+  retiring = false;
+  lastRssBytes = 0;
+  private ready = false;
+  private nextSeq = 1;
+  private readonly queue: PendingRun[] = [];
+  private headClockFrom = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private exit: WorkerExit | undefined;
+  private stderrTail = "";
+
+  constructor(private readonly options: WorkerProcessOptions) {
+    this.role = options.role;
+    this.child = fork(options.path, [], {
+      execArgv: ["--no-node-snapshot"],
+      serialization: "json",
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    });
+    if (this.role === "quarantine" && this.child.pid !== undefined) {
+      // Misbehaving tenants live here: let the host and well-behaved workers win the CPU.
+      try {
+        setPriority(this.child.pid, 19);
+      } catch {
+        // not permitted: still isolated by process
+      }
+    }
+    this.child.stderr?.on("data", (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000);
+    });
+    this.child.on("message", (message: WorkerMessage) => this.onMessage(message));
+    this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
+    this.child.on("error", () => this.kill({ reason: "crashed", detail: "worker process error" }));
+    this.setBusy(false);
+  }
+
+  /** Idle workers must not keep the host process alive; busy ones must (a reply is awaited). */
+  private setBusy(busy: boolean): void {
+    const channel = (this.child as unknown as { channel?: { ref(): void; unref(): void } }).channel;
+    if (busy) {
+      this.child.ref();
+      channel?.ref();
+    } else {
+      this.child.unref();
+      channel?.unref();
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get inFlight(): number {
+    return this.queue.length;
+  }
+
+  send(message: BundleMessage | CloseRunMessage | DropTenantMessage): void {
+    if (!this.alive) return;
+    this.child.send(message);
+  }
+
+  ensureBundle(bundle: { hash: string; code: string; filename: string }): void {
+    if (this.bundles.has(bundle.hash)) return;
+    this.bundles.add(bundle.hash);
+    this.send({ type: "bundle", hash: bundle.hash, code: bundle.code, filename: bundle.filename });
+  }
+
+  /** Sends a message that runs guest code; resolves with its `done` reply, rejects if the worker is lost. */
+  run(body: RunMessageBody, budgetMs: number): Promise<DoneMessage> {
+    if (!this.alive) return Promise.reject(this.lostError());
+    const seq = this.nextSeq++;
+    return new Promise<DoneMessage>((resolve, reject) => {
+      const pending: PendingRun = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
+      this.queue.push(pending);
+      if (this.queue.length === 1) this.setBusy(true);
+      this.child.send({ ...body, seq } as RunMessage);
+      if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
+    });
+  }
+
+  kill(exit: WorkerExit): void {
+    if (this.exit === undefined) this.exit = exit;
+    if (this.alive) this.child.kill("SIGKILL");
+  }
+
+  private onMessage(message: WorkerMessage): void {
+    if (message.type === "ready") {
+      this.ready = true;
+      if (this.queue.length > 0) this.startHeadClock(performance.now());
+      return;
+    }
+    const head = this.queue[0];
+    if (head === undefined || head.seq !== message.seq) return;
+    this.queue.shift();
+    this.lastRssBytes = message.rssBytes;
+    if (this.queue.length > 0) this.startHeadClock(performance.now());
+    else {
+      this.stopClock();
+      this.setBusy(false);
+    }
+    head.resolve(message);
+  }
+
+  private startHeadClock(from: number): void {
+    this.stopClock();
+    if (!this.ready) return; // boot time is not the guest's
+    const head = this.queue[0];
+    if (head === undefined) return;
+    this.headClockFrom = Math.max(from, head.sentAt);
+    const wait = head.budgetMs + this.options.graceMs - (performance.now() - this.headClockFrom);
+    this.timer = setTimeout(() => {
+      this.kill({
+        reason: "killed-overdue",
+        overdueSeq: head.seq,
+        overdueTenant: head.tenant,
+        detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
+      });
+    }, Math.max(0, wait));
+  }
+
+  private stopClock(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private lostError(): HookboxError {
+    return new HookboxError("SANDBOX_CRASHED", `sandbox worker ${this.pid ?? "?"} is gone`);
+  }
+
+  private onChildExit(code: number | null, signal: NodeJS.Signals | null): void {
+    this.alive = false;
+    this.stopClock();
+    const exit: WorkerExit = this.exit ?? {
+      reason: "crashed",
+      detail: `worker exited (${signal ?? `code ${code}`})${this.stderrTail ? `: ${this.stderrTail.trim().split("\n").slice(-3).join(" | ")}` : ""}`,
+    };
+    this.exit = exit;
+    const pending = this.queue.splice(0);
+    for (const run of pending) {
+      const overdue = exit.reason === "killed-overdue" && run.seq === exit.overdueSeq;
+      run.reject(
+        overdue
+          ? new HookboxError("SANDBOX_TIMEOUT", `guest code did not yield within its limit (${exit.detail}); the sandbox worker was killed`, { worker: this.pid })
+          : new HookboxError("SANDBOX_CRASHED", `sandbox worker was lost (${exit.detail}); the call failed closed`, { worker: this.pid }),
+      );
+    }
+    this.options.onExit(this, exit);
+  }
+}

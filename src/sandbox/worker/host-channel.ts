@@ -1,0 +1,103 @@
+import type { CallOutcome, LogRecord } from "../protocol.js";
+import type { LogLimiter } from "./log-limiter.js";
+import type { ScriptContext } from "./script-context.js";
+
+export type HostChannelHandler = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => undefined;
+
+/** What guest code reported during the current run message. */
+export interface Collector {
+  outcomes: CallOutcome[];
+  logs: LogRecord[];
+}
+
+/** A callback the worker is running (or that awaits the host), as the worker tracks it. */
+export interface WorkerCall {
+  callId: number;
+  context: ScriptContext;
+  kind: string;
+  target: string;
+  cpuMs: number;
+  wallMs: number;
+  cpuLimitMs: number;
+  wallLimitMs: number;
+  maxPayloadBytes: number;
+  awaitingHost: boolean;
+  finished: boolean;
+}
+
+const LEVELS = new Set(["debug", "info", "warn", "error"]);
+
+interface ChannelDeps {
+  calls: Map<number, WorkerCall>;
+  collector: () => Collector | undefined;
+  limiter: (tenant: string) => LogLimiter;
+  maxLogChars: number;
+}
+
+/** Parses the runtime's error description; a forged or broken one still yields a clean SCRIPT_ERROR. */
+function errorFromGuest(text: string, call: WorkerCall) {
+  let parsed: { code?: unknown; name?: unknown; message?: unknown; stack?: unknown; path?: unknown } = {};
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch {
+    // fall through with defaults
+  }
+  const code = parsed.code === "HOOK_CONTRACT" ? "HOOK_CONTRACT" : "SCRIPT_ERROR";
+  const name = typeof parsed.name === "string" ? parsed.name : "Error";
+  const message = typeof parsed.message === "string" ? parsed.message : "failed";
+  const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
+  if (typeof parsed.stack === "string") details.stack = parsed.stack;
+  if (typeof parsed.path === "string") details.path = parsed.path;
+  return { code, message: code === "HOOK_CONTRACT" ? message : `${name}: ${message}`, details };
+}
+
+/**
+ * The function behind the runtime's host channel, one per context. It never throws into the guest (a
+ * host exception would carry host paths) and checks every argument: guest code is never trusted here.
+ */
+export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext | undefined): HostChannelHandler {
+  const ownCall = (callId: unknown): WorkerCall | undefined => {
+    if (typeof callId !== "number") return undefined;
+    const call = deps.calls.get(callId);
+    const context = self();
+    if (call === undefined || context === undefined || call.context !== context || call.finished) return undefined;
+    return call;
+  };
+  return (op, a, b, c, d) => {
+    try {
+      const collector = deps.collector();
+      if (collector === undefined) return undefined;
+      if (op === "settle") {
+        const call = ownCall(a);
+        if (call === undefined || typeof b !== "boolean" || typeof c !== "string") return undefined;
+        call.finished = true;
+        deps.calls.delete(call.callId);
+        // A request made by a callback that then settled is never answered.
+        collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
+        if (b && c.length <= call.maxPayloadBytes) collector.outcomes.push({ type: "settled", callId: call.callId, value: c });
+        else if (b) collector.outcomes.push({ type: "failed", callId: call.callId, error: { code: "HOOK_CONTRACT", message: "returned a value larger than the payload limit", details: { path: "$" } } });
+        else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(c.slice(0, 65536), call) });
+      } else if (op === "request") {
+        const call = ownCall(a);
+        if (call === undefined || typeof b !== "number" || c !== "next" || typeof d !== "string" || call.awaitingHost) return undefined;
+        if (d.length > call.maxPayloadBytes) return undefined;
+        call.awaitingHost = true;
+        collector.outcomes.push({ type: "request", callId: call.callId, requestId: b, op: "next", value: d });
+      } else if (op === "log") {
+        const context = self();
+        if (context === undefined || typeof a !== "string" || !LEVELS.has(a) || typeof b !== "string") return undefined;
+        if (!deps.limiter(context.tenant.name).take()) return undefined;
+        collector.logs.push({
+          tenant: context.tenant.name,
+          runId: context.runId,
+          script: context.script,
+          level: a as "debug" | "info" | "warn" | "error",
+          message: b.slice(0, deps.maxLogChars),
+        });
+      }
+    } catch {
+      // Never let a host exception reach guest code.
+    }
+    return undefined;
+  };
+}

@@ -1,0 +1,23 @@
+import { Worker } from "node:worker_threads";
+
+/*
+ * The worker must die with its supervisor however the supervisor dies (SIGKILL included). The main thread
+ * may be stuck inside guest code, so a separate thread polls the parent pid and kills this process when
+ * it changes (the child was re-parented).
+ */
+const WATCH_SOURCE = `
+const { workerData } = require("node:worker_threads");
+setInterval(() => {
+  if (process.ppid !== workerData.parentPid) process.kill(workerData.selfPid, "SIGKILL");
+}, workerData.intervalMs);
+`;
+
+export function watchParent(intervalMs = 200): void {
+  const watcher = new Worker(WATCH_SOURCE, {
+    eval: true,
+    workerData: { parentPid: process.ppid, selfPid: process.pid, intervalMs },
+    resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
+  });
+  watcher.unref();
+  process.on("disconnect", () => process.kill(process.pid, "SIGKILL"));
+}

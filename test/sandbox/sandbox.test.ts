@@ -1,0 +1,164 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { createSandboxPool } from "../../src/sandbox/index.js";
+import type { LogEntry } from "../../src/sandbox/api.js";
+import { afterPayload, beforePayload, middlewareCtx, rejection, script, toolCtx, turn, writeFiles } from "./helpers.js";
+
+const pool = createSandboxPool({ workers: 2 });
+afterAll(() => pool.close());
+
+const policy = script(
+  "policy",
+  `import { defineScript } from "hookbox";
+export default defineScript({
+  middleware: [
+    async function tagTurn(turn, next) {
+      const out = await next(turn);
+      out.metadata.tagged = true;
+      return out;
+    },
+    { name: "forgetful", run: async (turn, next) => { await next(turn); } },
+  ],
+  tools: [{ name: "lookup_order", description: "Look up an order", parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+    handler: async (args, ctx) => ({ id: args.id, total: 120, attempt: ctx.attempt }) }],
+  hooks: {
+    beforeToolCall(p) {
+      console.log("checking", p.call.name);
+      if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" };
+      if (p.call.name === "broken") return { action: "deny" };
+      if (p.call.name === "weird") return { action: "explode" };
+    },
+    afterToolCall(p) { return { result: { wrapped: p.result } }; },
+  },
+});`,
+);
+
+describe("loading", () => {
+  it("bundles, evaluates and describes a script", async () => {
+    const [manifest] = await pool.tenant("load-a").load([policy]);
+    expect(manifest).toMatchObject({
+      name: "policy",
+      onHookError: "fail-closed",
+      middleware: ["tagTurn", "forgetful"],
+      hooks: ["beforeToolCall", "afterToolCall"],
+      tools: [{ name: "lookup_order", description: "Look up an order" }],
+    });
+    expect(manifest.bundleHash).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("bundles relative imports and maps errors to the author's TypeScript", async () => {
+    const dir = writeFiles({
+      "main.ts": `import { defineScript } from "hookbox";\nimport { fail } from "./lib/fail";\nexport default defineScript({ hooks: { beforeToolCall() { fail(); } } });\n`,
+      "lib/fail.ts": `type T = { a: number };\n\nexport function fail(): never {\n  throw new Error("no refunds today");\n}\n`,
+    });
+    const tenant = pool.tenant("load-b");
+    const manifests = await tenant.load([{ path: `${dir}/main.ts` }]);
+    const run = await tenant.openRun({ runId: "r1", scripts: manifests });
+    const error = await rejection(run.callHook("main", "beforeToolCall", beforePayload()));
+    expect(error.code).toBe("SCRIPT_ERROR");
+    expect(error.message).toContain("no refunds today");
+    expect(error.details.location).toBe("lib/fail.ts:4:9");
+    expect(String(error.details.stack)).toContain("main.ts:3:");
+    await run.close();
+  });
+
+  it("refuses Node built-ins naming the import and the file", async () => {
+    const dir = writeFiles({
+      "main.ts": `import { defineScript } from "hookbox";\nimport { helper } from "./helper";\nexport default defineScript({ hooks: { beforeToolCall() { helper(); } } });\n`,
+      "helper.ts": `import { readFileSync } from "node:fs";\nexport const helper = () => readFileSync("/etc/passwd");\n`,
+    });
+    const error = await rejection(pool.tenant("load-c").load([{ path: `${dir}/main.ts` }]));
+    expect(error.code).toBe("SCRIPT_LOAD");
+    expect(error.message).toContain('"node:fs"');
+    expect(error.message).toContain("helper.ts");
+  });
+
+  it.each([
+    ["no default export", `export const x = 1;`, "no default export"],
+    ["unknown field", `export default { hook: {} };`, 'unknown field "hook"'],
+    ["hook not a function", `export default { hooks: { beforeToolCall: 3 } };`, "hooks.beforeToolCall must be a function"],
+    ["duplicate tools", `const t = { name: "a", description: "", handler() {} }; export default { tools: [t, t] };`, 'tool name "a" is used twice'],
+    ["bad schema", `export default { tools: [{ name: "a", description: "", parameters: { type: "object", properties: { x: { type: 12 } } }, handler() {} }] };`, "not a valid JSON Schema"],
+    ["anonymous middleware", `export default { middleware: [async (t, n) => n(t)] };`, "has no name"],
+    ["bad onHookError", `export default { onHookError: "ignore" };`, "onHookError must be one of"],
+    ["throwing top level", `throw new Error("top-level boom");`, "top-level boom"],
+    ["syntax error", `export default {`, "Expected"],
+  ])("rejects a bad script: %s", async (_label, source, expected) => {
+    const error = await rejection(pool.tenant("load-bad").load([script("bad", source)]));
+    expect(error.code).toBe("SCRIPT_LOAD");
+    expect(error.message).toContain(expected);
+  });
+
+  it("refuses two scripts with the same name", async () => {
+    const one = script("dup", `export default { name: "same" };`);
+    const two = script("dup2", `export default { name: "same" };`);
+    const error = await rejection(pool.tenant("load-d").load([one, two]));
+    expect(error.code).toBe("SCRIPT_LOAD");
+    expect(error.message).toContain('two scripts are named "same"');
+  });
+});
+
+describe("callbacks", () => {
+  async function openPolicy(tenantName: string, onLog?: (entry: LogEntry) => void) {
+    const tenant = pool.tenant(tenantName);
+    const manifests = await tenant.load([policy]);
+    return tenant.openRun({ runId: `run-${tenantName}`, scripts: manifests, onLog });
+  }
+
+  it("runs hooks and validates their returns", async () => {
+    const logs: LogEntry[] = [];
+    const run = await openPolicy("calls-a", (entry) => logs.push(entry));
+    expect(await run.callHook("policy", "beforeToolCall", beforePayload("refund", { amount: 500 }))).toEqual({ action: "deny", reason: "over limit" });
+    expect(await run.callHook("policy", "beforeToolCall", beforePayload("lookup"))).toBeUndefined();
+    expect(await run.callHook("policy", "afterToolCall", afterPayload({ ok: 1 }))).toEqual({ result: { wrapped: { ok: 1 } } });
+    expect(logs).toContainEqual({ script: "policy", tenant: "calls-a", level: "info", message: "checking refund" });
+    await run.close();
+  });
+
+  it("names the script, the hook and the JSON path of a contract violation", async () => {
+    const run = await openPolicy("calls-b");
+    const missing = await rejection(run.callHook("policy", "beforeToolCall", beforePayload("broken")));
+    expect(missing.code).toBe("HOOK_CONTRACT");
+    expect(missing.details).toMatchObject({ script: "policy", hook: "beforeToolCall", path: "$.reason" });
+    const unknown = await rejection(run.callHook("policy", "beforeToolCall", beforePayload("weird")));
+    expect(unknown.code).toBe("HOOK_CONTRACT");
+    expect(unknown.details.path).toBe("$.action");
+    expect(unknown.message).toContain('"explode"');
+    await run.close();
+  });
+
+  it("runs tools and middleware with next()", async () => {
+    const run = await openPolicy("calls-c");
+    expect(await run.callTool("policy", "lookup_order", { id: "A17" }, toolCtx)).toEqual({ id: "A17", total: 120, attempt: 1 });
+    let seen: unknown;
+    const out = await run.callMiddleware("policy", "tagTurn", turn("hi"), middlewareCtx, async (passed) => {
+      seen = passed;
+      return { ...passed, blocks: [...passed.blocks, { id: "b2", kind: "llm_text", payload: { text: "answer" }, metadata: {} }] };
+    });
+    expect(seen).toEqual(turn("hi"));
+    expect(out.metadata).toEqual({ tagged: true });
+    expect(out.blocks.map((block) => block.id)).toEqual(["b1", "b2"]);
+    await run.close();
+  });
+
+  it("reports a middleware that returns nothing", async () => {
+    const run = await openPolicy("calls-d");
+    const error = await rejection(run.callMiddleware("policy", "forgetful", turn(), middlewareCtx, async (t) => t));
+    expect(error.code).toBe("HOOK_CONTRACT");
+    expect(error.message).toContain("forgetful returned nothing");
+    await run.close();
+  });
+
+  it("gives each run fresh globals", async () => {
+    const tenant = pool.tenant("calls-e");
+    const manifests = await tenant.load([
+      script("counter", `let n = 0; export default { tools: [{ name: "count", description: "", handler() { globalThis.total = (globalThis.total ?? 0) + 1; return { n: ++n, total: globalThis.total }; } }] };`),
+    ]);
+    const first = await tenant.openRun({ runId: "r1", scripts: manifests });
+    expect(await first.callTool("counter", "count", {}, toolCtx)).toEqual({ n: 1, total: 1 });
+    expect(await first.callTool("counter", "count", {}, toolCtx)).toEqual({ n: 2, total: 2 });
+    const second = await tenant.openRun({ runId: "r2", scripts: manifests });
+    expect(await second.callTool("counter", "count", {}, toolCtx)).toEqual({ n: 1, total: 1 });
+    await first.close();
+    await second.close();
+  });
+});
