@@ -75,7 +75,10 @@ export interface ServerConfig {
   drainMs: number;
 }
 
-export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.env): ServerConfig {
+/** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
+export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEnv; requireKeys?: boolean } = {}): ServerConfig {
+  const env = options.env ?? process.env;
+  const requireKeys = options.requireKeys ?? true;
   const path = resolve(file);
   let raw: unknown;
   try {
@@ -101,6 +104,7 @@ export function loadServerConfig(file: string, env: NodeJS.ProcessEnv = process.
       const where = `${at}.apiKeys[${k}]`;
       let hash: string;
       if ("env" in key) {
+        if (!requireKeys) return;
         const value = env[key.env];
         if (!value) throw configError(file, `${where}.env`, `environment variable ${key.env} is not set`);
         hash = sha256Hex(value);

@@ -34,7 +34,8 @@ export class StoredRunPersistence implements RunPersistence {
     };
   }
 
-  onEvent(event: HookboxEvent): void {
+  // Arrow properties: the loop may call these detached from the object.
+  readonly onEvent = (event: HookboxEvent): void => {
     if (this.frozen || this.failure) return;
     // SQLite commits inside this call; a networked store commits in call order before the next snapshot.
     this.store.appendEvent(this.runId, event).then(
@@ -43,9 +44,9 @@ export class StoredRunPersistence implements RunPersistence {
         this.failure ??= error;
       },
     );
-  }
+  };
 
-  async onSnapshot(phase: SnapshotPhase, turn: Turn): Promise<void> {
+  readonly onSnapshot = async (phase: SnapshotPhase, turn: Turn): Promise<void> => {
     if (this.frozen) return;
     if (this.failure) throw this.persistError(this.failure);
     try {
@@ -54,7 +55,7 @@ export class StoredRunPersistence implements RunPersistence {
       throw this.persistError(error);
     }
     if (this.failure) throw this.persistError(this.failure);
-  }
+  };
 
   freeze(): void {
     this.frozen = true;

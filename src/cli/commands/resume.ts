@@ -1,5 +1,106 @@
-// Stub: replaced by the issue that builds `hookbox resume`.
-export async function resumeCommand(_argv: string[]): Promise<number> {
-  process.stderr.write("hookbox resume: not built yet\n");
-  return 2;
+import { parseArgs } from "node:util";
+import { createInterface } from "node:readline";
+import { HookboxError } from "../../errors.js";
+import type { HookboxEvent } from "../../events/types.js";
+import { createTenantRuntime } from "../../host/tenant-runtime.js";
+import type { TenantConfig, TenantRuntime } from "../../host/types.js";
+import type { RunHandle } from "../../loop/handle.js";
+import { createSandboxPool } from "../../sandbox/index.js";
+import { openStore, type Store } from "../../store/index.js";
+import { SessionManager } from "../../session/manager.js";
+import { restoreTenantConfig } from "../../session/tenant-record.js";
+import { loadServerConfig } from "../../server/config.js";
+import { describeEvent } from "../transcript.js";
+import { exitCodeFor, failUsage } from "../exit.js";
+
+const usage = "usage: hookbox resume --store FILE --session ID [--config FILE] [--json]";
+
+/**
+ * `hookbox resume`: continues a session's interrupted run from its last committed snapshot, in this process.
+ * Prints the resumed run's events (the ones after the stored interruption) and exits like `hookbox run`.
+ */
+export async function resumeCommand(argv: string[]): Promise<number> {
+  let flags: { store: string; session: string; config?: string; json: boolean };
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { store: { type: "string" }, session: { type: "string" }, config: { type: "string" }, json: { type: "boolean" } },
+      strict: true,
+    });
+    if (!values.store || !values.session) throw new HookboxError("USAGE", `--store and --session are required (${usage})`);
+    flags = { store: values.store, session: values.session, json: values.json ?? false, ...(values.config ? { config: values.config } : {}) };
+  } catch (error) {
+    return failUsage("resume", error instanceof HookboxError ? error : new HookboxError("USAGE", `${(error as Error).message} (${usage})`));
+  }
+
+  let store: Store;
+  try {
+    store = openStore(flags.store);
+  } catch (error) {
+    return failUsage("resume", error);
+  }
+  const pool = createSandboxPool();
+  let manager: SessionManager | undefined;
+  try {
+    const record = await store.getSession(flags.session);
+    if (!record) return failUsage("resume", new HookboxError("NOT_FOUND", `no session ${flags.session} in store ${flags.store}`));
+    let override: Partial<TenantConfig> | undefined;
+    if (flags.config) {
+      const tenant = loadServerConfig(flags.config, { requireKeys: false }).tenants.find((t) => t.config.name === record.tenant);
+      if (!tenant) return failUsage("resume", new HookboxError("CONFIG", `config ${flags.config} has no tenant "${record.tenant}" (the tenant of session ${record.id})`));
+      override = tenant.config;
+    }
+    let runtime: TenantRuntime;
+    try {
+      runtime = await createTenantRuntime(restoreTenantConfig(record.tenantConfig, override), pool);
+    } catch (error) {
+      return failUsage("resume", error);
+    }
+    manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    const before = (await store.listRuns(record.id)).at(-1);
+    let handle: RunHandle;
+    try {
+      handle = await manager.resume(record.id);
+    } catch (error) {
+      return failUsage("resume", error);
+    }
+    const onSigint = () => handle.cancel("cancelled by SIGINT");
+    process.on("SIGINT", onSigint);
+    const stopStdin = before?.options.step ? listenForContinue(handle) : () => {};
+    try {
+      for await (const event of manager.events(handle.runId, before?.lastSeq ?? 0)) print(event, flags.json);
+      const result = await handle.wait();
+      if (!flags.json && result.status !== "completed" && result.reason) process.stderr.write(`hookbox resume: ${result.status}: ${result.reason}\n`);
+      return exitCodeFor(result.status);
+    } finally {
+      stopStdin();
+      process.off("SIGINT", onSigint);
+    }
+  } catch (error) {
+    return failUsage("resume", error);
+  } finally {
+    await manager?.close();
+    await pool.close();
+    await store.close();
+  }
+}
+
+function print(event: HookboxEvent, json: boolean): void {
+  const line = json ? JSON.stringify(event) : describeEvent(event);
+  if (line !== undefined) process.stdout.write(`${line}\n`);
+}
+
+/** Step mode as in `hookbox run --step --json`: a stdin line `{"continue":"<pauseId>"}` continues that pause. */
+function listenForContinue(handle: RunHandle): () => void {
+  const lines = createInterface({ input: process.stdin });
+  lines.on("line", (line) => {
+    try {
+      const pauseId = (JSON.parse(line) as { continue?: unknown }).continue;
+      if (typeof pauseId === "string" && handle.continue(pauseId)) return;
+    } catch {
+      /* reported below */
+    }
+    if (line.trim()) process.stderr.write(`hookbox resume: stdin: expected {"continue":"<open pauseId>"}, got ${line.slice(0, 80)}\n`);
+  });
+  return () => lines.close();
 }

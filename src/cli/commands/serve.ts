@@ -1,5 +1,92 @@
-// Stub: replaced by the issue that builds `hookbox serve`.
-export async function serveCommand(_argv: string[]): Promise<number> {
-  process.stderr.write("hookbox serve: not built yet\n");
-  return 2;
+import { parseArgs } from "node:util";
+import { HookboxError } from "../../errors.js";
+import { createTenantRuntime } from "../../host/tenant-runtime.js";
+import type { TenantRuntime } from "../../host/types.js";
+import { createSandboxPool } from "../../sandbox/index.js";
+import { openStore } from "../../store/index.js";
+import { loadServerConfig } from "../../server/config.js";
+import { startServer } from "../../server/server.js";
+import { failUsage } from "../exit.js";
+
+const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS]";
+
+/** `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests. */
+export async function serveCommand(argv: string[]): Promise<number> {
+  let flags: { port: number; store: string; config: string; host?: string };
+  try {
+    flags = parseServeFlags(argv);
+  } catch (error) {
+    return failUsage("serve", error);
+  }
+  let config;
+  try {
+    config = loadServerConfig(flags.config);
+  } catch (error) {
+    return failUsage("serve", error);
+  }
+  let store;
+  try {
+    store = openStore(flags.store);
+  } catch (error) {
+    return failUsage("serve", error);
+  }
+  const pool = createSandboxPool();
+  const runtimes = new Map<string, TenantRuntime>();
+  const shutdown = async () => {
+    for (const runtime of runtimes.values()) await runtime.close().catch(() => undefined);
+    await pool.close().catch(() => undefined);
+    await store.close();
+  };
+  try {
+    for (const tenant of config.tenants) {
+      try {
+        runtimes.set(tenant.config.name, await createTenantRuntime(tenant.config, pool));
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        throw new HookboxError(error instanceof HookboxError ? error.code : "CONFIG", `config ${config.file}: tenant ${tenant.config.name}: ${message}`);
+      }
+    }
+  } catch (error) {
+    await shutdown();
+    return failUsage("serve", error);
+  }
+
+  let server;
+  try {
+    server = await startServer({ config, store, runtimes, port: flags.port, ...(flags.host ? { host: flags.host } : {}) });
+  } catch (error) {
+    await shutdown();
+    return failUsage("serve", error);
+  }
+  process.stdout.write(`hookbox serve: listening on ${server.url}\n`);
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once("SIGTERM", () => resolve("SIGTERM"));
+    process.once("SIGINT", () => resolve("SIGINT"));
+  });
+  process.stderr.write(`hookbox serve: ${signal}: draining (no new runs; in-flight runs finish within ${config.drainMs} ms or are committed as interrupted)\n`);
+  await server.drain();
+  await shutdown();
+  process.stderr.write("hookbox serve: stopped\n");
+  return 0;
+}
+
+function parseServeFlags(argv: string[]): { port: number; store: string; config: string; host?: string } {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { port: { type: "string" }, store: { type: "string" }, config: { type: "string" }, host: { type: "string" } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    throw new HookboxError("USAGE", `${(error as Error).message}\n${usage}`);
+  }
+  for (const name of ["port", "store", "config"] as const) {
+    if (!values[name]) throw new HookboxError("USAGE", `--${name} is required (${usage})`);
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new HookboxError("USAGE", `--port ${values.port}: expected an integer from 0 to 65535`);
+  return { port, store: values.store!, config: values.config!, ...(values.host ? { host: values.host } : {}) };
 }

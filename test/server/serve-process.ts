@@ -1,0 +1,112 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { hookboxBin, repoRoot } from "../helpers/cli.js";
+import type { HookboxEvent } from "../../src/events/types.js";
+
+export interface ServeProcess {
+  url: string;
+  child: ChildProcessWithoutNullStreams;
+  stderr(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends `signal` (default SIGTERM) and waits for the exit. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** The real `hookbox serve` on 127.0.0.1 with a free port (port 0; the URL is read from its stdout). */
+export async function startServe(options: { config: string; store: string; env?: NodeJS.ProcessEnv }): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [hookboxBin, "serve", "--port", "0", "--store", options.store, "--config", options.config], {
+    cwd: repoRoot,
+    env: { ...process.env, ...options.env },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      stdout += d;
+      const match = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) resolve(match[1]);
+    });
+    void exited.then(({ code }) => reject(new Error(`hookbox serve exited (${code}) before listening: ${stderr}`)));
+  });
+  return {
+    url, child, exited, stderr: () => stderr,
+    async stop(signal = "SIGTERM") {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface Api {
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+}
+
+export function api(url: string, key: string | undefined): Api {
+  return {
+    async request(method, path, body, headers = {}) {
+      const response = await fetch(`${url}${path}`, {
+        method,
+        headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
+      });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        /* not JSON: returned as text so the assertion shows it */
+      }
+      return { status: response.status, body: parsed, headers: response.headers };
+    },
+  };
+}
+
+export interface SseMessage {
+  id?: string;
+  event: HookboxEvent;
+}
+
+/**
+ * Reads a run's SSE stream until it ends, or until `stopWhen` returns true (then disconnects, like a
+ * browser losing its connection). Returns the messages with their `id:` fields.
+ */
+export async function readEvents(
+  url: string,
+  key: string,
+  runId: string,
+  options: { lastEventId?: string; stopWhen?: (message: SseMessage) => boolean; onMessage?: (message: SseMessage) => void } = {},
+): Promise<{ messages: SseMessage[]; status: number; ended: boolean }> {
+  const controller = new AbortController();
+  const response = await fetch(`${url}/v1/runs/${runId}/events`, {
+    headers: { authorization: `Bearer ${key}`, ...(options.lastEventId !== undefined ? { "last-event-id": options.lastEventId } : {}) },
+    signal: controller.signal,
+  });
+  const messages: SseMessage[] = [];
+  if (response.status !== 200 || !response.body) return { messages, status: response.status, ended: true };
+  const decoder = new TextDecoder();
+  let buffer = "";
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+        if (!data) continue;
+        const id = block.split("\n").find((l) => l.startsWith("id: "))?.slice(4);
+        const message = { ...(id !== undefined ? { id } : {}), event: JSON.parse(data) as HookboxEvent };
+        messages.push(message);
+        options.onMessage?.(message);
+        if (options.stopWhen?.(message)) {
+          controller.abort();
+          return { messages, status: 200, ended: false };
+        }
+      }
+    }
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  }
+  return { messages, status: 200, ended: true };
+}
