@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runCli } from "../helpers/cli.js";
+import { loadServerConfig } from "../../src/server/config.js";
+import { twoToolSteps, writeFixture } from "./fixture.js";
+
+function fixtureWith(edit: (config: any) => void) {
+  const fixture = writeFixture([{ name: "acme", key: "k1", steps: twoToolSteps }, { name: "globex", key: "k2", steps: twoToolSteps }]);
+  const config = JSON.parse(readFileSync(fixture.config, "utf8"));
+  edit(config);
+  writeFileSync(fixture.config, JSON.stringify(config));
+  return fixture;
+}
+
+const cases: [string, (config: any) => void, RegExp][] = [
+  ["an unknown field", (c) => (c.tenants[1].limitz = {}), /tenants\[1\]: unknown field "limitz"/],
+  ["an unknown limit", (c) => (c.tenants[0].limits = { memoryMB: 1 }), /tenants\[0\]\.limits: unknown field "memoryMB"/],
+  ["a missing script file", (c) => (c.tenants[0].scripts = ["nope.ts"]), /tenants\[0\]\.scripts\[0\]: file nope\.ts does not exist/],
+  ["a missing host tools file", (c) => (c.tenants[1].hostTools = "gone.mjs"), /tenants\[1\]\.hostTools: file gone\.mjs does not exist/],
+  ["a missing model file", (c) => (c.tenants[0].model = "scripted:none.json"), /tenants\[0\]\.model: file none\.json does not exist/],
+  ["a bad model", (c) => (c.tenants[0].model = "gpt-4"), /tenants\[0\]\.model: /],
+  ["a duplicate tenant", (c) => (c.tenants[1].name = "acme"), /tenants\[1\]\.name: duplicate tenant "acme" \(also tenants\[0\]\)/],
+  ["a duplicate key", (c) => (c.tenants[1].apiKeys = c.tenants[0].apiKeys), /tenants\[1\]\.apiKeys\[0\]: duplicate key \(the same key as tenants\[0\]\.apiKeys\[0\]\)/],
+  ["an unset key variable", (c) => (c.tenants[0].apiKeys = [{ env: "HOOKBOX_TEST_UNSET_KEY" }]), /tenants\[0\]\.apiKeys\[0\]\.env: environment variable HOOKBOX_TEST_UNSET_KEY is not set/],
+  ["a bad sha256", (c) => (c.tenants[0].apiKeys = [{ sha256: "abc" }]), /tenants\[0\]\.apiKeys\[0\]\.sha256: must be 64 hex digits/],
+  ["no tenants", (c) => (c.tenants = []), /config .*: tenants: /],
+];
+
+describe("serve config", () => {
+  it.each(cases)("names the field for %s", (_what, edit, message) => {
+    const fixture = fixtureWith(edit);
+    expect(() => loadServerConfig(fixture.config, { env: {} })).toThrowError(message);
+  });
+
+  it("stops hookbox serve with exit 2 and one line naming the file and field", async () => {
+    const fixture = fixtureWith((c) => (c.tenants[1].name = "acme"));
+    const result = await runCli(["serve", "--port", "0", "--store", fixture.store, "--config", fixture.config]);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toHaveLength(1);
+    expect(result.stderr).toContain(`config ${fixture.config}: tenants[1].name: duplicate tenant "acme"`);
+  });
+
+  it("stops hookbox serve with exit 2 on a config that is not JSON, and on a bad store", async () => {
+    const fixture = writeFixture([{ name: "acme", key: "k1", steps: twoToolSteps }]);
+    const broken = join(fixture.dir, "broken.json");
+    writeFileSync(broken, "{ tenants: ");
+    const bad = await runCli(["serve", "--port", "0", "--store", fixture.store, "--config", broken]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain(`config ${broken}`);
+    const notStore = join(fixture.dir, "not-a-store.db");
+    writeFileSync(notStore, "garbage".repeat(200));
+    const badStore = await runCli(["serve", "--port", "0", "--store", notStore, "--config", fixture.config]);
+    expect(badStore.code).toBe(2);
+    expect(badStore.stderr).toMatch(/not-a-store\.db is not a hookbox store/);
+  });
+
+  it("resolves paths relative to the config file and reads limits into runtime settings", () => {
+    const fixture = fixtureWith((c) => (c.tenants[0].limits = { memoryMb: 32, cpuMs: 50, maxIterations: 4, runsPerMinute: 7 }));
+    const config = loadServerConfig(fixture.config);
+    const acme = config.tenants[0];
+    expect(acme.config.hostToolsModule).toBe(join(fixture.dir, "tools.mjs"));
+    expect(acme.config.model).toEqual({ kind: "scripted", file: join(fixture.dir, "acme-model.json") });
+    expect(acme.config.limits).toEqual({ memoryMb: 32, cpuMs: 50 });
+    expect(acme.config.runDefaults).toEqual({ maxIterations: 4 });
+    expect(acme.runsPerMinute).toBe(7);
+    expect(config.host).toBe("127.0.0.1");
+  });
+});
