@@ -1,5 +1,5 @@
 import type { HostChannel, RuntimeLimits } from "./host-channel.js";
-import { ArrayPrototypeJoin, ObjectDefineProperty, ObjectFreeze, StringCtor, StringPrototypeSlice, globalObject } from "./primordials.js";
+import { ArrayPrototypeJoin, ObjectDefineProperty, ObjectFreeze, StringCtor, StringPrototypeSlice, arraySet, globalObject } from "./primordials.js";
 import { toBoundedJson } from "./serialize.js";
 
 const LEVELS: Record<string, string> = { debug: "debug", log: "info", info: "info", warn: "warn", error: "error" };
@@ -23,7 +23,7 @@ export function installConsole(host: HostChannel, limits: RuntimeLimits): void {
     const level = LEVELS[names[i]];
     methods[names[i]] = function (...values: unknown[]): void {
       const parts: string[] = [];
-      for (let j = 0; j < values.length; j++) parts[j] = formatOne(values[j], limits.maxLogChars);
+      for (let j = 0; j < values.length; j++) arraySet(parts, j, formatOne(values[j], limits.maxLogChars));
       const message = StringPrototypeSlice(ArrayPrototypeJoin(parts, " "), 0, limits.maxLogChars);
       host("log", level, message);
     };

@@ -4,6 +4,7 @@
  */
 import { ObjectFreeze } from "./primordials.js";
 import { BLOCK_KINDS, BlockKinds, HOOK_NAMES, NAMESPACE, PayloadKeys, keys } from "./constants.gen.js";
+import { contextRestartDisabledKey, deleteKey, getKey, setKey } from "./keys.js";
 
 /** Identity at run time: the shape is validated when the script is loaded (and typed by types/hookbox.d.ts). */
 export function defineScript<T>(script: T): T {
@@ -15,6 +16,10 @@ export function createHookboxModule(): Readonly<Record<string, unknown>> {
     __esModule: true,
     defineScript,
     keys,
+    getKey,
+    setKey,
+    deleteKey,
+    contextRestartDisabledKey,
     BlockKinds,
     BLOCK_KINDS,
     PayloadKeys,

@@ -43,3 +43,16 @@ export function dict<V>(): Record<string, V> {
   return ObjectCreate(null) as Record<string, V>;
 }
 export const RegExpPrototypeExec = uncurry(RegExp.prototype.exec);
+
+/**
+ * Stores `value` at `index` without running setters a script may have put on Array.prototype or
+ * Object.prototype (plain assignment would; so would a descriptor inheriting a polluted `get`).
+ */
+export function arraySet(array: unknown[], index: number, value: unknown): void {
+  const descriptor = ObjectCreate(null) as PropertyDescriptor;
+  descriptor.value = value;
+  descriptor.writable = true;
+  descriptor.enumerable = true;
+  descriptor.configurable = true;
+  ObjectDefineProperty(array, index, descriptor);
+}

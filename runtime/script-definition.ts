@@ -1,4 +1,4 @@
-import { ArrayIsArray, ArrayPrototypeJoin, JSONStringify, ObjectHasOwn, ObjectKeys, StringPrototypeSlice, dict } from "./primordials.js";
+import { ArrayIsArray, ArrayPrototypeJoin, JSONStringify, ObjectHasOwn, ObjectKeys, StringPrototypeSlice, arraySet, dict } from "./primordials.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
 /** Thrown while reading a script's default export: becomes SCRIPT_LOAD with this message. */
@@ -60,7 +60,7 @@ function readList(value: unknown, where: string): unknown[] {
   if (!ArrayIsArray(value)) fail(where + " must be an array");
   const out: unknown[] = [];
   const length = (value as unknown[]).length;
-  for (let i = 0; i < length; i++) out[i] = (value as unknown[])[i];
+  for (let i = 0; i < length; i++) arraySet(out, i, (value as unknown[])[i]);
   return out;
 }
 
@@ -91,7 +91,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
     if (typeof run !== "function") fail("middleware[" + i + "] (" + mwName + "): run must be a function");
     if (ObjectHasOwn(script.middleware, mwName as string)) fail("middleware name " + JSONStringify(mwName) + " is used twice");
     script.middleware[mwName as string] = run as Fn;
-    manifest.middleware[i] = mwName as string;
+    arraySet(manifest.middleware, i, mwName);
   }
 
   const tools = readList(exported.tools, "tools");
@@ -114,7 +114,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
       }
     }
     script.tools[tool.name] = tool.handler as Fn;
-    manifest.tools[i] = { name: tool.name, description: (tool.description as string | undefined) ?? "", parameters };
+    arraySet(manifest.tools, i, { name: tool.name, description: (tool.description as string | undefined) ?? "", parameters });
   }
 
   const hooks = exported.hooks;
@@ -128,7 +128,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
       if (fn === undefined) continue;
       if (typeof fn !== "function") fail("hooks." + hookName + " must be a function");
       script.hooks[hookName] = fn as Fn;
-      manifest.hooks[manifest.hooks.length] = hookName;
+      arraySet(manifest.hooks, manifest.hooks.length, hookName);
     }
   }
   return { script, manifest };

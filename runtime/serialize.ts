@@ -6,6 +6,7 @@ import {
   ReflectApply,
   RegExpPrototypeExec,
   StringCtor,
+  arraySet,
   dict,
 } from "./primordials.js";
 
@@ -94,7 +95,7 @@ function copyObject(value: object, path: string, state: CopyState, depth: number
     const out: unknown[] = [];
     grow(state, 2 + length, path);
     for (let i = 0; i < length; i++) {
-      out[i] = copyValue((value as unknown[])[i], childPath(path, i), state, depth + 1);
+      arraySet(out, i, copyValue((value as unknown[])[i], childPath(path, i), state, depth + 1));
     }
     copy = out;
   } else {

@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
 import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
@@ -18,9 +19,23 @@ import { TenantIsolate } from "./tenant-isolate.js";
 
 const RUNTIME_HASH = "hookbox-runtime";
 const code = new CodeCache();
-const runtimeSource = readFileSync(join(dirname(fileURLToPath(import.meta.url)), "runtime.js"), "utf8");
 // Function-wrapped so the bootstrap's bindings never become globals; its value is `install`.
-code.add(RUNTIME_HASH, `(function () { "use strict";\n${runtimeSource}\nreturn __hookboxBootstrap.install; })()`, "hookbox-runtime.js");
+code.add(RUNTIME_HASH, readRuntime(), "hookbox-runtime.js");
+
+/** dist/runtime.js, checked to be complete (a concurrent rebuild may be rewriting it: retry briefly). */
+function readRuntime(): string {
+  const path = join(dirname(fileURLToPath(import.meta.url)), "runtime.js");
+  for (let attempt = 0; ; attempt++) {
+    const wrapped = `(function () { "use strict";\n${readFileSync(path, "utf8")}\nreturn __hookboxBootstrap.install; })()`;
+    try {
+      new Script(wrapped);
+      return wrapped;
+    } catch (error) {
+      if (attempt >= 40) throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+    }
+  }
+}
 
 const tenants = new Map<string, TenantIsolate>();
 const calls = new Map<number, WorkerCall>();
