@@ -22,10 +22,11 @@ export function parseModelFlag(flag: string, options: { baseUrl?: string; apiKey
  * A factory, not a model: a scripted model replays its steps from the first for every run,
  * so each run gets its own instance. The steps file is read and validated once, up front.
  */
-export function modelFactory(spec: ModelSpec): () => LanguageModelV3 {
+export function modelFactory(spec: ModelSpec): (resumeAfterIterations?: number) => LanguageModelV3 {
   if (spec.kind === "scripted") {
     const steps = loadScriptedSteps(spec.file);
-    return () => new ScriptedModel(steps);
+    // A resumed run continues with the step after the inferences it already finished.
+    return (resumeAfterIterations = 0) => new ScriptedModel(steps.slice(resumeAfterIterations));
   }
   const apiKeyEnv = spec.apiKeyEnv ?? "OPENAI_API_KEY";
   const provider = createOpenAICompatible({ name: "openai-compatible", baseURL: spec.baseUrl, apiKey: process.env[apiKeyEnv] });

@@ -75,7 +75,7 @@ export async function createTenantRuntime(config: TenantConfig, pool: SandboxPoo
       const resume = request.resumeFrom;
       const turn = resume ? resume.turn : newTurn(request.history, request.prompt);
       return startLoop(turn, {
-        model: newModel(),
+        model: newModel(resume?.iterations ?? 0),
         stream: extras.stream,
         components: components(runId),
         limits: loopLimits(options),
