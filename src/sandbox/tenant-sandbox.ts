@@ -39,6 +39,8 @@ interface HostCall {
 interface Task {
   /** The call this message belongs to; a task of a call that already ended is skipped. */
   call?: HostCall;
+  /** A call's first message: if its worker dies before starting it, it can be sent again elsewhere. */
+  retryable?: boolean;
   send: (worker: WorkerProcess) => Promise<DoneMessage>;
   fail: (error: HookboxError) => void;
 }
@@ -138,6 +140,7 @@ export class TenantSandboxImpl implements TenantSandbox {
       this.active.set(call.callId, call);
       this.enqueue({
         call,
+        retryable: true,
         send: (worker) => {
           call.worker = worker;
           worker.ensureBundle(entry.bundle);
@@ -177,6 +180,8 @@ export class TenantSandboxImpl implements TenantSandbox {
     if (culprit) this.quarantined = true;
     for (const call of [...this.active.values()]) {
       if (call.worker !== worker) continue;
+      // The in-flight first message of a call is settled by its own rejection (it may be retried).
+      if (this.inFlightTask?.retryable && this.inFlightTask.call === call) continue;
       const overdue = culprit && call === this.inFlight;
       const error = overdue
         ? new HookboxError("SANDBOX_TIMEOUT", `${call.script}: ${describeCall(call)} did not yield within its limits (${exit.detail}); its sandbox worker was killed`, { script: call.script })
@@ -190,6 +195,7 @@ export class TenantSandboxImpl implements TenantSandbox {
   }
 
   private inFlight: HostCall | undefined;
+  private inFlightTask: Task | undefined;
 
   private workerLimits(): WorkerLimits {
     return { ...this.limits, maxPayloadBytes: this.options.maxPayloadBytes, maxLogChars: this.options.maxLogChars, logsPerSecond: this.options.logsPerSecond };
@@ -220,15 +226,26 @@ export class TenantSandboxImpl implements TenantSandbox {
       }
       this.busy = true;
       this.inFlight = task.call;
+      this.inFlightTask = task;
       task
         .send(worker)
         .then(
           (done) => this.afterDone(done),
-          (error: unknown) => task.fail(isHookboxError(error) ? error : new HookboxError("SANDBOX_CRASHED", String(error))),
+          (error: unknown) => {
+            const hookboxError = isHookboxError(error) ? error : new HookboxError("SANDBOX_CRASHED", String(error));
+            if (task.retryable && task.call !== undefined && hookboxError.details.started === false && !task.call.finished) {
+              // Its worker died (another tenant's fault) before running it: nothing ran, send it again.
+              task.call.worker = undefined;
+              this.queue.unshift(task);
+              return;
+            }
+            task.fail(hookboxError);
+          },
         )
         .finally(() => {
           this.busy = false;
           this.inFlight = undefined;
+          this.inFlightTask = undefined;
           this.options.supervisor.checkBudget(worker);
           this.leaveIfIdleAndMoving();
           this.pump();

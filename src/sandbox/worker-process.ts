@@ -179,12 +179,14 @@ export class WorkerProcess {
     };
     this.exit = exit;
     const pending = this.queue.splice(0);
-    for (const run of pending) {
+    for (const [index, run] of pending.entries()) {
       const overdue = exit.reason === "killed-overdue" && run.seq === exit.overdueSeq;
+      // Replies come in order: only the head can have started; the rest never ran any guest code.
+      const started = index === 0;
       run.reject(
         overdue
-          ? new HookboxError("SANDBOX_TIMEOUT", `guest code did not yield within its limit (${exit.detail}); the sandbox worker was killed`, { worker: this.pid })
-          : new HookboxError("SANDBOX_CRASHED", `sandbox worker was lost (${exit.detail}); the call failed closed`, { worker: this.pid }),
+          ? new HookboxError("SANDBOX_TIMEOUT", `guest code did not yield within its limit (${exit.detail}); the sandbox worker was killed`, { worker: this.pid, started })
+          : new HookboxError("SANDBOX_CRASHED", `sandbox worker was lost (${exit.detail}); the call failed closed`, { worker: this.pid, started }),
       );
     }
     this.options.onExit(this, exit);

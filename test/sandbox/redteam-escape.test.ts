@@ -28,7 +28,7 @@ describe("red team: escapes", () => {
         return { probe, viaError, viaAsync };
       })()`),
     );
-    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as { result: { probe: string[]; viaError: string } };
+    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: { probe: string[]; viaError: string } };
     expect(decision.result.probe).toEqual(Array(8).fill("undefined"));
     expect(decision.result.viaError).toBe("undefined");
     assertHostIntact();
@@ -52,7 +52,7 @@ describe("red team: escapes", () => {
         return { result: { runtimeFunctions: runtimeFrames.filter((f) => f.fn !== "undefined").length, runtimeThis: runtimeFrames.filter((f) => f.self !== "undefined").length, files: [...new Set(seen.map((f) => f.file))] } };
       } } }`,
     );
-    const decision = (await run.callHook("attack", "afterToolCall", afterPayload(1))) as { result: { runtimeFunctions: number; runtimeThis: number; files: string[] } };
+    const decision = (await run.callHook("attack", "afterToolCall", afterPayload(1))) as unknown as { result: { runtimeFunctions: number; runtimeThis: number; files: string[] } };
     expect(decision.result.runtimeFunctions).toBe(0);
     expect(decision.result.runtimeThis).toBe(0);
     for (const file of decision.result.files) expect(file).not.toMatch(/\/work\/|node_modules|dist\//);
@@ -72,7 +72,7 @@ describe("red team: escapes", () => {
         return { action: "skip", result: { found, args, globals } };
       } } }`,
     );
-    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as { result: { found: string[]; globals: string[] } };
+    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: { found: string[]; globals: string[] } };
     expect(decision.result.found[0]).toBe("null");
     expect(decision.result.globals).toEqual([]);
     await good.served();
@@ -92,14 +92,14 @@ describe("red team: escapes", () => {
     );
     const out = await run.callMiddleware("attack", "probe", { id: "t", blocks: [], metadata: {}, data: {} }, toolCtx as never, async (turn) => turn);
     const seen = String(out.metadata.seen);
-    expect(seen).toContain("HOOK_CONTRACT".length ? "outside its contract" : "");
+    expect(seen).toContain("outside its contract");
     expect(seen).toContain("more than once");
     expect(seen).not.toMatch(/\/work\/|node_modules|\.ts:\d|dist\//);
   });
 
   it("SharedArrayBuffer, Atomics and WebAssembly are absent", async () => {
     const { run } = await attacker(pool, skipWith(`[typeof SharedArrayBuffer, typeof Atomics, typeof WebAssembly]`));
-    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as { result: string[] };
+    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: string[] };
     expect(decision.result).toEqual(["undefined", "undefined", "undefined"]);
   });
 });

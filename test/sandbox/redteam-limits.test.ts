@@ -1,0 +1,201 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSandboxPool } from "../../src/sandbox/index.js";
+import { afterPayload, beforePayload, middlewareCtx, toolCtx, turn } from "./helpers.js";
+import { assertHostIntact, attackLimits, attacker, timedRejection, victim } from "./redteam-helpers.js";
+
+/*
+ * Red team: resource attacks. Limits: 100 ms CPU, 1 s wall, 32 MB per callback/tenant; the supervisor's
+ * grace is 500 ms. Each case asserts the code, the bound, a prompt victim, and a working next call.
+ */
+const pool = createSandboxPool({ workers: 2, killGraceMs: 500, maxPayloadBytes: 1_000_000 });
+let good: Awaited<ReturnType<typeof victim>>;
+beforeAll(async () => {
+  good = await victim(pool);
+});
+afterAll(async () => {
+  assertHostIntact();
+  await pool.close();
+});
+
+/** A hook that attacks when the call is named "attack" and behaves otherwise (to prove recovery). */
+const hook = (attack: string) => `{ hooks: { beforeToolCall(p) { if (p.call.name === "attack") { ${attack} } return { action: "deny", reason: "fine" }; } } }`;
+
+async function expectContained(body: string, code: string, boundMs: number, messagePart?: string, limits = attackLimits) {
+  const { run } = await attacker(pool, body, limits);
+  const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
+  const victimDuring = good.served(1500);
+  const error = await timedRejection(attack);
+  expect(error.code).toBe(code);
+  expect(error.ms).toBeLessThan(boundMs);
+  if (messagePart) expect(error.message).toContain(messagePart);
+  await victimDuring;
+  await good.served(); // and after
+  // The same tenant's next callback works.
+  expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
+  assertHostIntact();
+  return error;
+}
+
+describe("red team: CPU and time", () => {
+  it("a synchronous infinite loop", async () => {
+    await expectContained(hook(`while (true) {}`), "SANDBOX_TIMEOUT", 1000, "CPU time limit of 100 ms");
+  });
+
+  it("an infinite loop after awaiting the host (next())", async () => {
+    const { run } = await attacker(pool, `{ middleware: [async function spin(turn, next) { const out = await next(turn); while (true) {} }] }`);
+    let nextRan = false;
+    const error = await timedRejection(
+      run.callMiddleware("attack", "spin", turn(), middlewareCtx, async (t) => {
+        await new Promise((resolve) => setTimeout(resolve, 300)); // host time is not charged
+        nextRan = true;
+        return t;
+      }),
+    );
+    expect(nextRan).toBe(true);
+    expect(error.code).toBe("SANDBOX_TIMEOUT");
+    expect(error.ms).toBeLessThan(1500);
+    await good.served();
+  });
+
+  it("an async loop of awaits (microtask flood)", async () => {
+    await expectContained(hook(`return (async () => { for (;;) await null; })();`), "SANDBOX_TIMEOUT", 1000);
+  });
+
+  it("a self-feeding promise chain", async () => {
+    await expectContained(hook(`const f = () => Promise.resolve().then(f); f(); return new Promise(() => {});`), "SANDBOX_TIMEOUT", 1000);
+  });
+
+  it("a promise that never settles fails at once", async () => {
+    await expectContained(hook(`return new Promise(() => {});`), "SCRIPT_ERROR", 500, "never settles");
+  });
+
+  it("a catastrophic regex", async () => {
+    await expectContained(hook(`/^(a+)+$/.test("a".repeat(40) + "b");`), "SANDBOX_TIMEOUT", 1500);
+  });
+
+  it("a long built-in that overshoots the in-isolate timeout is killed by the supervisor", async () => {
+    const { run, tenant } = await attacker(pool, hook(`const s = "a".repeat(2e7); for (let i = 0; i < 20; i++) s.replace(/a/g, "bb");`), { cpuMs: 50, wallMs: 1000, memoryMb: 256 });
+    const error = await timedRejection(run.callHook("attack", "beforeToolCall", beforePayload("attack")));
+    expect(error.code).toBe("SANDBOX_TIMEOUT");
+    expect(error.ms).toBeLessThan(3000);
+    await good.served();
+    expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
+    // A tenant that broke a limit is moved to the quarantine worker.
+    expect(pool.workers().find((worker) => worker.tenants.includes(tenant))?.role).toBe("quarantine");
+  });
+
+  it("a getter that loops while the result is serialized", async () => {
+    await expectContained(hook(`return { action: "skip", get result() { while (true) {} } };`), "SANDBOX_TIMEOUT", 1000);
+  });
+
+  it("a thrown value whose getter loops", async () => {
+    await expectContained(hook(`throw { get message() { while (true) {} }, get stack() { while (true) {} } };`), "SANDBOX_TIMEOUT", 1500);
+  });
+
+  it("a proxy whose ownKeys trap loops", async () => {
+    await expectContained(hook(`return new Proxy({}, { ownKeys() { while (true) {} } });`), "SANDBOX_TIMEOUT", 1000);
+  });
+
+  it("a custom thenable that loops when adopted", async () => {
+    await expectContained(hook(`return { then(resolve) { while (true) {} } };`), "SANDBOX_TIMEOUT", 1000);
+  });
+});
+
+describe("red team: memory and stack", () => {
+  it("a memory bomb (growing arrays)", async () => {
+    await expectContained(hook(`const keep = []; for (;;) keep.push(new Array(1e6).fill(1.5));`), "SANDBOX_MEMORY", 3000, "memory limit of 32 MB");
+  });
+
+  it("a memory bomb of small objects (GC thrash near the limit) is ended by the limit or by the supervisor", async () => {
+    const { run } = await attacker(pool, hook(`const m = new Map(); for (let i = 0; ; i++) m.set(i, { i, s: "v" + i });`), { ...attackLimits, cpuMs: 1000, wallMs: 1000 });
+    const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
+    // Sharing the attacker's worker costs a victim time, never its call: unstarted calls move to a new worker.
+    const victimDuring = good.served(4000);
+    const error = await timedRejection(attack);
+    expect(["SANDBOX_MEMORY", "SANDBOX_TIMEOUT"]).toContain(error.code);
+    expect(error.ms).toBeLessThan(3500);
+    await victimDuring;
+    await good.served();
+    expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
+  });
+
+  it("a string-doubling bomb stops at V8's string length limit", async () => {
+    await expectContained(hook(`let s = "x"; for (;;) s = s + s; return { action: "deny", reason: s };`), "SCRIPT_ERROR", 3000, "Invalid string length");
+  });
+
+  it("deep recursion", async () => {
+    await expectContained(hook(`const f = (n) => f(n + 1) + 1; f(0);`), "SCRIPT_ERROR", 1000, "Maximum call stack");
+  });
+});
+
+describe("red team: returned data", () => {
+  it.each([
+    ["a huge string", `return { action: "skip", result: "x".repeat(5e6) };`, "$.result", "limit"],
+    ["a cyclic object", `const o = { a: {} }; o.a.back = o; return { action: "skip", result: o };`, "$.result.a.back", "cyclic"],
+    ["a function", `return { action: "skip", result: { fn() {} } };`, "$.result.fn", "function"],
+    ["NaN", `return { action: "skip", result: [1, NaN] };`, "$.result[1]", "NaN"],
+    ["a BigInt", `return { action: "skip", result: { n: 10n } };`, "$.result.n", "bigint"],
+    ["a symbol", `return { action: "skip", result: Symbol("s") };`, "$.result", "symbol"],
+    ["very deep nesting", `let o = {}; const root = o; for (let i = 0; i < 500; i++) { o.n = {}; o = o.n; } return { action: "skip", result: root };`, "$.result", "deeper"],
+  ])("%s is a HOOK_CONTRACT error naming the path", async (_label, attack, path, problem) => {
+    const error = await expectContained(hook(attack), "HOOK_CONTRACT", 1000);
+    expect(String(error.details.path)).toContain(path);
+    expect(error.message).toContain(problem);
+  });
+
+  it("getters and proxies in returned data are read once, inside the sandbox, as plain data", async () => {
+    const { run } = await attacker(
+      pool,
+      `{ hooks: { afterToolCall(p) {
+        let reads = 0;
+        const result = new Proxy({ a: 1 }, { get(target, key) { reads++; return key === "a" ? "via proxy" : target[key]; } });
+        return { get result() { return { proxied: result, reads, date: new Date(0) }; } };
+      } } }`,
+    );
+    expect(await run.callHook("attack", "afterToolCall", afterPayload(1))).toEqual({ result: { proxied: { a: "via proxy" }, reads: 0, date: "1970-01-01T00:00:00.000Z" } });
+  });
+
+  it("a payload over the size cap is refused before it enters the sandbox", async () => {
+    const { run } = await attacker(pool, `{ tools: [{ name: "t", description: "", handler: (args) => args }] }`);
+    const error = await timedRejection(run.callTool("attack", "t", { big: "x".repeat(2_000_000) }, toolCtx));
+    expect(error.code).toBe("SANDBOX_OVERLOADED");
+  });
+});
+
+describe("red team: floods", () => {
+  it("a tenant flooding its queue is refused beyond the queue depth; others are served", async () => {
+    const flood = createSandboxPool({ workers: 2, maxQueueDepth: 8 });
+    try {
+      const floodVictim = await victim(flood);
+      const sandbox = flood.tenant("flooder", { cpuMs: 100, wallMs: 1000 });
+      const manifests = await sandbox.load([
+        { source: `export default { hooks: { beforeToolCall() { const end = Date.now() + 5; while (Date.now() < end) {} } } };`, filename: "/tmp/flooder.ts" },
+      ]);
+      const run = await sandbox.openRun({ runId: "flood", scripts: manifests });
+      const calls = Array.from({ length: 40 }, () => run.callHook("flooder", "beforeToolCall", beforePayload()).then(() => "ok", (error: { code: string }) => error.code));
+      const victimTime = await floodVictim.served(500);
+      const outcomes = await Promise.all(calls);
+      expect(outcomes.filter((outcome) => outcome === "SANDBOX_OVERLOADED").length).toBeGreaterThan(0);
+      expect(outcomes.filter((outcome) => outcome === "ok").length).toBeGreaterThanOrEqual(8);
+      expect(victimTime).toBeLessThan(500);
+    } finally {
+      await flood.close();
+    }
+  });
+
+  it("a log flood is rate- and size-limited", async () => {
+    const sandbox = pool.tenant("logger");
+    const manifests = await sandbox.load([
+      { source: `export default { hooks: { beforeToolCall() { for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "y".repeat(10000)); } } };`, filename: "/tmp/logger.ts" },
+    ]);
+    const logs: { message: string }[] = [];
+    const run = await sandbox.openRun({ runId: "logs", scripts: manifests, onLog: (entry) => logs.push(entry) });
+    const started = performance.now();
+    await run.callHook("logger", "beforeToolCall", beforePayload());
+    const seconds = (performance.now() - started) / 1000;
+    expect(logs.length).toBeGreaterThan(0);
+    // A burst of 100, refilled at 100 per second.
+    expect(logs.length).toBeLessThanOrEqual(100 + Math.ceil(seconds * 100) + 1);
+    for (const entry of logs) expect(entry.message.length).toBeLessThanOrEqual(4096);
+  });
+});
