@@ -27,24 +27,30 @@ export function writeFixture(tenants: TenantFixture[], extra: Record<string, unk
   const log = join(dir, "executions.log");
   writeFileSync(
     join(dir, "tools.mjs"),
-    `import { appendFileSync } from "node:fs";
+    `import { appendFileSync, existsSync, readFileSync } from "node:fs";
 const log = ${JSON.stringify(log)};
+// Delays apply to the first execution only, so a resumed run does not wait again.
+const record = (line) => {
+  const seen = existsSync(log) ? readFileSync(log, "utf8").split("\\n").filter((l) => l === line).length : 0;
+  appendFileSync(log, line + "\\n");
+  return seen === 0;
+};
 const sleep = (ms, signal) => new Promise((resolve) => { const t = setTimeout(resolve, ms); signal?.addEventListener("abort", () => { clearTimeout(t); resolve(); }); });
 export default [{
   name: "record",
   description: "Append the id to the execution log",
   parameters: { type: "object", properties: { id: { type: "string" }, delayMs: { type: "number" } }, required: ["id"] },
   async handler(args, ctx, { signal }) {
-    appendFileSync(log, "tool " + ctx.sessionId + " " + args.id + "\\n");
-    if (args.delayMs) await sleep(args.delayMs, signal);
+    const first = record("tool " + ctx.sessionId + " " + args.id);
+    if (args.delayMs && first) await sleep(args.delayMs, signal);
     return { recorded: args.id };
   },
 }];
 export const hooks = [{
   name: "count-hooks",
   async beforeToolCall(p) {
-    appendFileSync(log, "before " + p.sessionId + " " + p.call.id + "\\n");
-    if (p.call.args.hookDelayMs) await sleep(p.call.args.hookDelayMs);
+    const first = record("before " + p.sessionId + " " + p.call.id);
+    if (p.call.args.hookDelayMs && first) await sleep(p.call.args.hookDelayMs);
   },
 }];
 `,

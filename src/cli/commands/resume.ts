@@ -10,6 +10,7 @@ import { openStore, type Store } from "../../store/index.js";
 import { SessionManager } from "../../session/manager.js";
 import { restoreTenantConfig } from "../../session/tenant-record.js";
 import { loadServerConfig } from "../../server/config.js";
+import { closePool } from "../../server/close-pool.js";
 import { describeEvent } from "../transcript.js";
 import { exitCodeFor, failUsage } from "../exit.js";
 
@@ -80,7 +81,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     return failUsage("resume", error);
   } finally {
     await manager?.close();
-    await pool.close();
+    await closePool(pool);
     await store.close();
   }
 }

@@ -6,6 +6,7 @@ import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore } from "../../store/index.js";
 import { loadServerConfig } from "../../server/config.js";
 import { startServer } from "../../server/server.js";
+import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
 
 const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS]";
@@ -34,7 +35,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
     for (const runtime of runtimes.values()) await runtime.close().catch(() => undefined);
-    await pool.close().catch(() => undefined);
+    await closePool(pool);
     await store.close();
   };
   try {
