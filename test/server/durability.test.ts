@@ -82,7 +82,10 @@ describe("durability under SIGKILL", () => {
     let stdout = "";
     run.child.stdout.on("data", (d) => (stdout += d));
     const printed = () => jsonLines(stdout.slice(0, stdout.lastIndexOf("\n") + 1)) as HookboxEvent[];
-    await waitUntil(() => scenario.killWhen({ events: printed(), log: readLog() }), 15_000, `kill point "${scenario.name}"`);
+    let exited = false;
+    void run.done.then(() => (exited = true));
+    await waitUntil(() => exited || scenario.killWhen({ events: printed(), log: readLog() }), 20_000, `kill point "${scenario.name}"`);
+    if (exited) throw new Error(`hookbox run ended before the kill point: ${JSON.stringify(await run.done)}`);
     const workers = descendants(run.child.pid!);
     expect(workers.length).toBeGreaterThan(0); // the sandbox worker(s) serving policy.ts
     run.child.kill("SIGKILL");
