@@ -76,7 +76,12 @@ function lastText(turn: Turn): string | undefined {
 
 /** Starts the tool loop on `turn` and returns its handle at once. */
 export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
-  const events = new EventLog({ sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId }, options.persistence?.onEvent, options.resume?.nextSeq ?? 1);
+  const persistence = options.persistence;
+  const events = new EventLog(
+    { sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId },
+    persistence ? (event) => persistence.onEvent(event) : undefined,
+    options.resume?.nextSeq ?? 1,
+  );
   const controller = new RunController(options.ids, events);
   const stepper = new Stepper(options.step.enabled, options.step.pauseTimeoutMs, events, controller.signal);
   controller.attachStepper(stepper);
