@@ -16,8 +16,7 @@ const examples = [
       expect(decisions.some((d) => d.callId === "c1" && d.decision.action === "skip"), "lookup_order skipped with the cached record");
       expect(decisions.some((d) => d.callId === "c3" && d.decision.action === "deny"), "refund over the limit denied");
       expect(events.some((e) => e.type === "tool-retry" && e.callId === "c4"), "flaky refund retried");
-      const customer = events.find((e) => e.type === "tool-finished" && e.callId === "c2");
-      expect(customer && !JSON.stringify(events.filter((e) => e.type === "run-finished")).includes("4111 1111 1111 1111"), "get_customer ran");
+      expect(events.some((e) => e.type === "tool-finished" && e.callId === "c2" && !e.error), "get_customer ran");
       const redacted = decisions.find((d) => d.callId === "c2" && d.hook === "afterToolCall");
       expect(redacted && JSON.stringify(redacted.decision).includes("**** 1111") && !JSON.stringify(redacted.decision).includes("4111 1111"), "card number redacted");
       expect(events.at(-1).status === "completed", "run completed");

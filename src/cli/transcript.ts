@@ -21,7 +21,8 @@ export function describeEvent(event: HookboxEvent): string | undefined {
     case "hook-decision": {
       const action = String(event.decision.action ?? "transform");
       if (action === "none") return undefined;
-      const detail = event.decision.reason ?? event.decision.message ?? event.decision.error ?? "";
+      const rewritten = action === "transform" ? { result: event.decision.result, error: event.decision.error } : undefined;
+      const detail = event.decision.reason ?? event.decision.message ?? (rewritten ? `the model sees ${short(rewritten.error ?? rewritten.result)}` : "");
       return `    ${event.script}.${event.hook} → ${action}${detail ? `: ${short(detail)}` : ""} [${event.callId}]`;
     }
     case "tool-started":

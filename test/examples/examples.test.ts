@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { repoRoot, runCli } from "../helpers/cli.js";
+
+const examplesDir = join(repoRoot, "examples");
+const scripts = readdirSync(examplesDir).flatMap((dir) =>
+  readdirSync(join(examplesDir, dir)).filter((f) => f.endsWith(".ts")).map((f) => join("examples", dir, f)),
+);
+
+describe("examples", () => {
+  it.each(scripts)("%s type-checks with hookbox check", async (script) => {
+    const r = await runCli(["check", script]);
+    expect(r.stdout + r.stderr).toBe("");
+    expect(r.code).toBe(0);
+  });
+
+  it("every example runs through the CLI with its expected outcome (scripts/smoke.mjs)", () => {
+    const r = spawnSync(process.execPath, [join(repoRoot, "scripts/smoke.mjs")], { encoding: "utf8" });
+    expect(r.stdout).toContain("3 passed, 0 failed");
+    expect(r.status).toBe(0);
+  });
+});
