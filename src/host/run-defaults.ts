@@ -4,7 +4,10 @@ import type { RunOptions } from "./types.js";
 
 export const DEFAULT_PAUSE_TIMEOUT_MS = 30_000;
 
-/** Per-run options over tenant/session defaults over the built-in defaults. */
+/**
+ * Per-run options over session defaults over tenant defaults. Scalars replace; the bags that are naturally
+ * partial (tags, userContext, retry bounds) merge key by key, so a run can add one tag without losing the rest.
+ */
 export function mergeRunOptions(...layers: (RunOptions | undefined)[]): RunOptions {
   const merged: RunOptions = {};
   for (const layer of layers) {

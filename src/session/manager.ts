@@ -23,7 +23,7 @@ import type { RunHandle, RunResult } from "../loop/handle.js";
 import type { RunOptions, StartRunRequest, TenantRuntime } from "../host/types.js";
 import type { Block, Turn } from "../turns/turn.js";
 import type { RunRecord, SessionRecord, SessionSummary, Store } from "../store/types.js";
-import { mergeRunOptions } from "./options.js";
+import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { StoredRunPersistence } from "./persistence.js";
 import { RunFeed } from "./run-feed.js";
