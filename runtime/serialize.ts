@@ -2,11 +2,12 @@ import {
   ArrayIsArray,
   JSONStringify,
   NumberIsFinite,
+  ObjectCreate,
+  ObjectDefineProperty,
   ObjectKeys,
   ReflectApply,
   RegExpPrototypeExec,
   StringCtor,
-  arraySet,
   dict,
 } from "./primordials.js";
 
@@ -21,9 +22,15 @@ export class GuestDataError {
 const MAX_DEPTH = 100;
 const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
-function childPath(path: string, key: string | number): string {
-  if (typeof key === "number") return path + "[" + key + "]";
-  return RegExpPrototypeExec(identifier, key) !== null ? path + "." + key : path + "[" + JSONStringify(key) + "]";
+interface CopyState {
+  size: number;
+  maxBytes: number;
+  depth: number;
+  /** The objects on the current path and their keys: prototype-less dicts indexed 0..depth-1 (immune to Array.prototype setters). */
+  ancestors: Record<number, unknown>;
+  keys: Record<number, string | number>;
+  /** One reused descriptor: defining array elements this way runs no setter a script put on a prototype. */
+  element: PropertyDescriptor;
 }
 
 /**
@@ -33,84 +40,101 @@ function childPath(path: string, key: string | number): string {
  */
 export function toBoundedJson(value: unknown, maxBytes: number): string {
   if (value === undefined) return "";
-  const state: CopyState = { size: 0, maxBytes, ancestors: dict<unknown>(), depth: 0 };
-  const copy = copyValue(value, "$", state, 0);
+  const element = ObjectCreate(null) as PropertyDescriptor;
+  element.writable = true;
+  element.enumerable = true;
+  element.configurable = true;
+  const state: CopyState = { size: 0, maxBytes, depth: 0, ancestors: dict<unknown>(), keys: dict<string | number>(), element };
+  const copy = copyValue(value, state);
   const text = JSONStringify(copy) as string;
   if (text.length > maxBytes) throw new GuestDataError("$", "is larger than the " + maxBytes + "-byte limit");
   return text;
 }
 
-interface CopyState {
-  size: number;
-  maxBytes: number;
-  /** The objects on the current path (a prototype-less dict indexed 0..depth-1: immune to Array.prototype setters). */
-  ancestors: Record<string, unknown>;
-  depth: number;
+/** The JSON path of the value being copied; built only when reporting a problem. */
+function currentPath(state: CopyState): string {
+  let path = "$";
+  for (let i = 1; i <= state.depth; i++) {
+    const key = state.keys[i];
+    path += typeof key === "number" ? "[" + key + "]" : RegExpPrototypeExec(identifier, key) !== null ? "." + key : "[" + JSONStringify(key) + "]";
+  }
+  return path;
 }
 
-function grow(state: CopyState, bytes: number, path: string): void {
+function fail(state: CopyState, problem: string): never {
+  throw new GuestDataError(currentPath(state), problem);
+}
+
+function grow(state: CopyState, bytes: number): void {
   state.size += bytes;
-  if (state.size > state.maxBytes) throw new GuestDataError(path, "makes the value larger than the " + state.maxBytes + "-byte limit");
+  if (state.size > state.maxBytes) fail(state, "makes the value larger than the " + state.maxBytes + "-byte limit");
 }
 
-function copyValue(value: unknown, path: string, state: CopyState, depth: number): unknown {
+function copyValue(value: unknown, state: CopyState, viaToJSON = false): unknown {
   switch (typeof value) {
     case "string":
-      grow(state, value.length + 2, path);
+      grow(state, value.length + 2);
       return value;
     case "boolean":
-      grow(state, 5, path);
+      grow(state, 5);
       return value;
     case "number":
-      if (!NumberIsFinite(value)) throw new GuestDataError(path, "is " + StringCtor(value) + ", which JSON cannot carry");
-      grow(state, 8, path);
+      if (!NumberIsFinite(value)) fail(state, "is " + StringCtor(value) + ", which JSON cannot carry");
+      grow(state, 8);
       return value;
     case "object":
       if (value === null) {
-        grow(state, 4, path);
+        grow(state, 4);
         return null;
       }
-      return copyObject(value as object, path, state, depth);
+      return copyObject(value as object, state, viaToJSON);
     case "undefined":
-      throw new GuestDataError(path, "is undefined, which JSON cannot carry");
+      return fail(state, "is undefined, which JSON cannot carry");
     default:
-      throw new GuestDataError(path, "is a " + typeof value + ", which JSON cannot carry");
+      return fail(state, "is a " + typeof value + ", which JSON cannot carry");
   }
 }
 
-function copyObject(value: object, path: string, state: CopyState, depth: number): unknown {
-  if (depth >= MAX_DEPTH) throw new GuestDataError(path, "is nested deeper than " + MAX_DEPTH + " levels");
+function copyObject(value: object, state: CopyState, viaToJSON: boolean): unknown {
+  if (state.depth >= MAX_DEPTH) fail(state, "is nested deeper than " + MAX_DEPTH + " levels");
   const ancestors = state.ancestors;
   for (let i = 0; i < state.depth; i++) {
-    if (ancestors[i] === value) throw new GuestDataError(path, "is a cyclic reference");
+    if (ancestors[i] === value) fail(state, "is a cyclic reference");
   }
-  const toJSON = (value as { toJSON?: unknown }).toJSON;
-  if (typeof toJSON === "function") {
-    return copyValue(ReflectApply(toJSON, value, [""]), path, state, depth + 1);
-  }
-  ancestors[state.depth++] = value;
+  const toJSON = viaToJSON ? undefined : (value as { toJSON?: unknown }).toJSON;
+  // Like JSON.stringify: toJSON's result stands in for the value (once per position).
+  if (typeof toJSON === "function") return copyValue(ReflectApply(toJSON, value, [""]), state, true);
+  const level = state.depth;
+  ancestors[level] = value;
+  state.depth = level + 1;
   let copy: unknown;
   if (ArrayIsArray(value)) {
     const length = (value as unknown[]).length;
     const out: unknown[] = [];
-    grow(state, 2 + length, path);
+    grow(state, 2 + length);
+    const element = state.element;
     for (let i = 0; i < length; i++) {
-      arraySet(out, i, copyValue((value as unknown[])[i], childPath(path, i), state, depth + 1));
+      state.keys[level + 1] = i;
+      element.value = copyValue((value as unknown[])[i], state);
+      ObjectDefineProperty(out, i, element);
     }
+    element.value = undefined;
     copy = out;
   } else {
     const keys = ObjectKeys(value);
     const out = dict<unknown>();
-    grow(state, 2, path);
+    grow(state, 2);
     for (let i = 0; i < keys.length; i++) {
       const key = keys[i];
       const inner = (value as Record<string, unknown>)[key];
       if (inner === undefined) continue; // JSON semantics: an undefined property is absent
-      grow(state, key.length + 4, path);
-      out[key] = copyValue(inner, childPath(path, key), state, depth + 1);
+      state.keys[level + 1] = key;
+      grow(state, key.length + 4);
+      out[key] = copyValue(inner, state);
     }
     copy = out;
   }
-  ancestors[--state.depth] = undefined;
+  state.depth = level;
+  ancestors[level] = undefined;
   return copy;
 }

@@ -31,6 +31,8 @@ export interface WorkerInfo {
   tenants: string[];
   rssBytes: number;
   retiring: boolean;
+  /** Mean time the worker spent per run message, ms (diagnostics). */
+  meanWorkerMs: number;
 }
 
 export interface SupervisedSandboxPool extends SandboxPool {
@@ -94,6 +96,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         tenants: [...worker.tenants],
         rssBytes: worker.lastRssBytes,
         retiring: worker.retiring,
+        meanWorkerMs: worker.replies ? worker.workerMsTotal / worker.replies : 0,
       }));
     },
     async close(): Promise<void> {

@@ -97,6 +97,8 @@ export interface DoneMessage {
   /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
   breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
   rssBytes: number;
+  /** Time the worker spent on this message (diagnostics). */
+  workerMs?: number;
 }
 
 export interface ReadyMessage {

@@ -78,6 +78,7 @@ export class Supervisor {
         (worker) =>
           new Promise<void>((resolve) => {
             worker.child.once("exit", () => resolve());
+            worker.child.ref(); // keep the host alive until the exit is observed
             worker.kill({ reason: "closed", detail: "the sandbox pool was closed" });
             if (!worker.alive) resolve();
           }),

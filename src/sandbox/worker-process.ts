@@ -45,6 +45,9 @@ export class WorkerProcess {
   alive = true;
   retiring = false;
   lastRssBytes = 0;
+  /** Diagnostics: time the worker reported spending on replies, and how many. */
+  workerMsTotal = 0;
+  replies = 0;
   private ready = false;
   private nextSeq = 1;
   private readonly queue: PendingRun[] = [];
@@ -56,7 +59,8 @@ export class WorkerProcess {
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
     this.child = fork(options.path, [], {
-      execArgv: ["--no-node-snapshot"],
+      // HOOKBOX_WORKER_EXEC_ARGV: extra node flags for profiling workers (e.g. "--cpu-prof").
+      execArgv: ["--no-node-snapshot", ...(process.env.HOOKBOX_WORKER_EXEC_ARGV?.split(" ").filter(Boolean) ?? [])],
       serialization: "json",
       stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
@@ -136,6 +140,8 @@ export class WorkerProcess {
     if (head === undefined || head.seq !== message.seq) return;
     this.queue.shift();
     this.lastRssBytes = message.rssBytes;
+    this.workerMsTotal += message.workerMs ?? 0;
+    this.replies++;
     if (this.queue.length > 0) this.startHeadClock(performance.now());
     else {
       this.stopClock();

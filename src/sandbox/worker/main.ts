@@ -139,6 +139,18 @@ function handleResume(message: ResumeMessage, sink: Collector): Breach {
   return runSegment(call, ["resume", call.callId, message.requestId, message.ok, message.value], sink, calls);
 }
 
+let rssBytes = 0;
+let rssReadAt = 0;
+/** RSS for the supervisor's budget check, sampled at most every 50 ms (reading it costs a /proc read). */
+function currentRss(): number {
+  const now = performance.now();
+  if (now - rssReadAt > 50) {
+    rssBytes = process.memoryUsage.rss();
+    rssReadAt = now;
+  }
+  return rssBytes;
+}
+
 function onMessage(message: HostMessage): void {
   switch (message.type) {
     case "bundle":
@@ -152,6 +164,7 @@ function onMessage(message: HostMessage): void {
       tenants.delete(message.tenant);
       return;
   }
+  const startedAt = performance.now();
   const sink: Collector = { outcomes: [], logs: [] };
   const reply: DoneMessage = { type: "done", seq: message.seq, outcomes: [], logs: [], rssBytes: 0 };
   collector = sink;
@@ -169,7 +182,8 @@ function onMessage(message: HostMessage): void {
   }
   reply.outcomes = sink.outcomes;
   reply.logs = sink.logs;
-  reply.rssBytes = process.memoryUsage.rss();
+  reply.rssBytes = currentRss();
+  reply.workerMs = performance.now() - startedAt;
   process.send!(reply);
 }
 

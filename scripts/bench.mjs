@@ -1,0 +1,303 @@
+// `npm run bench [-- --json]`: measures the sandbox against the goals of contract.md section 4, in one
+// run on this machine. With --json, stdout carries exactly one JSON object; progress goes to stderr.
+// Method and figures: BENCHMARKS.md.
+import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir, cpus, totalmem } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import vm from "node:vm";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const json = process.argv.includes("--json");
+const log = (...parts) => process.stderr.write(`${parts.join(" ")}\n`);
+
+if (!process.argv.includes("--no-build")) {
+  execFileSync(process.execPath, [join(root, "scripts/build.mjs")], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+}
+const { createSandboxPool } = await import(pathToFileURL(join(root, "dist/index.js")).href);
+
+const scriptsDir = mkdtempSync(join(tmpdir(), "hookbox-bench-"));
+function script(name, source) {
+  const filename = join(scriptsDir, `${name}.ts`);
+  writeFileSync(filename, source);
+  return { path: filename };
+}
+
+const percentile = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+// The same small hook everywhere: read the payload, decide, return a small object.
+const HOOK_BODY = `if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; return { action: "proceed" };`;
+const smallPayload = {
+  phase: "beforeToolCall",
+  call: { id: "call-1", name: "lookup_order", args: { id: "A17" }, origin: "script" },
+  attempt: 1,
+  sessionId: "s1",
+  inferenceId: "i1",
+  traceId: "t1",
+  turnId: "u1",
+  timestampMs: 1700000000000,
+  tags: { env: "bench" },
+  userContext: { originalUserRequest: "Please refund order A17", timestampMs: 1700000000000 },
+};
+const bigResult = { items: Array.from({ length: 800 }, (_, i) => ({ id: `item-${i}`, name: `Product number ${i}`, price: i * 1.5, tags: ["a", "b"], note: "x".repeat(40) })) };
+const echoPayload = { ...smallPayload, phase: "afterToolCall", result: bigResult, durationMs: 3 };
+const echoBytes = JSON.stringify(bigResult).length;
+
+const policy = script(
+  "policy",
+  `import { defineScript } from "hookbox";
+export default defineScript({
+  tools: [{ name: "lookup_order", description: "Look up an order", parameters: { type: "object", properties: { id: { type: "string" } } },
+    handler: async (args) => ({ id: args.id, total: 120 }) }],
+  hooks: {
+    beforeToolCall(p) { ${HOOK_BODY} },
+    afterToolCall(p) { return { result: p.result }; },
+  },
+});`,
+);
+
+async function timeCalls(count, call) {
+  const samples = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await call(i);
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+// --- hook round trip, echo, loop throughput (one pool) -------------------------------------------
+async function sandboxLatency() {
+  const pool = createSandboxPool({ workers: 2, prewarm: true });
+  const tenant = pool.tenant("bench");
+  const manifests = await tenant.load([policy]);
+  const run = await tenant.openRun({ runId: "bench", scripts: manifests });
+  await timeCalls(1000, () => run.callHook("policy", "beforeToolCall", smallPayload));
+  const hook = await timeCalls(5000, () => run.callHook("policy", "beforeToolCall", smallPayload));
+  log(`hook round trip: p50 ${round(percentile(hook, 50) * 1000)} us`);
+  await timeCalls(30, () => run.callHook("policy", "afterToolCall", echoPayload));
+  const echo = await timeCalls(200, () => run.callHook("policy", "afterToolCall", echoPayload));
+  log(`echo ${echoBytes} bytes: p50 ${round(percentile(echo, 50))} ms`);
+  const throughput = await loopThroughput(pool, manifests);
+  log(`loop tool calls/s: ${Math.round(throughput)}`);
+  await pool.close();
+  return { hook, echo, throughput };
+}
+
+/**
+ * A minimal stand-in for the tool loop: 8 concurrent runs, each tool call = beforeToolCall + the
+ * script's tool + afterToolCall through the sandbox. Swap for the real loop when it exists.
+ */
+async function loopThroughput(pool, manifests, { runs = 8, seconds = 3 } = {}) {
+  const tenant = pool.tenant("bench");
+  const deadline = performance.now() + seconds * 1000;
+  let calls = 0;
+  await Promise.all(
+    Array.from({ length: runs }, async (_, index) => {
+      const run = await tenant.openRun({ runId: `loop-${index}`, scripts: manifests });
+      const ctx = { toolName: "lookup_order", callId: "c", sessionId: "s", inferenceId: "i", traceId: "t", turnId: "u", timestampMs: 1, attempt: 1, tags: {} };
+      while (performance.now() < deadline) {
+        const before = await run.callHook("policy", "beforeToolCall", smallPayload);
+        const result = await run.callTool("policy", "lookup_order", before?.args ?? smallPayload.call.args, ctx);
+        await run.callHook("policy", "afterToolCall", { ...smallPayload, phase: "afterToolCall", result, durationMs: 1 });
+        calls++;
+      }
+      await run.close();
+    }),
+  );
+  return calls / seconds;
+}
+
+// --- baselines -----------------------------------------------------------------------------------
+function bareIvmAsyncApply() {
+  // In its own process: isolated-vm wants --no-node-snapshot, which the bench process may lack.
+  const source = `
+    const ivm = require("isolated-vm");
+    (async () => {
+      const isolate = new ivm.Isolate({ memoryLimit: 64 });
+      const context = await isolate.createContext();
+      const hook = await context.eval(\`(function (text) { const p = JSON.parse(text); const r = (function (p) { ${HOOK_BODY.replace(/`/g, "\\`")} })(p); return JSON.stringify(r); })\`, { reference: true });
+      const payload = ${JSON.stringify(JSON.stringify(smallPayload))};
+      const samples = [];
+      for (let i = 0; i < 6000; i++) {
+        const started = performance.now();
+        JSON.parse(await hook.apply(undefined, [payload], { result: { copy: true } }));
+        if (i >= 1000) samples.push(performance.now() - started);
+      }
+      samples.sort((a, b) => a - b);
+      process.stdout.write(JSON.stringify({ p50: samples[Math.floor(samples.length / 2)] }));
+    })();`;
+  const result = spawnSync(process.execPath, ["--no-node-snapshot", "-e", source], { cwd: root, encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`bare ivm baseline failed: ${result.stderr}`);
+  return JSON.parse(result.stdout).p50;
+}
+
+function nodeVmCall() {
+  const context = vm.createContext({});
+  const hook = new vm.Script(`(function (text) { const p = JSON.parse(text); const r = (function (p) { ${HOOK_BODY} })(p); return JSON.stringify(r); })`).runInContext(context);
+  const samples = [];
+  const payloadText = JSON.stringify(smallPayload);
+  for (let i = 0; i < 20000; i++) {
+    const started = performance.now();
+    JSON.parse(hook(payloadText));
+    if (i >= 5000) samples.push(performance.now() - started);
+  }
+  return percentile(samples, 50);
+}
+
+async function quickjsEcho() {
+  const { getQuickJS } = await import("quickjs-emscripten");
+  const QuickJS = await getQuickJS();
+  const context = QuickJS.newContext();
+  const fn = context.unwrapResult(context.evalCode(`(function (text) { const p = JSON.parse(text); return JSON.stringify({ result: p.result }); })`));
+  const samples = [];
+  for (let i = 0; i < 130; i++) {
+    const started = performance.now();
+    const arg = context.newString(JSON.stringify(echoPayload));
+    const out = context.unwrapResult(context.callFunction(fn, context.undefined, arg));
+    JSON.parse(context.getString(out));
+    out.dispose();
+    arg.dispose();
+    if (i >= 30) samples.push(performance.now() - started);
+  }
+  fn.dispose();
+  context.dispose();
+  return percentile(samples, 50);
+}
+
+// --- cold start and idle tenants ---------------------------------------------------------------
+async function coldStart() {
+  const pool = createSandboxPool({ workers: 2, prewarm: true });
+  const warm = pool.tenant("warm");
+  await warm.load([policy]); // bundle now cached; workers booted
+  const samples = [];
+  for (let i = 0; i < 60; i++) {
+    const tenant = pool.tenant(`cold-${i}`);
+    const manifests = await tenant.load([policy]);
+    const run = await tenant.openRun({ runId: "first", scripts: manifests });
+    const started = performance.now();
+    await run.callHook("policy", "beforeToolCall", smallPayload);
+    samples.push(performance.now() - started);
+    await run.close();
+  }
+  await pool.close();
+  return percentile(samples, 50);
+}
+
+function rssOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) * 1024;
+}
+
+async function rssPerTenant(count = 1000) {
+  const pool = createSandboxPool({ workers: 2, prewarm: true });
+  const idle = script("idle", `export default { hooks: { beforeToolCall(p) { ${HOOK_BODY} } } };`);
+  await pool.tenant("first").load([idle]);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const total = () => rssOf(process.pid) + pool.workers().reduce((sum, worker) => sum + rssOf(worker.pid), 0);
+  const before = total();
+  const names = Array.from({ length: count }, (_, i) => `idle-${i}`);
+  for (let i = 0; i < names.length; i += 32) {
+    await Promise.all(names.slice(i, i + 32).map((name) => pool.tenant(name).load([idle])));
+  }
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const after = total();
+  await pool.close();
+  return (after - before) / count / 1048576;
+}
+
+// --- under attack ----------------------------------------------------------------------------------
+async function underAttack(seconds = 6) {
+  const pool = createSandboxPool({ workers: 2, prewarm: true, workerRssBudgetMb: 512 });
+  const victim = pool.tenant("victim");
+  const victimRun = await victim.openRun({ runId: "v", scripts: await victim.load([policy]) });
+  const attacker = pool.tenant("attacker", { cpuMs: 100, wallMs: 1000, memoryMb: 32 });
+  const attackScript = script(
+    "attack",
+    `export default { hooks: { beforeToolCall(p) {
+      if (p.attempt % 2 === 0) { const keep = []; for (;;) keep.push(new Array(1e6).fill(1.5)); }
+      for (;;) {}
+    } } };`,
+  );
+  const attackRun = await attacker.openRun({ runId: "a", scripts: await attacker.load([attackScript]) });
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  const deadline = performance.now() + seconds * 1000;
+  let attacks = 0;
+  const codes = {};
+  const attackers = Array.from({ length: 4 }, async () => {
+    while (performance.now() < deadline) {
+      attacks++;
+      await attackRun.callHook("attack", "beforeToolCall", { ...smallPayload, attempt: attacks }).then(
+        () => {},
+        (error) => (codes[error.code] = (codes[error.code] ?? 0) + 1),
+      );
+    }
+  });
+  delay.enable();
+  const victimSamples = [];
+  while (performance.now() < deadline) {
+    const started = performance.now();
+    await victimRun.callHook("policy", "beforeToolCall", smallPayload);
+    victimSamples.push(performance.now() - started);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  delay.disable();
+  await Promise.all(attackers);
+  log(`attack outcomes: ${JSON.stringify(codes)}, victim calls: ${victimSamples.length}`);
+  await pool.close();
+  return { eventLoopP99: delay.percentile(99) / 1e6, victimP99: percentile(victimSamples, 99) };
+}
+
+// --- run ---------------------------------------------------------------------------------------------
+const started = performance.now();
+log("bare isolated-vm baseline...");
+const bareMs = bareIvmAsyncApply();
+log("node:vm baseline...");
+const nodeVmMs = nodeVmCall();
+log("sandbox latency, echo, loop...");
+const latency = await sandboxLatency();
+log("quickjs echo...");
+const quickjsMs = await quickjsEcho();
+log("cold start...");
+const coldMs = await coldStart();
+log("1000 idle tenants...");
+const rssMb = await rssPerTenant();
+log("under attack...");
+const attack = await underAttack();
+
+const results = {
+  hook_roundtrip_us_p50: round(percentile(latency.hook, 50) * 1000, 1),
+  hook_roundtrip_us_p99: round(percentile(latency.hook, 99) * 1000, 1),
+  bare_ivm_async_apply_us_p50: round(bareMs * 1000, 1),
+  node_vm_call_us_p50: round(nodeVmMs * 1000, 2),
+  echo_100kb_ms_p50: round(percentile(latency.echo, 50), 3),
+  quickjs_echo_100kb_ms_p50: round(quickjsMs, 3),
+  cold_start_ms_p50: round(coldMs, 3),
+  rss_per_tenant_mb: round(rssMb, 3),
+  loop_tool_calls_per_s: Math.round(latency.throughput),
+  event_loop_delay_p99_ms_under_attack: round(attack.eventLoopP99, 2),
+  victim_hook_p99_ms_under_attack: round(attack.victimP99, 2),
+};
+log(`done in ${round((performance.now() - started) / 1000, 1)} s`);
+
+if (json) {
+  process.stdout.write(`${JSON.stringify(results)}\n`);
+} else {
+  const goals = {
+    hook_roundtrip_us_p50: `<= bare_ivm_async_apply_us_p50 (${results.bare_ivm_async_apply_us_p50})`,
+    echo_100kb_ms_p50: `<= quickjs / 3 (${round(results.quickjs_echo_100kb_ms_p50 / 3, 3)})`,
+    cold_start_ms_p50: "<= 3",
+    rss_per_tenant_mb: "<= 1.5",
+    event_loop_delay_p99_ms_under_attack: "<= 5",
+    victim_hook_p99_ms_under_attack: "<= 5",
+  };
+  console.log(`hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`);
+  for (const [key, value] of Object.entries(results)) console.log(`${key.padEnd(40)} ${String(value).padStart(10)}   ${goals[key] ?? ""}`);
+}
+process.exit(0);
