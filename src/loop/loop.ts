@@ -270,3 +270,8 @@ async function applyRestart(
   await handler(turn, { suffix: restart.suffix, item: restart.item, callId: restart.callId });
   return { ok: true };
 }
+
+/** The loop as an object: options once, then `start(turn)` per run. */
+export function createLoop(options: LoopOptions): { start(turn: Turn): RunHandle } {
+  return { start: (turn) => startLoop(turn, options) };
+}

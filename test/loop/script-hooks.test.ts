@@ -218,6 +218,20 @@ describe("lifecycle hooks from sandboxed scripts", () => {
     expect(result.turn.data["hookbox.context_restart_disabled.docs@v1"]).toBe(true);
   });
 
+  it("a slow script tool is cut off by the tool timeout and the failure goes through onToolError", async () => {
+    const { result, events } = await runScript(`
+      import { defineScript } from "hookbox";
+      export default defineScript({
+        tools: [{ name: "slow", description: "busy", parameters: { type: "object" },
+          async handler() { const end = Date.now() + 150; while (Date.now() < end) {} return { done: true }; } }],
+        hooks: { onToolError: (p) => { console.log("onToolError " + p.error.code); return { action: "fail", error: "too slow: " + p.error.message }; } },
+      });`, { steps: [{ toolCalls: [{ id: "s1", name: "slow", args: {} }] }, { text: "ok" }], run: { toolTimeoutMs: 40 } });
+    expect(ofType(events, "tool-finished")[0].error?.code).toBe("TOOL_TIMEOUT");
+    expect(ofType(events, "log").map((l) => l.message)).toContain("onToolError TOOL_TIMEOUT");
+    expect(JSON.stringify(toolUse(result.turn))).toContain("too slow");
+    expect(result.status).toBe("completed");
+  });
+
   it("a middleware that returns nothing fails the run, naming the middleware", async () => {
     const { result } = await runScript(`
       import { defineScript } from "hookbox";
