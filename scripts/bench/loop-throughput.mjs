@@ -1,0 +1,52 @@
+// loop_tool_calls_per_s: the real tool loop (dist/index.js), 8 concurrent runs, every tool call passing a
+// sandboxed beforeToolCall and afterToolCall. Tool calls per second over all runs.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const POLICY = `
+import { defineScript } from "hookbox";
+export default defineScript({
+  name: "bench-policy",
+  hooks: {
+    beforeToolCall(p) { return p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" }; },
+    afterToolCall(p) { return { result: { ...p.result, checked: true } }; },
+  },
+});`;
+
+export async function measureLoopToolCallsPerSecond({ dist, concurrentRuns = 8, iterations = 10, callsPerIteration = 10, rounds = 3 }) {
+  const { createSandboxPool, createTenantRuntime } = await import(join(dist, "index.js"));
+  const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-loop-"));
+  const script = join(dir, "policy.ts");
+  writeFileSync(script, POLICY);
+  const steps = [];
+  for (let i = 0; i < iterations; i++) {
+    steps.push({ toolCalls: Array.from({ length: callsPerIteration }, (_, j) => ({ id: `c${i}_${j}`, name: "echo", args: { n: j } })) });
+  }
+  steps.push({ text: "done" });
+  const model = join(dir, "model.json");
+  writeFileSync(model, JSON.stringify({ steps }));
+
+  const pool = createSandboxPool();
+  const echo = { name: "echo", description: "echo", parameters: { type: "object", properties: { n: { type: "number" } } }, handler: (args) => args };
+  const runtime = await createTenantRuntime(
+    { name: "bench-loop", scripts: [{ path: script }], model: { kind: "scripted", file: model } },
+    pool,
+    { host: { tools: [echo] } },
+  );
+  const oneRound = async () => {
+    const results = await Promise.all(
+      Array.from({ length: concurrentRuns }, (_, i) => runtime.start({ sessionId: `bench-${i}`, prompt: "go", options: { maxParallelTools: 4 } }).wait()),
+    );
+    for (const r of results) if (r.status !== "completed") throw new Error(`bench run ${r.status}: ${r.reason}`);
+  };
+  try {
+    await oneRound(); // warm-up: workers, isolates, bundles
+    const started = performance.now();
+    for (let i = 0; i < rounds; i++) await oneRound();
+    const seconds = (performance.now() - started) / 1000;
+    return (rounds * concurrentRuns * iterations * callsPerIteration) / seconds;
+  } finally {
+    await pool.close();
+  }
+}
