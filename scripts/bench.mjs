@@ -267,6 +267,13 @@ async function underAttack(seconds = 6) {
   return { eventLoopP99: delay.percentile(99) / 1e6, victimP99: percentile(victimSamples, 99) };
 }
 
+/** Issue 5's figures (http_runs_per_s, http_run_p99_ms, store_commit_us_p50, ...) come from their own script. */
+function serverFigures() {
+  const out = spawnSync(process.execPath, [join(root, "scripts/bench-server.mjs"), "--json"], { encoding: "utf8", maxBuffer: 1 << 20 });
+  if (out.status !== 0) throw new Error(`bench-server failed: ${out.stderr.slice(-500)}`);
+  return JSON.parse(out.stdout.trim().split("\n").at(-1));
+}
+
 // --- run ---------------------------------------------------------------------------------------------
 const started = performance.now();
 log("bare isolated-vm baseline...");
@@ -283,6 +290,8 @@ log("1000 idle tenants...");
 const rssMb = await rssPerTenant();
 log("under attack...");
 const attack = await underAttack();
+log("HTTP server and store (scripts/bench-server.mjs)...");
+const server = serverFigures();
 
 const results = {
   hook_roundtrip_us_p50: round(percentile(latency.hook, 50) * 1000, 1),
@@ -296,6 +305,7 @@ const results = {
   loop_tool_calls_per_s: Math.round(latency.throughput),
   event_loop_delay_p99_ms_under_attack: round(attack.eventLoopP99, 2),
   victim_hook_p99_ms_under_attack: round(attack.victimP99, 2),
+  ...server,
 };
 log(`done in ${round((performance.now() - started) / 1000, 1)} s`);
 
