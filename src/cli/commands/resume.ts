@@ -1,7 +1,5 @@
 import { parseArgs } from "node:util";
-import { createInterface } from "node:readline";
 import { HookboxError } from "../../errors.js";
-import type { HookboxEvent } from "../../events/types.js";
 import { createTenantRuntime } from "../../host/tenant-runtime.js";
 import type { TenantConfig, TenantRuntime } from "../../host/types.js";
 import type { RunHandle } from "../../loop/handle.js";
@@ -11,8 +9,8 @@ import { SessionManager } from "../../session/manager.js";
 import { restoreTenantConfig } from "../../session/tenant-record.js";
 import { loadServerConfig } from "../../server/config.js";
 import { closePool } from "../../server/close-pool.js";
-import { describeEvent } from "../transcript.js";
-import { exitCodeFor, failUsage } from "../exit.js";
+import { failUsage } from "../exit.js";
+import { driveRun } from "../drive-run.js";
 
 const usage = "usage: hookbox resume --store FILE --session ID [--config FILE] [--json]";
 
@@ -65,18 +63,10 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     } catch (error) {
       return failUsage("resume", error);
     }
-    const onSigint = () => handle.cancel("cancelled by SIGINT");
-    process.on("SIGINT", onSigint);
-    const stopStdin = before?.options.step ? listenForContinue(handle) : () => {};
-    try {
-      for await (const event of manager.events(handle.runId, before?.lastSeq ?? 0)) print(event, flags.json);
-      const result = await handle.wait();
-      if (!flags.json && result.status !== "completed" && result.reason) process.stderr.write(`hookbox resume: ${result.status}: ${result.reason}\n`);
-      return exitCodeFor(result.status);
-    } finally {
-      stopStdin();
-      process.off("SIGINT", onSigint);
-    }
+    return await driveRun(handle, {
+      command: "resume", json: flags.json, step: before?.options.step ?? false,
+      events: manager.events(handle.runId, before?.lastSeq ?? 0),
+    });
   } catch (error) {
     return failUsage("resume", error);
   } finally {
@@ -84,24 +74,4 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     await closePool(pool);
     await store.close();
   }
-}
-
-function print(event: HookboxEvent, json: boolean): void {
-  const line = json ? JSON.stringify(event) : describeEvent(event);
-  if (line !== undefined) process.stdout.write(`${line}\n`);
-}
-
-/** Step mode as in `hookbox run --step --json`: a stdin line `{"continue":"<pauseId>"}` continues that pause. */
-function listenForContinue(handle: RunHandle): () => void {
-  const lines = createInterface({ input: process.stdin });
-  lines.on("line", (line) => {
-    try {
-      const pauseId = (JSON.parse(line) as { continue?: unknown }).continue;
-      if (typeof pauseId === "string" && handle.continue(pauseId)) return;
-    } catch {
-      /* reported below */
-    }
-    if (line.trim()) process.stderr.write(`hookbox resume: stdin: expected {"continue":"<open pauseId>"}, got ${line.slice(0, 80)}\n`);
-  });
-  return () => lines.close();
 }

@@ -1,16 +1,14 @@
-import { createInterface } from "node:readline";
-import type { HookboxEvent } from "../../events/types.js";
 import { parseModelFlag } from "../../engine/model-spec.js";
 import { createTenantRuntime } from "../../host/tenant-runtime.js";
 import type { TenantConfig, TenantRuntime } from "../../host/types.js";
-import type { RunHandle, RunResult } from "../../loop/handle.js";
+import type { RunHandle } from "../../loop/handle.js";
 import { newId } from "../../loop/ids.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore } from "../../store/index.js";
 import { SessionManager } from "../../session/manager.js";
 import { parseRunFlags, type RunFlags } from "../run-flags.js";
-import { describeEvent } from "../transcript.js";
-import { exitCodeFor, failUsage } from "../exit.js";
+import { failUsage } from "../exit.js";
+import { driveRun } from "../drive-run.js";
 
 /** `hookbox run <script...> --prompt TEXT [options]`: one tool loop, events on stdout. */
 export async function runCommand(argv: string[]): Promise<number> {
@@ -62,56 +60,9 @@ async function execute(flags: RunFlags, config: TenantConfig, runtime: TenantRun
     handle = runtime.start({ sessionId: newId("sess"), prompt: flags.prompt, options: flags.options });
   }
 
-  const onSigint = () => handle.cancel("cancelled by SIGINT");
-  process.on("SIGINT", onSigint);
-  const stopStdin = flags.options.step ? listenForContinue(handle, flags.json) : () => {};
   try {
-    for await (const event of handle.events()) print(event, flags.json);
-    const result: RunResult = await handle.wait();
-    if (!flags.json && result.status !== "completed" && result.reason) {
-      process.stderr.write(`hookbox run: ${result.status}${result.errorCode ? ` (${result.errorCode})` : ""}: ${result.reason}\n`);
-    }
-    return exitCodeFor(result.status);
+    return await driveRun(handle, { command: "run", json: flags.json, step: flags.options.step ?? false });
   } finally {
-    stopStdin();
-    process.off("SIGINT", onSigint);
     await closeStore();
   }
-}
-
-function print(event: HookboxEvent, json: boolean): void {
-  if (json) {
-    process.stdout.write(`${JSON.stringify(event)}\n`);
-    return;
-  }
-  const line = describeEvent(event);
-  if (line !== undefined) process.stdout.write(`${line}\n`);
-}
-
-/**
- * Step mode: with --json, a line `{"continue":"<pauseId>"}` continues that pause; without it, any line
- * continues the current pause. Bad lines are reported on stderr and ignored (the run is not harmed).
- */
-function listenForContinue(handle: RunHandle, json: boolean): () => void {
-  const lines = createInterface({ input: process.stdin });
-  lines.on("line", (line) => {
-    if (!json) {
-      const current = (handle as RunHandle & { pauseId?: string }).pauseId;
-      if (current) handle.continue(current);
-      return;
-    }
-    if (!line.trim()) return;
-    let pauseId: unknown;
-    try {
-      pauseId = (JSON.parse(line) as { continue?: unknown }).continue;
-    } catch {
-      /* reported below */
-    }
-    if (typeof pauseId !== "string") {
-      process.stderr.write(`hookbox run: stdin: expected {"continue":"<pauseId>"}, got ${line.slice(0, 80)}\n`);
-    } else if (!handle.continue(pauseId)) {
-      process.stderr.write(`hookbox run: stdin: ${pauseId} is not this run's open pause\n`);
-    }
-  });
-  return () => lines.close();
 }
