@@ -31,6 +31,7 @@ export type HostErrorCode =
   | "MIDDLEWARE"
   | "ENGINE"
   | "CANCELLED"
+  | "DEADLINE"
   | "ABORTED"
   | "SESSION_BUSY"
   | "NOT_RESUMABLE"

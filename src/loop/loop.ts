@@ -86,6 +86,7 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   const stepper = new Stepper(options.step.enabled, options.step.pauseTimeoutMs, events, controller.signal);
   controller.attachStepper(stepper);
   controller.finishWith(runLoop(initial, options, events, controller, stepper));
+  if (options.deadlineMs !== undefined) controller.enforceDeadline(options.deadlineMs);
   return controller;
 }
 
@@ -207,6 +208,7 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
       if (signal.aborted) throw signal.reason;
     }
   } catch (error) {
+    if (signal.aborted && run.deadlinePassed) return finish({ status: "failed", reason: (signal.reason as Error).message, errorCode: "DEADLINE" });
     if (signal.aborted) return finish({ status: "cancelled", reason: run.cancelReason ?? "cancelled" });
     const code = error instanceof HookboxError ? error.code : undefined;
     const message = error instanceof Error ? error.message : String(error);

@@ -47,6 +47,19 @@ export class RunController implements RunHandle {
     this.abort.abort(new HookboxError("CANCELLED", reason));
   }
 
+  /** Ends the run as failed (DEADLINE) when `deadlineMs` (epoch ms) passes; the timer ends with the run. */
+  enforceDeadline(deadlineMs: number): void {
+    const timer = setTimeout(() => {
+      if (this.abort.signal.aborted) return;
+      this.deadlinePassed = true;
+      this.abort.abort(new HookboxError("DEADLINE", `the run's deadline passed (${new Date(deadlineMs).toISOString()})`));
+    }, Math.max(0, deadlineMs - Date.now()));
+    timer.unref();
+    void this.result?.finally(() => clearTimeout(timer));
+  }
+
+  deadlinePassed = false;
+
   continue(pauseId: string): boolean {
     return this.stepper?.continue(pauseId) ?? false;
   }

@@ -141,3 +141,25 @@ describe("the tool loop with host tools", () => {
     expect(result.reason).toContain("ran out of steps");
   });
 });
+
+describe("run deadline", () => {
+  it("ends a run whose deadline passes as failed with DEADLINE, and puts deadlineMs in every ctx", async () => {
+    let seenDeadline: unknown;
+    const slow: HostTool = {
+      name: "slow", description: "", parameters: { type: "object" },
+      handler: async (_args, ctx, { signal }) => {
+        seenDeadline = ctx.deadlineMs;
+        await new Promise((resolve, reject) => { const t = setTimeout(resolve, 5_000); signal.addEventListener("abort", () => { clearTimeout(t); reject(signal.reason); }); });
+        return null;
+      },
+    };
+    const h = await harness({ steps: [{ toolCalls: [{ id: "a", name: "slow", args: {} }] }, { text: "never" }], host: { tools: [slow] } });
+    const deadlineMs = Date.now() + 150;
+    const started = performance.now();
+    const { result } = await h.run("x", { deadlineMs });
+    expect(result.status).toBe("failed");
+    expect(result.errorCode).toBe("DEADLINE");
+    expect(seenDeadline).toBe(deadlineMs);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});
