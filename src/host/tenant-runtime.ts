@@ -1,3 +1,4 @@
+import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
@@ -22,6 +23,11 @@ export interface TenantRuntimeExtras {
   restartHandlers?: RestartHandlers;
   /** Stream model responses (doStream) instead of doGenerate. */
   stream?: boolean;
+  /**
+   * Any AI SDK language model (LanguageModelV3), or a factory called once per run with the number of
+   * inferences a resumed run already made; overrides `config.model`.
+   */
+  model?: LanguageModelV3 | ((completedInferences: number) => LanguageModelV3);
 }
 
 /**
@@ -29,7 +35,8 @@ export interface TenantRuntimeExtras {
  * once; each run then gets fresh sandbox contexts and a fresh model instance.
  */
 export async function createTenantRuntime(config: TenantConfig, pool: SandboxPool, extras: TenantRuntimeExtras = {}): Promise<TenantRuntime> {
-  const newModel = modelFactory(config.model);
+  const given = extras.model;
+  const newModel = given === undefined ? modelFactory(config.model) : typeof given === "function" ? given : () => given;
   const fromModule = config.hostToolsModule ? await loadHostModule(config.hostToolsModule) : { tools: [], hooks: [], middleware: [] };
   const host: HostModule = {
     tools: [...fromModule.tools, ...(extras.host?.tools ?? [])],

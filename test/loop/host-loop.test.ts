@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { harness, ofType } from "../helpers/harness.js";
 import { currentRunContext } from "../../src/loop/ambient.js";
+import { ScriptedModel } from "../../src/engine/scripted.js";
 import type { HostTool } from "../../src/loop/tool-registry.js";
 import { PayloadKeys, TurnDataKeys, contextRestartDisabledKey } from "../../src/turns/keys.gen.js";
 
@@ -161,5 +162,29 @@ describe("run deadline", () => {
     expect(result.errorCode).toBe("DEADLINE");
     expect(seenDeadline).toBe(deadlineMs);
     expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});
+
+describe("user context", () => {
+  it("reaches every model call even when a middleware rewrote the user's message", async () => {
+    const prompt = "Cancel my subscription but keep my data export, and email the invoice to accounting@example.com";
+    const model = new ScriptedModel([{ toolCalls: [{ id: "a", name: "lookup_order", args: { id: "1" } }] }, { text: "done" }]);
+    const h = await harness({
+      steps: [], extras: { model: () => model },
+      host: {
+        tools: [lookup()],
+        middleware: [{ name: "summarise", run: (turn, next) => next({ ...turn, blocks: turn.blocks.map((b) => (b.kind === "user" ? { ...b, payload: { text: "cancel subscription" } } : b)) }) }],
+      },
+    });
+    const handle = h.runtime.start({ sessionId: "s", prompt });
+    const result = await handle.wait();
+    expect(result.status).toBe("completed");
+    expect(result.turn.metadata["hookbox.user_context@v1"]).toMatchObject({ originalUserRequest: prompt });
+    expect(model.calls).toHaveLength(2);
+    for (const call of model.calls) {
+      const text = JSON.stringify(call.prompt);
+      expect(text).toContain("cancel subscription"); // what the middleware left of the user's message
+      expect(text).toContain("accounting@example.com"); // the unabridged request, from the user context
+    }
   });
 });
