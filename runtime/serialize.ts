@@ -33,22 +33,82 @@ interface CopyState {
   element: PropertyDescriptor;
 }
 
+/** Thrown by the replacer: the value is not bounded JSON; the diagnostic walk then names the culprit. */
+const NOT_JSON = ObjectCreate(null) as object;
+
 /**
- * Copies `value` into plain JSON data and serializes it, inside the isolate and inside the caller's timed
- * segment: getters, proxies and toJSON run here (bounded by the callback's limits), never while the host
- * copies data out. Returns "" for `undefined` (a hook with no opinion). Throws GuestDataError.
+ * Serializes `value` inside the isolate and inside the caller's timed segment, with the JSON.stringify
+ * captured before any script ran: getters, proxies and toJSON run here, once, bounded by the callback's
+ * limits, never while the host copies data out. A replacer (called by the native serializer, not through
+ * anything a script can replace) refuses what JSON cannot carry, keeps a running size bound and the
+ * nesting depth; only when it refuses does the slower copy walk run, to report the JSON path of the
+ * culprit. Returns "" for `undefined` (a hook with no opinion). Throws GuestDataError.
  */
 export function toBoundedJson(value: unknown, maxBytes: number): string {
   if (value === undefined) return "";
+  // Holders on the current path (prototype-less, so Array.prototype setters cannot see them).
+  const holders = dict<unknown>();
+  let top = -1;
+  let lastObject: unknown;
+  let size = 0;
+  const replacer = function (this: unknown, key: string, inner: unknown): unknown {
+    const holder = this;
+    if (holder !== holders[top]) {
+      if (top === -1 || holder === lastObject) holders[++top] = holder;
+      else while (top > 0 && holders[top] !== holder) top--;
+    }
+    switch (typeof inner) {
+      case "string":
+        size += inner.length + key.length + 4;
+        break;
+      case "number":
+        if (!NumberIsFinite(inner)) throw NOT_JSON;
+        size += key.length + 12;
+        break;
+      case "boolean":
+        size += key.length + 9;
+        break;
+      case "object":
+        size += key.length + 8;
+        // holders[0] is the serializer's wrapper: an object's ancestors are the holders above it.
+        if (inner !== null) {
+          if (top >= MAX_DEPTH) throw NOT_JSON;
+          lastObject = inner; // its properties come next, with it as the holder
+        }
+        break;
+      case "undefined":
+        // JSON semantics: an undefined property is absent; an undefined array element is refused.
+        if (ArrayIsArray(holder)) throw NOT_JSON;
+        return undefined;
+      default:
+        throw NOT_JSON;
+    }
+    if (size > maxBytes) throw NOT_JSON;
+    return inner;
+  };
+  let text: string | undefined;
+  try {
+    text = JSONStringify(value, replacer) as string | undefined;
+  } catch (thrown) {
+    // Refused, a cycle (the serializer's TypeError) or the script's own exception from a getter or toJSON:
+    // the walk names the culprit, or throws the script's exception again.
+    diagnose(value, maxBytes);
+    if (thrown !== NOT_JSON) throw thrown;
+    throw new GuestDataError("$", "changed while it was serialized (its getters returned different values)");
+  }
+  if (text === undefined) throw new GuestDataError("$", "is not JSON data");
+  if (text.length > maxBytes) throw new GuestDataError("$", "is larger than the " + maxBytes + "-byte limit");
+  return text;
+}
+
+/** The copy walk of the old serializer, run only to name the culprit: throws GuestDataError where it is. */
+function diagnose(value: unknown, maxBytes: number): void {
   const element = ObjectCreate(null) as PropertyDescriptor;
   element.writable = true;
   element.enumerable = true;
   element.configurable = true;
   const state: CopyState = { size: 0, maxBytes, depth: 0, ancestors: dict<unknown>(), keys: dict<string | number>(), element };
-  const copy = copyValue(value, state);
-  const text = JSONStringify(copy) as string;
-  if (text.length > maxBytes) throw new GuestDataError("$", "is larger than the " + maxBytes + "-byte limit");
-  return text;
+  copyValue(value, state);
 }
 
 /** The JSON path of the value being copied; built only when reporting a problem. */
