@@ -2,7 +2,7 @@ import type { SerializedError } from "../errors.js";
 import type { SandboxLimits } from "./api.js";
 
 /*
- * The host <-> sandbox-worker protocol (child_process IPC, `serialization: "json"`).
+ * The host <-> sandbox-worker protocol: frames on a dedicated pipe (framing.ts); text fields travel raw.
  *
  * Every message that can make guest code run (load, call, resume) is a "run message": the worker answers
  * each with exactly one `done` reply, in order. That lets the supervisor watch the head of the line and

@@ -1,6 +1,8 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { setPriority } from "node:os";
+import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
+import { encodeFrame, FrameReader } from "./framing.js";
 import type { BundleMessage, CloseRunMessage, DoneMessage, DropTenantMessage, RunMessage, WorkerMessage } from "./protocol.js";
 
 export type WorkerRole = "normal" | "quarantine";
@@ -40,6 +42,8 @@ export interface WorkerProcessOptions {
 export class WorkerProcess {
   readonly role: WorkerRole;
   readonly child: ChildProcess;
+  /** Protocol frames both ways (framing.ts); the IPC channel only tells the worker that we are gone. */
+  private readonly pipe: Socket;
   readonly tenants = new Set<string>();
   readonly bundles = new Set<string>();
   alive = true;
@@ -62,8 +66,9 @@ export class WorkerProcess {
       // HOOKBOX_WORKER_EXEC_ARGV: extra node flags for profiling workers (e.g. "--cpu-prof").
       execArgv: ["--no-node-snapshot", ...(process.env.HOOKBOX_WORKER_EXEC_ARGV?.split(" ").filter(Boolean) ?? [])],
       serialization: "json",
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      stdio: ["ignore", "ignore", "pipe", "ipc", "pipe"],
     });
+    this.pipe = this.child.stdio[4] as Socket;
     if (this.role === "quarantine" && this.child.pid !== undefined) {
       // Misbehaving tenants live here: let the host and well-behaved workers win the CPU.
       try {
@@ -75,7 +80,9 @@ export class WorkerProcess {
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000);
     });
-    this.child.on("message", (message: WorkerMessage) => this.onMessage(message));
+    const reader = new FrameReader((message) => this.onMessage(message as WorkerMessage));
+    this.pipe.on("data", (chunk: Buffer) => reader.push(chunk));
+    this.pipe.on("error", () => this.kill({ reason: "crashed", detail: "worker pipe error" }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
     this.child.on("error", () => this.kill({ reason: "crashed", detail: "worker process error" }));
     this.setBusy(false);
@@ -87,9 +94,11 @@ export class WorkerProcess {
     if (busy) {
       this.child.ref();
       channel?.ref();
+      this.pipe.ref();
     } else {
       this.child.unref();
       channel?.unref();
+      this.pipe.unref();
     }
   }
 
@@ -103,7 +112,7 @@ export class WorkerProcess {
 
   send(message: BundleMessage | CloseRunMessage | DropTenantMessage): void {
     if (!this.alive) return;
-    this.child.send(message);
+    this.pipe.write(encodeFrame(message));
   }
 
   ensureBundle(bundle: { hash: string; code: string; filename: string }): void {
@@ -120,7 +129,7 @@ export class WorkerProcess {
       const pending: PendingRun = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
-      this.child.send({ ...body, seq } as RunMessage);
+      this.pipe.write(encodeFrame({ ...body, seq } as RunMessage));
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }

@@ -6,7 +6,9 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Socket } from "node:net";
 import { Script } from "node:vm";
+import { encodeFrame, FrameReader } from "../framing.js";
 import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
@@ -184,9 +186,15 @@ function onMessage(message: HostMessage): void {
   reply.logs = sink.logs;
   reply.rssBytes = currentRss();
   reply.workerMs = performance.now() - startedAt;
-  process.send!(reply);
+  pipe.write(encodeFrame(reply));
 }
 
+// Protocol frames on fd 4 (framing.ts); the IPC channel (fd 3) only tells us when the host is gone.
+const pipe = new Socket({ fd: 4, readable: true, writable: true });
+const reader = new FrameReader((message) => onMessage(message as HostMessage));
+pipe.on("data", (chunk: Buffer) => reader.push(chunk));
+// The host closed its end (or died): nothing can be answered any more.
+pipe.on("end", () => process.kill(process.pid, "SIGKILL"));
+pipe.on("error", () => process.kill(process.pid, "SIGKILL"));
 watchParent();
-process.on("message", (message) => onMessage(message as HostMessage));
-process.send!({ type: "ready", pid: process.pid });
+pipe.write(encodeFrame({ type: "ready", pid: process.pid }));

@@ -1,0 +1,27 @@
+import { describe, expect, it } from "vitest";
+import { encodeFrame, FrameReader } from "../../src/sandbox/framing.js";
+
+describe("worker pipe frames", () => {
+  const messages = [
+    { type: "call", seq: 1, args: '[{"text":"héllo ✓ 😀","q":"\\"quoted\\""}]', target: "beforeToolCall" },
+    { type: "done", seq: 1, outcomes: [{ type: "settled", callId: 1, value: "" }, { type: "request", callId: 2, requestId: 1, op: "next", value: '{"a":"ü"}' }], logs: [{ message: "x" }], rssBytes: 5 },
+    { type: "bundle", hash: "h", code: "x".repeat(200_000), filename: "b.js" },
+    { type: "ready", pid: 7 },
+  ];
+
+  it("round-trips messages, raw text fields included, however the pipe splits the bytes", () => {
+    const bytes = Buffer.concat(messages.map((message) => encodeFrame(message)));
+    for (const step of [1, 3, 7, 4096, bytes.length]) {
+      const received: unknown[] = [];
+      const reader = new FrameReader((message) => received.push(message));
+      for (let at = 0; at < bytes.length; at += step) reader.push(bytes.subarray(at, at + step));
+      expect(received).toEqual(messages);
+    }
+  });
+
+  it("leaves the encoded message untouched", () => {
+    const message = structuredClone(messages[1]!);
+    encodeFrame(message);
+    expect(message).toEqual(messages[1]);
+  });
+});
