@@ -43,7 +43,11 @@ export function emitTurnsDts(spec: Spec): string {
   const groups = KEY_FAMILY_NAMES.map((family): [string, string] => {
     const entries = spec.keys
       .filter((key) => key.family === family)
-      .map((key): [string, string, string?] => [key.constant, `Key<${tsFor(spec, key.type)}, ${quote(key.id)}, ${quote(family)}>`, key.doc]);
+      .map((key): [string, string, string?] => [
+        key.constant,
+        `Key<${tsFor(spec, key.type)}, ${quote(key.id)}, ${quote(family)}>`,
+        key.doc,
+      ]);
     return [FAMILY_GROUPS[family].runtime, typeLiteral(entries, "  ")];
   });
   out.push("/** Every key, by family. */", `export declare const keys: ${typeLiteral(groups)};`, "");
@@ -58,7 +62,7 @@ export function emitTurnsDts(spec: Spec): string {
 
   out.push(...enumLines(spec, "dts"), "");
   out.push(
-    "/** One item of a turn. Unknown kinds read as \"other\". */",
+    '/** One item of a turn. Unknown kinds read as "other". */',
     "export interface Block {",
     "  id: string;",
     "  kind: BlockKind;",

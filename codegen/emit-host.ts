@@ -5,7 +5,12 @@ import { banner, docComment, enumLines, objectLiteral } from "./emit-common.js";
 /** src/turns/keys.gen.ts: host constants and TypedKey instances with their zod schemas. */
 export function emitHostKeys(spec: Spec): string {
   const out: string[] = [banner("//")];
-  out.push('import { z } from "zod";', 'import { TypedKey, TypedKeyError } from "./typed-key.js";', 'import { JsonObjectSchema, JsonSchema } from "./json.js";', "");
+  out.push(
+    'import { z } from "zod";',
+    'import { TypedKey, TypedKeyError } from "./typed-key.js";',
+    'import { JsonObjectSchema, JsonSchema } from "./json.js";',
+    "",
+  );
   out.push(`export const NAMESPACE = ${quote(spec.namespace)} as const;`, "");
 
   out.push(`export const BLOCK_KINDS = [${spec.blockKinds.map((kind) => quote(kind.value)).join(", ")}] as const;`);
@@ -32,7 +37,11 @@ export function emitHostKeys(spec: Spec): string {
 
   for (const keyFamily of spec.keyFamilies) {
     out.push(`const ${keyFamily.function}Schema = ${zodFor(spec, keyFamily.type)};`);
-    out.push(...docComment(`${keyFamily.doc ?? ""} Key family \`${keyFamily.prefix}.<suffix>@v${keyFamily.version}\` (${keyFamily.family}).`.trim()));
+    out.push(
+      ...docComment(
+        `${keyFamily.doc ?? ""} Key family \`${keyFamily.prefix}.<suffix>@v${keyFamily.version}\` (${keyFamily.family}).`.trim(),
+      ),
+    );
     out.push(`export function ${keyFamily.function}(suffix: string): TypedKey<z.infer<typeof ${keyFamily.function}Schema>> {`);
     out.push(`  const id = \`${keyFamily.prefix}.\${suffix}@v${keyFamily.version}\`;`);
     out.push("  if (!KEY_SUFFIX.test(suffix)) throw new TypedKeyError(id, \"suffix must be non-empty letters, digits, '_', '-' or '.'\");");

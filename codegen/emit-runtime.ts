@@ -12,8 +12,14 @@ export function emitRuntimeConstants(spec: Spec): string {
   out.push(`export const NAMESPACE = ${quote(spec.namespace)};`, "");
   out.push(`export const BLOCK_KINDS = Object.freeze([${spec.blockKinds.map((kind) => quote(kind.value)).join(", ")}] as const);`);
   out.push("export type BlockKind = (typeof BLOCK_KINDS)[number];");
-  out.push(`export const BlockKinds = Object.freeze(${objectLiteral(spec.blockKinds.map((kind) => [kind.constant, quote(kind.value)]))} as const);`, "");
-  out.push(`export const PayloadKeys = Object.freeze(${objectLiteral(spec.payloadKeys.map((key) => [key.constant, quote(key.value)]))} as const);`, "");
+  out.push(
+    `export const BlockKinds = Object.freeze(${objectLiteral(spec.blockKinds.map((kind) => [kind.constant, quote(kind.value)]))} as const);`,
+    "",
+  );
+  out.push(
+    `export const PayloadKeys = Object.freeze(${objectLiteral(spec.payloadKeys.map((key) => [key.constant, quote(key.value)]))} as const);`,
+    "",
+  );
 
   out.push("export interface RuntimeKey {", "  readonly id: string;", "  readonly family: string;", "  readonly type: string;", "}", "");
   const groups = KEY_FAMILY_NAMES.map((family): [string, string] => {
@@ -35,7 +41,10 @@ export function emitRuntimeConstants(spec: Spec): string {
   out.push(`export const KEY_FAMILIES = Object.freeze(${objectLiteral(families)});`, "");
 
   out.push("/** How runtime/keys.ts checks a value of each type (mirrors the host's zod schemas). */");
-  out.push(`export const VALUE_TYPES: Readonly<Record<string, ValueType>> = deepFreeze(${objectLiteral(Object.entries(valueTypeTable(spec)).map(([name, type]) => [quote(name), JSON.stringify(type)]))});`, "");
+  out.push(
+    `export const VALUE_TYPES: Readonly<Record<string, ValueType>> = deepFreeze(${objectLiteral(Object.entries(valueTypeTable(spec)).map(([name, type]) => [quote(name), JSON.stringify(type)]))});`,
+    "",
+  );
   out.push(
     "export type ValueType =",
     '  | { kind: "string" | "number" | "integer" | "boolean" | "json" | "json-object" }',

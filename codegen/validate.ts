@@ -14,11 +14,18 @@ import {
 
 /** Every problem found in a spec, each naming the file, the entry and the rule; raised before anything is written. */
 export class CodegenSpecError extends HookboxError {
-  constructor(readonly file: string, readonly problems: string[]) {
-    super("CONFIG", `${file}: invalid codegen spec (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n  ${problems.join("\n  ")}`, {
-      file,
-      problems,
-    });
+  constructor(
+    readonly file: string,
+    readonly problems: string[],
+  ) {
+    super(
+      "CONFIG",
+      `${file}: invalid codegen spec (${problems.length} problem${problems.length === 1 ? "" : "s"}):\n  ${problems.join("\n  ")}`,
+      {
+        file,
+        problems,
+      },
+    );
     this.name = "CodegenSpecError";
   }
 }
@@ -66,7 +73,7 @@ function namedValues(raw: Raw, field: string, report: Report): NamedValue[] {
   const values = new Map<string, string>();
   return list.flatMap((item, index) => {
     const entry = `${field}[${index}]`;
-    if (!isObject(item)) return report(entry, "must be an object {constant, value}"), [];
+    if (!isObject(item)) return (report(entry, "must be an object {constant, value}"), []);
     const constant = stringField(item, "constant");
     const value = stringField(item, "value");
     const name = `${entry} ("${constant || value}")`;
@@ -91,7 +98,8 @@ function shapeList(raw: Raw, report: Report): Shape[] {
     const typeName = stringField(item, "typeName");
     const label = `${entry} ("${name}")`;
     if (!IDENTIFIER.test(name)) report(label, "name must be a non-empty identifier");
-    else if (declared.has(name) && (PRIMITIVE_TYPES as readonly string[]).includes(name)) report(label, `name "${name}" is a built-in type`);
+    else if (declared.has(name) && (PRIMITIVE_TYPES as readonly string[]).includes(name))
+      report(label, `name "${name}" is a built-in type`);
     if (!TYPE_NAME.test(typeName)) report(label, "typeName must be a PascalCase identifier");
     else if (RESERVED_TYPE_NAMES.has(typeName)) report(label, `typeName "${typeName}" is reserved by the generated modules`);
     unique(names, name, label, "duplicate shape name", report);
@@ -99,7 +107,11 @@ function shapeList(raw: Raw, report: Report): Shape[] {
     const forms = ["fields", "enum", "listOf"].filter((form) => item[form] !== undefined);
     if (forms.length !== 1) report(label, "must have exactly one of fields, enum, listOf");
     const checkType = (type: string, where: string) => {
-      if (!declared.has(type)) report(`${label} ${where}`, `unknown type "${type}" (built-ins: ${PRIMITIVE_TYPES.join(", ")}; shapes must be declared before use)`);
+      if (!declared.has(type))
+        report(
+          `${label} ${where}`,
+          `unknown type "${type}" (built-ins: ${PRIMITIVE_TYPES.join(", ")}; shapes must be declared before use)`,
+        );
     };
     if (item.fields !== undefined) {
       if (!isObject(item.fields)) report(label, "fields must be an object of {type, optional?}");
@@ -132,7 +144,7 @@ function keyList(raw: Raw, namespace: string, knownTypes: Set<string>, ids: Map<
   const constants = new Map<string, string>();
   return arrayField(raw, "keys", report).flatMap((item, index) => {
     const entry = `keys[${index}]`;
-    if (!isObject(item)) return report(entry, "must be an object {family, constant, value, version, type}"), [];
+    if (!isObject(item)) return (report(entry, "must be an object {family, constant, value, version, type}"), []);
     const constant = stringField(item, "constant");
     const common = keyCommon(item, `${entry} (${String(item.family)}.${constant || String(item.value)})`, knownTypes, report);
     if (!IDENTIFIER.test(constant)) report(common.label, "constant must be a non-empty identifier");
@@ -147,7 +159,7 @@ function keyFamilyList(raw: Raw, namespace: string, knownTypes: Set<string>, ids
   const functions = new Map<string, string>();
   return arrayField(raw, "keyFamilies", report).flatMap((item, index) => {
     const entry = `keyFamilies[${index}]`;
-    if (!isObject(item)) return report(entry, "must be an object {function, family, value, version, type}"), [];
+    if (!isObject(item)) return (report(entry, "must be an object {function, family, value, version, type}"), []);
     const fn = stringField(item, "function");
     const common = keyCommon(item, `${entry} (${fn || String(item.value)})`, knownTypes, report);
     if (!IDENTIFIER.test(fn)) report(common.label, "function must be a non-empty identifier");
@@ -176,7 +188,7 @@ function enumList(raw: Raw, shapes: Shape[], report: Report): EnumSpec[] {
   const typeNames = new Map<string, string>(shapes.map((shape) => [shape.typeName, `shape "${shape.name}"`]));
   return arrayField(raw, "enums", report).flatMap((item, index) => {
     const entry = `enums[${index}]`;
-    if (!isObject(item)) return report(entry, "must be an object {constant, typeName?, values}"), [];
+    if (!isObject(item)) return (report(entry, "must be an object {constant, typeName?, values}"), []);
     const constant = stringField(item, "constant");
     const label = `${entry} ("${constant}")`;
     if (!UPPER_CONSTANT.test(constant)) report(label, "constant must be a non-empty UPPER_SNAKE_CASE name");
@@ -207,7 +219,7 @@ function unique(seen: Map<string, string>, name: string, label: string, rule: st
 function arrayField(raw: Raw, field: string, report: Report): unknown[] {
   const value = raw[field];
   if (value === undefined) return [];
-  if (!Array.isArray(value)) return report(field, "must be a list"), [];
+  if (!Array.isArray(value)) return (report(field, "must be a list"), []);
   return value;
 }
 

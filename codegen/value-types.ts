@@ -69,7 +69,9 @@ export function shapeTs(spec: Spec, shape: Shape): string {
     case "list":
       return `${tsFor(spec, shape.items)}[]`;
     case "object": {
-      const fields = Object.entries(shape.fields).map(([name, field]) => `  ${name}${field.optional ? "?" : ""}: ${tsFor(spec, field.type)};`);
+      const fields = Object.entries(shape.fields).map(
+        ([name, field]) => `  ${name}${field.optional ? "?" : ""}: ${tsFor(spec, field.type)};`,
+      );
       if (shape.extraJson) fields.push("  [field: string]: Json | undefined;");
       return `{\n${fields.join("\n")}\n}`;
     }

@@ -29,11 +29,15 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
   /** Runs the bundle's factory (the script's top-level code) and validates its default export. */
   function register(factory: unknown): string {
     try {
-      if (typeof factory !== "function") return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "bundle did not evaluate to a factory" } });
+      if (typeof factory !== "function")
+        return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "bundle did not evaluate to a factory" } });
       const namespace = ReflectApply(factory, undefined, [hookboxModule]) as { default?: unknown } | undefined;
       const exported = namespace === undefined || namespace === null ? undefined : namespace.default;
       if (exported === undefined) {
-        return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "the script has no default export: write `export default defineScript({...})`" } });
+        return JSONStringify({
+          ok: false,
+          error: { code: "SCRIPT_LOAD", message: "the script has no default export: write `export default defineScript({...})`" },
+        });
       }
       const { script, manifest } = readDefinition(exported, limits.maxPayloadBytes);
       loaded = script;

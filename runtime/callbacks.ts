@@ -66,7 +66,10 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
         try {
           text = toBoundedJson(turn, limits.maxPayloadBytes);
         } catch (thrown) {
-          const problem = thrown instanceof GuestDataError ? "next(turn): turn" + StringPrototypeSlice(thrown.path, 1) + " " + thrown.problem : "next(turn): the turn could not be serialized";
+          const problem =
+            thrown instanceof GuestDataError
+              ? "next(turn): turn" + StringPrototypeSlice(thrown.path, 1) + " " + thrown.problem
+              : "next(turn): the turn could not be serialized";
           return PromiseReject(guestError(problem, "HOOK_CONTRACT"));
         }
       }
@@ -85,16 +88,30 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     const call: ActiveCallback = { settled: false, nextCalled: false, pending: dict<PendingRequest>() };
     active[callId] = call;
     try {
-      const table = loaded === undefined ? undefined : kind === "middleware" ? loaded.middleware : kind === "tool" ? loaded.tools : loaded.hooks;
+      const table =
+        loaded === undefined ? undefined : kind === "middleware" ? loaded.middleware : kind === "tool" ? loaded.tools : loaded.hooks;
       const fn: Fn | undefined = table === undefined ? undefined : table[target];
       if (fn === undefined) {
-        settle(callId, false, JSONStringify({ code: "SCRIPT_ERROR", name: "Error", message: "the script has no " + kind + " named " + JSONStringify(target) }));
+        settle(
+          callId,
+          false,
+          JSONStringify({ code: "SCRIPT_ERROR", name: "Error", message: "the script has no " + kind + " named " + JSONStringify(target) }),
+        );
         return;
       }
       const args = JSONParse(argsJson) as unknown[];
-      const callArgs = kind === "middleware" ? [args[0], makeNext(callId, JSONStringify(args[0])), args[1]] : kind === "tool" ? [args[0], args[1]] : [args[0]];
+      const callArgs =
+        kind === "middleware"
+          ? [args[0], makeNext(callId, JSONStringify(args[0])), args[1]]
+          : kind === "tool"
+            ? [args[0], args[1]]
+            : [args[0]];
       const returned = ReflectApply(fn, undefined, callArgs);
-      if (returned !== null && (typeof returned === "object" || typeof returned === "function") && typeof (returned as { then?: unknown }).then === "function") {
+      if (
+        returned !== null &&
+        (typeof returned === "object" || typeof returned === "function") &&
+        typeof (returned as { then?: unknown }).then === "function"
+      ) {
         PromisePrototypeThen(
           PromiseResolve(returned),
           (value) => settleValue(callId, value),
@@ -118,7 +135,12 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
       request.resolve(JSONParse(text));
     } else {
       const error = JSONParse(text) as { code?: string; message?: string };
-      request.reject(guestError(typeof error.message === "string" ? error.message : "the host request failed", typeof error.code === "string" ? error.code : undefined));
+      request.reject(
+        guestError(
+          typeof error.message === "string" ? error.message : "the host request failed",
+          typeof error.code === "string" ? error.code : undefined,
+        ),
+      );
     }
   }
 

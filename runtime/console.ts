@@ -1,5 +1,13 @@
 import type { HostChannel, RuntimeLimits } from "./host-channel.js";
-import { ArrayPrototypeJoin, ObjectDefineProperty, ObjectFreeze, StringCtor, StringPrototypeSlice, arraySet, globalObject } from "./primordials.js";
+import {
+  ArrayPrototypeJoin,
+  ObjectDefineProperty,
+  ObjectFreeze,
+  StringCtor,
+  StringPrototypeSlice,
+  arraySet,
+  globalObject,
+} from "./primordials.js";
 import { toBoundedJson } from "./serialize.js";
 
 const LEVELS: Record<string, string> = { debug: "debug", log: "info", info: "info", warn: "warn", error: "error" };

@@ -27,7 +27,11 @@ export function describeThrown(thrown: unknown, code = "SCRIPT_ERROR"): string {
     const stack = readString(() => error.stack, MAX_STACK);
     return JSONStringify({ code, name, message, stack });
   }
-  return JSONStringify({ code, name: "Error", message: "threw a non-error value: " + (readString(() => thrown, MAX_MESSAGE) ?? typeof thrown) });
+  return JSONStringify({
+    code,
+    name: "Error",
+    message: "threw a non-error value: " + (readString(() => thrown, MAX_MESSAGE) ?? typeof thrown),
+  });
 }
 
 /** An Error for the script, built by runtime code: carries a code and no host paths. */

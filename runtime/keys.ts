@@ -79,7 +79,9 @@ function typeProblem(value: unknown, type: ValueType, path: string): string | un
     case "json-object":
       return isPlainObject(value) ? undefined : `${path}: expected object, got ${describe(value)}`;
     case "enum":
-      return type.values.includes(value as string) ? undefined : `${path}: expected one of ${type.values.map((v) => JSON.stringify(v)).join(", ")}, got ${describe(value)}`;
+      return type.values.includes(value as string)
+        ? undefined
+        : `${path}: expected one of ${type.values.map((v) => JSON.stringify(v)).join(", ")}, got ${describe(value)}`;
     case "list": {
       if (!Array.isArray(value)) return `${path}: expected list, got ${describe(value)}`;
       const items = VALUE_TYPES[type.items]!;

@@ -34,7 +34,11 @@ export const PromiseResolve = (value: unknown): Promise<unknown> => ReflectApply
 const promiseReject = Promise.reject;
 export const PromiseReject = (reason: unknown): Promise<never> => ReflectApply(promiseReject, PromiseCtor, [reason]);
 export const PromisePrototypeThen = uncurry(
-  Promise.prototype.then as (this: Promise<unknown>, ok: (value: unknown) => unknown, fail: (error: unknown) => unknown) => Promise<unknown>,
+  Promise.prototype.then as (
+    this: Promise<unknown>,
+    ok: (value: unknown) => unknown,
+    fail: (error: unknown) => unknown,
+  ) => Promise<unknown>,
 );
 export const globalObject = globalThis;
 

@@ -1,4 +1,13 @@
-import { ArrayIsArray, ArrayPrototypeJoin, JSONStringify, ObjectHasOwn, ObjectKeys, StringPrototypeSlice, arraySet, dict } from "./primordials.js";
+import {
+  ArrayIsArray,
+  ArrayPrototypeJoin,
+  JSONStringify,
+  ObjectHasOwn,
+  ObjectKeys,
+  StringPrototypeSlice,
+  arraySet,
+  dict,
+} from "./primordials.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
 /** Thrown while reading a script's default export: becomes SCRIPT_LOAD with this message. */
@@ -51,7 +60,8 @@ function isObject(value: unknown): value is Record<string, unknown> {
 function checkKeys(value: Record<string, unknown>, allowed: Record<string, true>, where: string): void {
   const keys = ObjectKeys(value);
   for (let i = 0; i < keys.length; i++) {
-    if (allowed[keys[i]] !== true) fail(where + " has an unknown field " + JSONStringify(keys[i]) + " (allowed: " + ArrayPrototypeJoin(ObjectKeys(allowed), ", ") + ")");
+    if (allowed[keys[i]] !== true)
+      fail(where + " has an unknown field " + JSONStringify(keys[i]) + " (allowed: " + ArrayPrototypeJoin(ObjectKeys(allowed), ", ") + ")");
   }
 }
 
@@ -123,7 +133,8 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
     const names = ObjectKeys(hooks);
     for (let i = 0; i < names.length; i++) {
       const hookName = names[i];
-      if (HOOKS[hookName] !== true) fail("hooks has an unknown hook " + JSONStringify(hookName) + " (known: beforeToolCall, afterToolCall, onToolError)");
+      if (HOOKS[hookName] !== true)
+        fail("hooks has an unknown hook " + JSONStringify(hookName) + " (known: beforeToolCall, afterToolCall, onToolError)");
       const fn = hooks[hookName];
       if (fn === undefined) continue;
       if (typeof fn !== "function") fail("hooks." + hookName + " must be a function");

@@ -116,7 +116,12 @@ function currentPath(state: CopyState): string {
   let path = "$";
   for (let i = 1; i <= state.depth; i++) {
     const key = state.keys[i];
-    path += typeof key === "number" ? "[" + key + "]" : RegExpPrototypeExec(identifier, key) !== null ? "." + key : "[" + JSONStringify(key) + "]";
+    path +=
+      typeof key === "number"
+        ? "[" + key + "]"
+        : RegExpPrototypeExec(identifier, key) !== null
+          ? "." + key
+          : "[" + JSONStringify(key) + "]";
   }
   return path;
 }

@@ -16,7 +16,9 @@ import { parseArgs } from "node:util";
 import { build } from "esbuild";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const { values } = parseArgs({ options: { json: { type: "boolean" }, clients: { type: "string" }, "runs-per-client": { type: "string" } } });
+const { values } = parseArgs({
+  options: { json: { type: "boolean" }, clients: { type: "string" }, "runs-per-client": { type: "string" } },
+});
 const clients = Number(values.clients ?? 50);
 const runsPerClient = Number(values["runs-per-client"] ?? 4);
 const work = mkdtempSync(join(tmpdir(), "hookbox-bench-server-"));
@@ -25,31 +27,54 @@ const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(
 const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 function writeTenant() {
-  writeFileSync(join(work, "tools.mjs"), `export default [
+  writeFileSync(
+    join(work, "tools.mjs"),
+    `export default [
   { name: "lookup", description: "look up", parameters: { type: "object", properties: { id: { type: "string" } } }, handler: (args) => ({ id: args.id, total: 120 }) },
   { name: "refund", description: "refund", parameters: { type: "object", properties: { id: { type: "string" } } }, handler: (args) => ({ refunded: args.id }) },
-];\n`);
-  writeFileSync(join(work, "policy.ts"), `import { defineScript } from "hookbox";
+];\n`,
+  );
+  writeFileSync(
+    join(work, "policy.ts"),
+    `import { defineScript } from "hookbox";
 export default defineScript({ name: "policy", hooks: {
   beforeToolCall(p) { if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; },
   afterToolCall(p) { return { result: p.result }; },
-} });\n`);
-  writeFileSync(join(work, "model.json"), JSON.stringify({ steps: [
-    { toolCalls: [{ id: "c1", name: "lookup", args: { id: "A17" } }] },
-    { toolCalls: [{ id: "c2", name: "refund", args: { id: "A17" } }] },
-    { text: "Refund issued." },
-  ] }));
-  writeFileSync(join(work, "config.json"), JSON.stringify({
-    tenants: [{
-      name: "bench", apiKeys: [{ sha256: createHash("sha256").update("bench-key").digest("hex") }],
-      scripts: ["policy.ts"], hostTools: "tools.mjs", model: "scripted:model.json",
-      limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000 },
-    }],
-  }));
+} });\n`,
+  );
+  writeFileSync(
+    join(work, "model.json"),
+    JSON.stringify({
+      steps: [
+        { toolCalls: [{ id: "c1", name: "lookup", args: { id: "A17" } }] },
+        { toolCalls: [{ id: "c2", name: "refund", args: { id: "A17" } }] },
+        { text: "Refund issued." },
+      ],
+    }),
+  );
+  writeFileSync(
+    join(work, "config.json"),
+    JSON.stringify({
+      tenants: [
+        {
+          name: "bench",
+          apiKeys: [{ sha256: createHash("sha256").update("bench-key").digest("hex") }],
+          scripts: ["policy.ts"],
+          hostTools: "tools.mjs",
+          model: "scripted:model.json",
+          limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000 },
+        },
+      ],
+    }),
+  );
 }
 
 async function startServe(store) {
-  const child = spawn(process.execPath, [join(root, "bin/hookbox.js"), "serve", "--port", "0", "--store", store, "--config", join(work, "config.json")], { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [join(root, "bin/hookbox.js"), "serve", "--port", "0", "--store", store, "--config", join(work, "config.json")],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   let stderr = "";
   child.stderr.on("data", (d) => (stderr += d));
   const url = await new Promise((resolve, reject) => {
@@ -61,7 +86,14 @@ async function startServe(store) {
     });
     child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
   });
-  return { url, stop: () => new Promise((resolve) => { child.once("exit", resolve); child.kill("SIGTERM"); }) };
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.kill("SIGTERM");
+      }),
+  };
 }
 
 const headers = { authorization: "Bearer bench-key", "content-type": "application/json" };
@@ -69,12 +101,17 @@ const headers = { authorization: "Bearer bench-key", "content-type": "applicatio
 async function oneRun(url) {
   const started = performance.now();
   const session = await (await fetch(`${url}/v1/sessions`, { method: "POST", headers, body: "{}" })).json();
-  const run = await fetch(`${url}/v1/sessions/${session.sessionId}/runs`, { method: "POST", headers, body: JSON.stringify({ prompt: "Refund A17" }) });
+  const run = await fetch(`${url}/v1/sessions/${session.sessionId}/runs`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ prompt: "Refund A17" }),
+  });
   if (run.status !== 202) throw new Error(`run start: ${run.status} ${await run.text()}`);
   const { runId } = await run.json();
   const stream = await fetch(`${url}/v1/runs/${runId}/events`, { headers });
   const text = await stream.text(); // the stream ends after run-finished
-  if (!text.includes('"run-finished"') || !text.includes('"completed"')) throw new Error(`run ${runId} did not complete: ${text.slice(-300)}`);
+  if (!text.includes('"run-finished"') || !text.includes('"completed"'))
+    throw new Error(`run ${runId} did not complete: ${text.slice(-300)}`);
   return performance.now() - started;
 }
 
@@ -84,12 +121,19 @@ async function httpWorkload(store) {
     await Promise.all(Array.from({ length: Math.min(clients, 10) }, () => oneRun(server.url))); // warm-up: bundle cache, JIT
     const latencies = [];
     const begin = performance.now();
-    await Promise.all(Array.from({ length: clients }, async () => {
-      for (let i = 0; i < runsPerClient; i++) latencies.push(await oneRun(server.url));
-    }));
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let i = 0; i < runsPerClient; i++) latencies.push(await oneRun(server.url));
+      }),
+    );
     const elapsedS = (performance.now() - begin) / 1000;
     latencies.sort((a, b) => a - b);
-    return { runsPerS: latencies.length / elapsedS, p50: percentile(latencies, 50), p99: percentile(latencies, 99), runs: latencies.length };
+    return {
+      runsPerS: latencies.length / elapsedS,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      runs: latencies.length,
+    };
   } finally {
     await server.stop();
   }
@@ -98,22 +142,57 @@ async function httpWorkload(store) {
 async function storeCommits() {
   // Bundled under node_modules/.cache so better-sqlite3 resolves from the repo.
   const entry = join(root, "node_modules", ".cache", "hookbox-bench", "store.mjs");
-  await build({ entryPoints: [join(root, "src/store/index.ts")], outfile: entry, bundle: true, platform: "node", format: "esm", packages: "external", logLevel: "warning" });
+  await build({
+    entryPoints: [join(root, "src/store/index.ts")],
+    outfile: entry,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    packages: "external",
+    logLevel: "warning",
+  });
   const { openStore, openMemoryStore } = await import(pathToFileURL(entry).href);
   const turn = {
     id: "turn-1",
-    blocks: Array.from({ length: 12 }, (_, i) => ({ id: `b${i}`, kind: i % 3 === 0 ? "user" : i % 3 === 1 ? "tool_call" : "tool_use", payload: { text: "x".repeat(120), id: `c${i}`, args: { id: "A17", amount: 42 } }, metadata: {} })),
+    blocks: Array.from({ length: 12 }, (_, i) => ({
+      id: `b${i}`,
+      kind: i % 3 === 0 ? "user" : i % 3 === 1 ? "tool_call" : "tool_use",
+      payload: { text: "x".repeat(120), id: `c${i}`, args: { id: "A17", amount: 42 } },
+      metadata: {},
+    })),
     metadata: { "hookbox.session_id@v1": "s" },
     data: {},
   };
   const measure = async (store) => {
     await store.createSession({ id: "s", tenant: "bench", tenantConfig: {}, defaults: {}, createdMs: Date.now() });
-    await store.createRun({ id: "r", sessionId: "s", inferenceId: "i", prompt: "p", options: {}, status: "running", iterations: 0, startedMs: Date.now(), lastSeq: 0, ownerPid: process.pid });
+    await store.createRun({
+      id: "r",
+      sessionId: "s",
+      inferenceId: "i",
+      prompt: "p",
+      options: {},
+      status: "running",
+      iterations: 0,
+      startedMs: Date.now(),
+      lastSeq: 0,
+      ownerPid: process.pid,
+    });
     const commit = [];
     const append = [];
     for (let i = 0; i < 3000; i++) {
       let t = process.hrtime.bigint();
-      await store.appendEvent("r", { type: "tool-started", seq: i + 1, timestampMs: Date.now(), sessionId: "s", inferenceId: "i", callId: "c1", name: "lookup", args: { id: "A17" }, attempt: 1, origin: "host" });
+      await store.appendEvent("r", {
+        type: "tool-started",
+        seq: i + 1,
+        timestampMs: Date.now(),
+        sessionId: "s",
+        inferenceId: "i",
+        callId: "c1",
+        name: "lookup",
+        args: { id: "A17" },
+        attempt: 1,
+        origin: "host",
+      });
       append.push(Number(process.hrtime.bigint() - t) / 1000);
       t = process.hrtime.bigint();
       await store.saveSnapshot("r", "post_tools", turn);
@@ -147,7 +226,9 @@ try {
   if (values.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);
   } else {
-    process.stdout.write(`HTTP: ${clients} clients x ${runsPerClient} runs (two tools, sandboxed before+after hooks, SSE to run-finished)\n`);
+    process.stdout.write(
+      `HTTP: ${clients} clients x ${runsPerClient} runs (two tools, sandboxed before+after hooks, SSE to run-finished)\n`,
+    );
     for (const [key, value] of Object.entries(result)) process.stdout.write(`  ${key.padEnd(32)} ${value}\n`);
   }
 } finally {

@@ -45,7 +45,15 @@ const smallPayload = {
   tags: { env: "bench" },
   userContext: { originalUserRequest: "Please refund order A17", timestampMs: 1700000000000 },
 };
-const bigResult = { items: Array.from({ length: 800 }, (_, i) => ({ id: `item-${i}`, name: `Product number ${i}`, price: i * 1.5, tags: ["a", "b"], note: "x".repeat(40) })) };
+const bigResult = {
+  items: Array.from({ length: 800 }, (_, i) => ({
+    id: `item-${i}`,
+    name: `Product number ${i}`,
+    price: i * 1.5,
+    tags: ["a", "b"],
+    note: "x".repeat(40),
+  })),
+};
 const echoPayload = { ...smallPayload, phase: "afterToolCall", result: bigResult, durationMs: 3 };
 const echoBytes = JSON.stringify(bigResult).length;
 
@@ -114,7 +122,17 @@ async function loopThroughput(pool, manifests, { runs = 8, seconds = 3 } = {}) {
   await Promise.all(
     Array.from({ length: runs }, async (_, index) => {
       const run = await tenant.openRun({ runId: `loop-${index}`, scripts: manifests });
-      const ctx = { toolName: "lookup_order", callId: "c", sessionId: "s", inferenceId: "i", traceId: "t", turnId: "u", timestampMs: 1, attempt: 1, tags: {} };
+      const ctx = {
+        toolName: "lookup_order",
+        callId: "c",
+        sessionId: "s",
+        inferenceId: "i",
+        traceId: "t",
+        turnId: "u",
+        timestampMs: 1,
+        attempt: 1,
+        tags: {},
+      };
       while (performance.now() < deadline) {
         const before = await run.callHook("policy", "beforeToolCall", smallPayload);
         const result = await run.callTool("policy", "lookup_order", before?.args ?? smallPayload.call.args, ctx);
@@ -153,7 +171,9 @@ function bareIvmAsyncApply() {
 
 function nodeVmCall() {
   const context = vm.createContext({});
-  const hook = new vm.Script(`(function (text) { const p = JSON.parse(text); const r = (function (p) { ${HOOK_BODY} })(p); return JSON.stringify(r); })`).runInContext(context);
+  const hook = new vm.Script(
+    `(function (text) { const p = JSON.parse(text); const r = (function (p) { ${HOOK_BODY} })(p); return JSON.stringify(r); })`,
+  ).runInContext(context);
   const samples = [];
   const payloadText = JSON.stringify(smallPayload);
   for (let i = 0; i < 20000; i++) {
@@ -168,7 +188,9 @@ async function quickjsEcho() {
   const { getQuickJS } = await import("quickjs-emscripten");
   const QuickJS = await getQuickJS();
   const context = QuickJS.newContext();
-  const fn = context.unwrapResult(context.evalCode(`(function (text) { const p = JSON.parse(text); return JSON.stringify({ result: p.result }); })`));
+  const fn = context.unwrapResult(
+    context.evalCode(`(function (text) { const p = JSON.parse(text); return JSON.stringify({ result: p.result }); })`),
+  );
   const samples = [];
   for (let i = 0; i < 130; i++) {
     const started = performance.now();
@@ -320,7 +342,9 @@ if (json) {
     event_loop_delay_p99_ms_under_attack: "<= 5",
     victim_hook_p99_ms_under_attack: "<= 5",
   };
-  console.log(`hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`);
+  console.log(
+    `hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`,
+  );
   for (const [key, value] of Object.entries(results)) console.log(`${key.padEnd(40)} ${String(value).padStart(10)}   ${goals[key] ?? ""}`);
 }
 process.exit(0);

@@ -9,36 +9,77 @@ const ex = (...p) => join(root, "examples", ...p);
 const examples = [
   {
     name: "refund-policy",
-    args: [ex("refund-policy/policy.ts"), "--model", `scripted:${ex("refund-policy/model.json")}`, "--host-tools", ex("refund-policy/tools.mjs"),
-      "--prompt", "Please refund order A17, I was charged twice"],
+    args: [
+      ex("refund-policy/policy.ts"),
+      "--model",
+      `scripted:${ex("refund-policy/model.json")}`,
+      "--host-tools",
+      ex("refund-policy/tools.mjs"),
+      "--prompt",
+      "Please refund order A17, I was charged twice",
+    ],
     check(events) {
       const decisions = events.filter((e) => e.type === "hook-decision");
-      expect(decisions.some((d) => d.callId === "c1" && d.decision.action === "skip"), "lookup_order skipped with the cached record");
-      expect(decisions.some((d) => d.callId === "c3" && d.decision.action === "deny"), "refund over the limit denied");
-      expect(events.some((e) => e.type === "tool-retry" && e.callId === "c4"), "flaky refund retried");
-      expect(events.some((e) => e.type === "tool-finished" && e.callId === "c2" && !e.error), "get_customer ran");
+      expect(
+        decisions.some((d) => d.callId === "c1" && d.decision.action === "skip"),
+        "lookup_order skipped with the cached record",
+      );
+      expect(
+        decisions.some((d) => d.callId === "c3" && d.decision.action === "deny"),
+        "refund over the limit denied",
+      );
+      expect(
+        events.some((e) => e.type === "tool-retry" && e.callId === "c4"),
+        "flaky refund retried",
+      );
+      expect(
+        events.some((e) => e.type === "tool-finished" && e.callId === "c2" && !e.error),
+        "get_customer ran",
+      );
       const redacted = decisions.find((d) => d.callId === "c2" && d.hook === "afterToolCall");
-      expect(redacted && JSON.stringify(redacted.decision).includes("**** 1111") && !JSON.stringify(redacted.decision).includes("4111 1111"), "card number redacted");
+      expect(
+        redacted && JSON.stringify(redacted.decision).includes("**** 1111") && !JSON.stringify(redacted.decision).includes("4111 1111"),
+        "card number redacted",
+      );
       expect(events.at(-1).status === "completed", "run completed");
     },
   },
   {
     name: "user-context",
-    args: [ex("user-context/ticket.ts"), "--model", `scripted:${ex("user-context/model.json")}`, "--user-context", '{"userId":"u-42"}',
-      "--prompt", "I cannot log in since the password reset email never arrived, and my invoice is due tomorrow"],
+    args: [
+      ex("user-context/ticket.ts"),
+      "--model",
+      `scripted:${ex("user-context/model.json")}`,
+      "--user-context",
+      '{"userId":"u-42"}',
+      "--prompt",
+      "I cannot log in since the password reset email never arrived, and my invoice is due tomorrow",
+    ],
     check(events) {
       const ticket = events.find((e) => e.type === "tool-finished" && e.name === "file_ticket");
       expect(ticket?.result?.originalRequest?.includes("invoice is due tomorrow"), "the tool saw the full original request");
       expect(ticket?.result?.userId === "u-42", "the tool saw the user id");
-      expect(events.some((e) => e.type === "log" && e.message.includes("login problem")), "the hook's console.log became a log event");
+      expect(
+        events.some((e) => e.type === "log" && e.message.includes("login problem")),
+        "the hook's console.log became a log event",
+      );
       expect(events.at(-1).status === "completed", "run completed");
     },
   },
   {
     name: "context-restart",
-    args: [ex("context-restart/docs.ts"), "--model", `scripted:${ex("context-restart/model.json")}`, "--prompt", "Can I get my duplicate charge back?"],
+    args: [
+      ex("context-restart/docs.ts"),
+      "--model",
+      `scripted:${ex("context-restart/model.json")}`,
+      "--prompt",
+      "Can I get my duplicate charge back?",
+    ],
     check(events) {
-      expect(events.some((e) => e.type === "context-restart" && e.restartType === "policy_docs" && e.applied), "restart applied");
+      expect(
+        events.some((e) => e.type === "context-restart" && e.restartType === "policy_docs" && e.applied),
+        "restart applied",
+      );
       expect(events.at(-1).status === "completed", "run completed");
     },
   },
@@ -52,7 +93,11 @@ function expect(ok, what) {
 for (const example of examples) {
   const run = spawnSync(process.execPath, [join(root, "bin/hookbox.js"), "run", ...example.args, "--json"], { encoding: "utf8" });
   try {
-    const events = run.stdout.trim().split("\n").filter(Boolean).map((line) => JSON.parse(line));
+    const events = run.stdout
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line));
     example.check(events);
     console.log(`ok   ${example.name} (${events.length} events)`);
   } catch (error) {

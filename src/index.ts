@@ -1,6 +1,15 @@
 // The library's public surface. Anything not exported here is internal.
 export { createTenantRuntime, type TenantRuntimeExtras } from "./host/tenant-runtime.js";
-export type { TenantConfig, TenantRuntime, RunOptions, RunPersistence, StartRunRequest, ModelSpec, ErrorPolicy, RetryBounds } from "./host/types.js";
+export type {
+  TenantConfig,
+  TenantRuntime,
+  RunOptions,
+  RunPersistence,
+  StartRunRequest,
+  ModelSpec,
+  ErrorPolicy,
+  RetryBounds,
+} from "./host/types.js";
 export { createSandboxPool } from "./sandbox/index.js";
 export type { SandboxPool, SandboxLimits, ScriptSource, ScriptManifest, TenantSandbox, SandboxRun } from "./sandbox/api.js";
 export type { RunHandle, RunResult, SnapshotPhase } from "./loop/handle.js";

@@ -28,7 +28,12 @@ export async function measureLoopToolCallsPerSecond({ dist, concurrentRuns = 8, 
   writeFileSync(model, JSON.stringify({ steps }));
 
   const pool = createSandboxPool();
-  const echo = { name: "echo", description: "echo", parameters: { type: "object", properties: { n: { type: "number" } } }, handler: (args) => args };
+  const echo = {
+    name: "echo",
+    description: "echo",
+    parameters: { type: "object", properties: { n: { type: "number" } } },
+    handler: (args) => args,
+  };
   const runtime = await createTenantRuntime(
     { name: "bench-loop", scripts: [{ path: script }], model: { kind: "scripted", file: model } },
     pool,
@@ -36,7 +41,9 @@ export async function measureLoopToolCallsPerSecond({ dist, concurrentRuns = 8, 
   );
   const oneRound = async () => {
     const results = await Promise.all(
-      Array.from({ length: concurrentRuns }, (_, i) => runtime.start({ sessionId: `bench-${i}`, prompt: "go", options: { maxParallelTools: 4 } }).wait()),
+      Array.from({ length: concurrentRuns }, (_, i) =>
+        runtime.start({ sessionId: `bench-${i}`, prompt: "go", options: { maxParallelTools: 4 } }).wait(),
+      ),
     );
     for (const r of results) if (r.status !== "completed") throw new Error(`bench run ${r.status}: ${r.reason}`);
   };

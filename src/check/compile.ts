@@ -42,7 +42,11 @@ export interface ScriptDiagnostic {
  * Type-checks `rootNames` against the hookbox types. `overlay` supplies in-memory files by absolute path
  * (used to check snippets without touching the disk). Hooks are checked return by return (hook-annotations.ts).
  */
-export function typeCheck(rootNames: string[], overlay: ReadonlyMap<string, string> = new Map(), options = scriptCompilerOptions()): ScriptDiagnostic[] {
+export function typeCheck(
+  rootNames: string[],
+  overlay: ReadonlyMap<string, string> = new Map(),
+  options = scriptCompilerOptions(),
+): ScriptDiagnostic[] {
   const hookboxDts = (options.paths?.hookbox?.[0] ?? "").replace(/\\/g, "/");
   const first = ts.createProgram({ rootNames, options, host: overlayHost(options, overlay) });
   const checker = first.getTypeChecker();

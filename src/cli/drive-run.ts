@@ -24,7 +24,9 @@ export async function driveRun(handle: RunHandle, options: DriveOptions): Promis
     for await (const event of options.events ?? handle.events()) printEvent(event, options.json);
     const result = await handle.wait();
     if (!options.json && result.status !== "completed" && result.reason) {
-      process.stderr.write(`hookbox ${options.command}: ${result.status}${result.errorCode ? ` (${result.errorCode})` : ""}: ${result.reason}\n`);
+      process.stderr.write(
+        `hookbox ${options.command}: ${result.status}${result.errorCode ? ` (${result.errorCode})` : ""}: ${result.reason}\n`,
+      );
     }
     return exitCodeFor(result.status);
   } finally {

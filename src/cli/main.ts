@@ -35,10 +35,13 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    return await (await load())(rest);
+    return await (
+      await load()
+    )(rest);
   } catch (error) {
     // Commands report their own failures; anything reaching here is still one clear line.
-    const message = error instanceof HookboxError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
+    const message =
+      error instanceof HookboxError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
     process.stderr.write(`hookbox ${name}: ${message}\n`);
     return 2;
   }

@@ -66,7 +66,8 @@ function parseUserContext(value: string | undefined): RunOptions["userContext"] 
   } catch (error) {
     throw new HookboxError("USAGE", `--user-context is not JSON: ${(error as Error).message}`);
   }
-  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new HookboxError("USAGE", "--user-context must be a JSON object");
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new HookboxError("USAGE", "--user-context must be a JSON object");
   return parsed as RunOptions["userContext"];
 }
 

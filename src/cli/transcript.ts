@@ -22,7 +22,10 @@ export function describeEvent(event: HookboxEvent): string | undefined {
       const action = String(event.decision.action ?? "transform");
       if (action === "none") return undefined;
       const rewritten = action === "transform" ? { result: event.decision.result, error: event.decision.error } : undefined;
-      const detail = event.decision.reason ?? event.decision.message ?? (rewritten ? `the model sees ${short(rewritten.error ?? rewritten.result)}` : "");
+      const detail =
+        event.decision.reason ??
+        event.decision.message ??
+        (rewritten ? `the model sees ${short(rewritten.error ?? rewritten.result)}` : "");
       return `    ${event.script}.${event.hook} → ${action}${detail ? `: ${short(detail)}` : ""} [${event.callId}]`;
     }
     case "tool-started":

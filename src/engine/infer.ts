@@ -38,8 +38,10 @@ export async function infer(
     for await (const part of stream as unknown as AsyncIterable<import("@ai-sdk/provider").LanguageModelV3StreamPart>) {
       if (part.type === "text-delta") text += part.delta;
       else if (part.type === "tool-call") content.push(part);
-      else if (part.type === "finish") { usage = part.usage; finishReason = part.finishReason.unified; }
-      else if (part.type === "error") throw new HookboxError("ENGINE", `model stream error: ${describe(part.error)}`);
+      else if (part.type === "finish") {
+        usage = part.usage;
+        finishReason = part.finishReason.unified;
+      } else if (part.type === "error") throw new HookboxError("ENGINE", `model stream error: ${describe(part.error)}`);
     }
     if (text) content.unshift({ type: "text", text });
   } else {
@@ -58,7 +60,8 @@ function collect(content: LanguageModelV3Content[], usage: LanguageModelV3Usage 
   for (const part of content) {
     if (part.type === "text") texts.push(part.text);
     else if (part.type === "reasoning") reasoning.push(part.text);
-    else if (part.type === "tool-call") toolCalls.push({ id: part.toolCallId, name: part.toolName, args: parseArgs(part.toolName, part.input) });
+    else if (part.type === "tool-call")
+      toolCalls.push({ id: part.toolCallId, name: part.toolName, args: parseArgs(part.toolName, part.input) });
   }
   const input = usage?.inputTokens.total;
   const output = usage?.outputTokens.total;

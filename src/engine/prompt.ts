@@ -50,18 +50,29 @@ export function turnToPrompt(turn: Turn): LanguageModelV3Prompt {
         if (tool) flush();
         const id = text(p[PayloadKeys.id]);
         toolNames.set(id, text(p[PayloadKeys.name]));
-        (assistant ??= []).push({ type: "tool-call", toolCallId: id, toolName: text(p[PayloadKeys.name]), input: p[PayloadKeys.args] ?? {} });
+        (assistant ??= []).push({
+          type: "tool-call",
+          toolCallId: id,
+          toolName: text(p[PayloadKeys.name]),
+          input: p[PayloadKeys.args] ?? {},
+        });
         break;
       }
       case "tool_use": {
-        if (assistant?.length) { messages.push({ role: "assistant", content: assistant }); assistant = undefined; }
+        if (assistant?.length) {
+          messages.push({ role: "assistant", content: assistant });
+          assistant = undefined;
+        }
         const id = text(p[PayloadKeys.id]);
         const error = p[PayloadKeys.error];
         (tool ??= []).push({
           type: "tool-result",
           toolCallId: id,
           toolName: toolNames.get(id) ?? "unknown",
-          output: error !== undefined && error !== null ? { type: "error-text", value: text(error) } : { type: "json", value: p[PayloadKeys.result] ?? null },
+          output:
+            error !== undefined && error !== null
+              ? { type: "error-text", value: text(error) }
+              : { type: "json", value: p[PayloadKeys.result] ?? null },
         });
         break;
       }

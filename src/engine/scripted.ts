@@ -81,7 +81,14 @@ export class ScriptedModel implements LanguageModelV3 {
       }
     }
     parts.push({ type: "finish", usage: result.usage, finishReason: result.finishReason });
-    return { stream: new ReadableStream<LanguageModelV3StreamPart>({ start(c) { for (const p of parts) c.enqueue(p); c.close(); } }) };
+    return {
+      stream: new ReadableStream<LanguageModelV3StreamPart>({
+        start(c) {
+          for (const p of parts) c.enqueue(p);
+          c.close();
+        },
+      }),
+    };
   }
 
   private async take(options: LanguageModelV3CallOptions): Promise<ScriptedStep> {
@@ -100,6 +107,13 @@ function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
 }

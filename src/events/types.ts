@@ -18,10 +18,24 @@ export type EventBody =
   | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
   | { type: "hook-decision"; hook: string; script: string; callId: string; decision: JsonObject }
   | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
-  | { type: "tool-finished"; callId: string; name: string; attempt: number; durationMs: number; result?: Json; error?: { message: string; code?: string } }
+  | {
+      type: "tool-finished";
+      callId: string;
+      name: string;
+      attempt: number;
+      durationMs: number;
+      result?: Json;
+      error?: { message: string; code?: string };
+    }
   | { type: "tool-retry"; callId: string; attempt: number; backoffMs: number }
   | { type: "context-restart"; callId: string; restartType: string; applied: boolean }
-  | { type: "debugger.pause"; pauseId: string; phase: "after_inference" | "after_tools"; deadlineMs: number; pendingToolCalls: { id: string; name: string; args: JsonObject }[] }
+  | {
+      type: "debugger.pause";
+      pauseId: string;
+      phase: "after_inference" | "after_tools";
+      deadlineMs: number;
+      pendingToolCalls: { id: string; name: string; args: JsonObject }[];
+    }
   | { type: "debugger.continue"; pauseId: string; reason: "continued" | "timeout" | "cancelled" | "disabled" }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
   | { type: "run-finished"; status: FinalStatus; reason?: string; errorCode?: ErrorCode | string; text?: string; iterations: number };

@@ -27,7 +27,8 @@ export async function loadHostModule(file: string): Promise<HostModule> {
     if (!tool || typeof tool !== "object") throw new HookboxError("CONFIG", `${where} is not an object`);
     if (typeof tool.name !== "string" || !tool.name) throw new HookboxError("CONFIG", `${where}: name must be a non-empty string`);
     if (typeof tool.handler !== "function") throw new HookboxError("CONFIG", `${where} (${tool.name}): handler must be a function`);
-    if (!tool.parameters || typeof tool.parameters !== "object") throw new HookboxError("CONFIG", `${where} (${tool.name}): parameters must be a JSON Schema object`);
+    if (!tool.parameters || typeof tool.parameters !== "object")
+      throw new HookboxError("CONFIG", `${where} (${tool.name}): parameters must be a JSON Schema object`);
   });
   const hooks = (mod.hooks ?? []) as HostHooks[];
   const middleware = (mod.middleware ?? []) as HostMiddleware[];

@@ -34,7 +34,11 @@ export interface TenantRuntimeExtras {
  * One tenant: its scripts loaded in its sandbox, its host tools, its model. Loading happens here,
  * once; each run then gets fresh sandbox contexts and a fresh model instance.
  */
-export async function createTenantRuntime(config: TenantConfig, pool: SandboxPool, extras: TenantRuntimeExtras = {}): Promise<TenantRuntime> {
+export async function createTenantRuntime(
+  config: TenantConfig,
+  pool: SandboxPool,
+  extras: TenantRuntimeExtras = {},
+): Promise<TenantRuntime> {
   const given = extras.model;
   const newModel = given === undefined ? modelFactory(config.model) : typeof given === "function" ? given : () => given;
   const fromModule = config.hostToolsModule ? await loadHostModule(config.hostToolsModule) : { tools: [], hooks: [], middleware: [] };
@@ -47,30 +51,35 @@ export async function createTenantRuntime(config: TenantConfig, pool: SandboxPoo
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   checkToolNames(host, manifests); // duplicates fail at load, not at the first run
 
-  const components = (runId: string) => async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
-    const run = sandbox && manifests.length
-      ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
-      : undefined;
-    const registry = new ToolRegistry();
-    for (const tool of host.tools) registry.add(hostTool(tool));
-    for (const manifest of manifests) {
-      for (const tool of manifest.tools) {
-        registry.add({
-          ...tool, origin: "script", owner: manifest.name,
-          invoke: (args, ctx) => run!.callTool(manifest.name, tool.name, args, ctx),
-        });
+  const components =
+    (runId: string) =>
+    async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+      const run =
+        sandbox && manifests.length
+          ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
+          : undefined;
+      const registry = new ToolRegistry();
+      for (const tool of host.tools) registry.add(hostTool(tool));
+      for (const manifest of manifests) {
+        for (const tool of manifest.tools) {
+          registry.add({
+            ...tool,
+            origin: "script",
+            owner: manifest.name,
+            invoke: (args, ctx) => run!.callTool(manifest.name, tool.name, args, ctx),
+          });
+        }
       }
-    }
-    return {
-      registry,
-      middleware: [
-        ...host.middleware.map(hostMiddleware),
-        ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
-      ],
-      hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
-      close: async () => run?.close(),
+      return {
+        registry,
+        middleware: [
+          ...host.middleware.map(hostMiddleware),
+          ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
+        ],
+        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
+        close: async () => run?.close(),
+      };
     };
-  };
 
   return {
     name: config.name,
@@ -86,7 +95,13 @@ export async function createTenantRuntime(config: TenantConfig, pool: SandboxPoo
         stream: extras.stream,
         components: components(runId),
         limits: loopLimits(options),
-        ids: { runId, sessionId: request.sessionId, inferenceId: resume?.inferenceId ?? newId("inf"), traceId: newId("trace"), turnId: turn.id },
+        ids: {
+          runId,
+          sessionId: request.sessionId,
+          inferenceId: resume?.inferenceId ?? newId("inf"),
+          traceId: newId("trace"),
+          turnId: turn.id,
+        },
         prompt: request.prompt,
         userContext,
         tags: options.tags ?? {},

@@ -66,8 +66,7 @@ export interface StartRunRequest {
 
 /** How the model is chosen from a CLI flag or config string. */
 export type ModelSpec =
-  | { kind: "scripted"; file: string }
-  | { kind: "openai-compatible"; model: string; baseUrl: string; apiKeyEnv?: string };
+  { kind: "scripted"; file: string } | { kind: "openai-compatible"; model: string; baseUrl: string; apiKeyEnv?: string };
 
 export interface TenantConfig {
   name: string;

@@ -11,17 +11,28 @@ export function engineStep(options: { model: LanguageModelV3; tools: () => ToolD
   return async (turn: Turn): Promise<Turn> => {
     const result = await infer(options.model, turn, { tools: options.tools(), signal: options.signal, stream: options.stream });
     const blocks: Block[] = [];
-    if (result.reasoning) blocks.push({ id: newId("blk"), kind: "reasoning", role: "assistant", payload: { [PayloadKeys.text]: result.reasoning }, metadata: {} });
+    if (result.reasoning)
+      blocks.push({
+        id: newId("blk"),
+        kind: "reasoning",
+        role: "assistant",
+        payload: { [PayloadKeys.text]: result.reasoning },
+        metadata: {},
+      });
     if (result.text !== undefined) {
       blocks.push({
-        id: newId("blk"), kind: "llm_text", role: "assistant",
+        id: newId("blk"),
+        kind: "llm_text",
+        role: "assistant",
         payload: { [PayloadKeys.text]: result.text },
         metadata: { [BlockMetadataKeys.toolCalls.id]: result.toolCalls.length },
       });
     }
     for (const call of result.toolCalls) {
       blocks.push({
-        id: `tool_call_${call.id}`, kind: "tool_call", role: "assistant",
+        id: `tool_call_${call.id}`,
+        kind: "tool_call",
+        role: "assistant",
         payload: { [PayloadKeys.id]: call.id, [PayloadKeys.name]: call.name, [PayloadKeys.args]: call.args },
         metadata: {},
       });

@@ -12,9 +12,7 @@ export type BeforeOutcome =
   | { kind: "blocked"; error: ToolErrorInfo }
   | { kind: "abort"; reason: string; errorCode?: string };
 
-export type AfterOutcome =
-  | { kind: "apply"; result?: Json; error?: ToolErrorInfo }
-  | { kind: "abort"; reason: string; errorCode?: string };
+export type AfterOutcome = { kind: "apply"; result?: Json; error?: ToolErrorInfo } | { kind: "abort"; reason: string; errorCode?: string };
 
 export type ErrorOutcome =
   | { kind: "default" }
@@ -23,7 +21,8 @@ export type ErrorOutcome =
   | { kind: "abort"; reason: string; errorCode?: string };
 
 /** What a failing hook leads to, by its script's onHookError policy. */
-type HookFailure = { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
+type HookFailure =
+  { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
 
 /**
  * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the

@@ -62,7 +62,11 @@ export function pendingCalls(turn: Turn): PendingCall[] {
   const done = new Set(turn.blocks.filter((b) => b.kind === "tool_use").map((b) => String(b.payload[PayloadKeys.id])));
   return turn.blocks
     .filter((b) => b.kind === "tool_call" && !done.has(String(b.payload[PayloadKeys.id])))
-    .map((b) => ({ id: String(b.payload[PayloadKeys.id]), name: String(b.payload[PayloadKeys.name]), args: (b.payload[PayloadKeys.args] ?? {}) as PendingCall["args"] }));
+    .map((b) => ({
+      id: String(b.payload[PayloadKeys.id]),
+      name: String(b.payload[PayloadKeys.name]),
+      args: (b.payload[PayloadKeys.args] ?? {}) as PendingCall["args"],
+    }));
 }
 
 function lastText(turn: Turn): string | undefined {
@@ -102,8 +106,13 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     await options.persistence?.onSnapshot(phase, structuredClone(turn));
   };
   const context = (): CommonContext => ({
-    sessionId: ids.sessionId, inferenceId: ids.inferenceId, traceId: ids.traceId, turnId: ids.turnId,
-    timestampMs: Date.now(), tags: options.tags, userContext: options.userContext,
+    sessionId: ids.sessionId,
+    inferenceId: ids.inferenceId,
+    traceId: ids.traceId,
+    turnId: ids.turnId,
+    timestampMs: Date.now(),
+    tags: options.tags,
+    userContext: options.userContext,
     ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
   });
 
@@ -118,10 +127,13 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     try {
       await snapshot("final");
     } catch (error) {
-      if (ending.status === "completed") return finish({ status: "failed", reason: `store: ${(error as Error).message}`, errorCode: "STORE" });
+      if (ending.status === "completed")
+        return finish({ status: "failed", reason: `store: ${(error as Error).message}`, errorCode: "STORE" });
     }
     events.emit({
-      type: "run-finished", status: result.status, iterations,
+      type: "run-finished",
+      status: result.status,
+      iterations,
       ...(result.reason !== undefined ? { reason: result.reason } : {}),
       ...(result.errorCode !== undefined ? { errorCode: result.errorCode } : {}),
       ...(result.text !== undefined ? { text: result.text } : {}),
@@ -134,10 +146,15 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     components = await options.components(events);
     const { registry } = components;
     TurnDataKeys.toolConfig.set(turn.data, {
-      maxIterations: limits.maxIterations, maxParallelTools: limits.maxParallelTools, errorPolicy: limits.errorPolicy,
+      maxIterations: limits.maxIterations,
+      maxParallelTools: limits.maxParallelTools,
+      errorPolicy: limits.errorPolicy,
       ...(limits.toolTimeoutMs !== undefined ? { toolTimeoutMs: limits.toolTimeoutMs } : {}),
     });
-    TurnDataKeys.toolDefinitions.set(turn.data, registry.list().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, origin: t.origin })));
+    TurnDataKeys.toolDefinitions.set(
+      turn.data,
+      registry.list().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, origin: t.origin })),
+    );
     TurnMetadataKeys.sessionId.set(turn.metadata, ids.sessionId);
     TurnMetadataKeys.inferenceId.set(turn.metadata, ids.inferenceId);
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
@@ -157,7 +174,11 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
       let pending = pendingCalls(turn);
       if (pending.length === 0) {
         if (iterations >= limits.maxIterations) {
-          return finish({ status: "failed", reason: `reached the iteration limit (${limits.maxIterations}) with the model still calling tools`, errorCode: "MAX_ITERATIONS" });
+          return finish({
+            status: "failed",
+            reason: `reached the iteration limit (${limits.maxIterations}) with the model still calling tools`,
+            errorCode: "MAX_ITERATIONS",
+          });
         }
         iterations += 1;
         await snapshot("pre_inference");
@@ -175,8 +196,15 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
       const journal = options.persistence?.journal;
       const outcomes = await runBatch(pending, limits.maxParallelTools, signal, async (call, batchSignal) => {
         const outcome = await executeToolCall(call, {
-          registry, hooks, events, budget, signal: batchSignal, context,
-          errorPolicy: limits.errorPolicy, toolTimeoutMs: limits.toolTimeoutMs, defaultBackoffMs: limits.defaultBackoffMs,
+          registry,
+          hooks,
+          events,
+          budget,
+          signal: batchSignal,
+          context,
+          errorPolicy: limits.errorPolicy,
+          toolTimeoutMs: limits.toolTimeoutMs,
+          defaultBackoffMs: limits.defaultBackoffMs,
           journal,
         });
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
@@ -184,7 +212,8 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         return outcome;
       });
       for (const outcome of outcomes) {
-        if (outcome.kind === "abort") return finish({ status: "aborted", reason: outcome.reason, ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}) });
+        if (outcome.kind === "abort")
+          return finish({ status: "aborted", reason: outcome.reason, ...(outcome.errorCode ? { errorCode: outcome.errorCode } : {}) });
         if (outcome.kind === "result") {
           turn.blocks.push(outcome.block);
           consecutiveErrors = outcome.failed ? consecutiveErrors + 1 : 0;
@@ -208,7 +237,8 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
       if (signal.aborted) throw signal.reason;
     }
   } catch (error) {
-    if (signal.aborted && run.deadlinePassed) return finish({ status: "failed", reason: (signal.reason as Error).message, errorCode: "DEADLINE" });
+    if (signal.aborted && run.deadlinePassed)
+      return finish({ status: "failed", reason: (signal.reason as Error).message, errorCode: "DEADLINE" });
     if (signal.aborted) return finish({ status: "cancelled", reason: run.cancelReason ?? "cancelled" });
     const code = error instanceof HookboxError ? error.code : undefined;
     const message = error instanceof Error ? error.message : String(error);
@@ -261,7 +291,13 @@ async function applyRestart(
 ): Promise<{ ok: true } | { ok: false; block: Block }> {
   const refuse = (message: string) => ({
     ok: false as const,
-    block: { id: `tool_use_${restart.callId}`, kind: "tool_use" as const, role: "tool", payload: { [PayloadKeys.id]: restart.callId, [PayloadKeys.error]: { message, code: "CONTEXT_RESTART" } as Json }, metadata: {} },
+    block: {
+      id: `tool_use_${restart.callId}`,
+      kind: "tool_use" as const,
+      role: "tool",
+      payload: { [PayloadKeys.id]: restart.callId, [PayloadKeys.error]: { message, code: "CONTEXT_RESTART" } as Json },
+      metadata: {},
+    },
   });
   if (!withinBound) return refuse(`context restart refused: the run's restart limit is reached`);
   if (isRestartDisabled(turn, restart.suffix)) return refuse(`context restart "${restart.suffix}" was already applied in this run`);

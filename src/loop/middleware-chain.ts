@@ -64,9 +64,13 @@ export function composeMiddleware(chain: Middleware[], engine: (turn: Turn) => P
         });
       }
       if (returned === undefined || returned === null) {
-        throw new HookboxError("MIDDLEWARE", `middleware ${middleware.name} returned nothing: return the turn (usually \`return await next(turn)\`)`, {
-          middleware: middleware.name,
-        });
+        throw new HookboxError(
+          "MIDDLEWARE",
+          `middleware ${middleware.name} returned nothing: return the turn (usually \`return await next(turn)\`)`,
+          {
+            middleware: middleware.name,
+          },
+        );
       }
       try {
         return parseTurn(returned);

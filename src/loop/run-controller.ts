@@ -14,7 +14,10 @@ export class RunController implements RunHandle {
   private result?: Promise<RunResult>;
   cancelReason?: string;
 
-  constructor(ids: { runId: string; sessionId: string; inferenceId: string }, private readonly log: EventLog) {
+  constructor(
+    ids: { runId: string; sessionId: string; inferenceId: string },
+    private readonly log: EventLog,
+  ) {
     this.runId = ids.runId;
     this.sessionId = ids.sessionId;
     this.inferenceId = ids.inferenceId;
@@ -49,11 +52,14 @@ export class RunController implements RunHandle {
 
   /** Ends the run as failed (DEADLINE) when `deadlineMs` (epoch ms) passes; the timer ends with the run. */
   enforceDeadline(deadlineMs: number): void {
-    const timer = setTimeout(() => {
-      if (this.abort.signal.aborted) return;
-      this.deadlinePassed = true;
-      this.abort.abort(new HookboxError("DEADLINE", `the run's deadline passed (${new Date(deadlineMs).toISOString()})`));
-    }, Math.max(0, deadlineMs - Date.now()));
+    const timer = setTimeout(
+      () => {
+        if (this.abort.signal.aborted) return;
+        this.deadlinePassed = true;
+        this.abort.abort(new HookboxError("DEADLINE", `the run's deadline passed (${new Date(deadlineMs).toISOString()})`));
+      },
+      Math.max(0, deadlineMs - Date.now()),
+    );
     timer.unref();
     void this.result?.finally(() => clearTimeout(timer));
   }

@@ -77,7 +77,7 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
         return { kind: "abort", reason: `tool ${call.name} failed and the error policy is abort: ${error.message}`, errorCode: error.code };
       }
       if (wantsRetry) {
-        const backoffMs = decision.kind === "retry" ? decision.backoffMs ?? services.defaultBackoffMs : services.defaultBackoffMs;
+        const backoffMs = decision.kind === "retry" ? (decision.backoffMs ?? services.defaultBackoffMs) : services.defaultBackoffMs;
         const refused = services.budget.check(attempt, backoffMs);
         if (!refused) {
           services.budget.take();
@@ -96,7 +96,11 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
     }
 
     const after = await hooks.afterToolCall({
-      ...base(), phase: "afterToolCall", call: ref(args), attempt, durationMs,
+      ...base(),
+      phase: "afterToolCall",
+      call: ref(args),
+      attempt,
+      durationMs,
       ...(outcome.result !== undefined && !error ? { result: outcome.result } : {}),
       ...(error ? { error } : {}),
     });
@@ -118,7 +122,14 @@ async function runOnce(
   const invalid = services.registry.checkArgs(tool, args);
   if (invalid) return { error: { message: invalid, code: "TOOL_ARGS" } };
 
-  const ctx: ToolContext = { ...services.context(), timestampMs: Date.now(), toolName: tool.name, callId: call.id, callName: call.name, attempt };
+  const ctx: ToolContext = {
+    ...services.context(),
+    timestampMs: Date.now(),
+    toolName: tool.name,
+    callId: call.id,
+    callName: call.name,
+    attempt,
+  };
   const timeoutMs = tool.timeoutMs ?? services.toolTimeoutMs;
   const controller = new AbortController();
   const onRunAbort = () => controller.abort(services.signal.reason);
@@ -127,7 +138,10 @@ async function runOnce(
     ? setTimeout(() => controller.abort(new HookboxError("TOOL_TIMEOUT", `tool ${tool.name} timed out after ${timeoutMs} ms`)), timeoutMs)
     : undefined;
   try {
-    const result = await raceAbort(withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal)), controller.signal);
+    const result = await raceAbort(
+      withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal)),
+      controller.signal,
+    );
     if (result === undefined) return { result: null };
     return { result };
   } catch (error) {

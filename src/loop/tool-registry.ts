@@ -71,7 +71,8 @@ export class ToolRegistry {
     if (validate(args)) return undefined;
     const issue = validate.errors?.[0];
     if (!issue) return `invalid arguments for ${tool.name}`;
-    const field = issue.instancePath || (issue.params && "missingProperty" in issue.params ? `/${String(issue.params.missingProperty)}` : "");
+    const field =
+      issue.instancePath || (issue.params && "missingProperty" in issue.params ? `/${String(issue.params.missingProperty)}` : "");
     return `invalid arguments for ${tool.name}: ${field || "(root)"} ${issue.message ?? "is invalid"}`;
   }
 }

@@ -69,7 +69,13 @@ export interface TenantSandbox {
 
 export interface SandboxRun {
   /** Runs one middleware; `next` runs the rest of the chain (host side). Resolves with the validated turn. */
-  callMiddleware(script: string, middleware: string, turn: Turn, ctx: MiddlewareContext, next: (turn: Turn) => Promise<Turn>): Promise<Turn>;
+  callMiddleware(
+    script: string,
+    middleware: string,
+    turn: Turn,
+    ctx: MiddlewareContext,
+    next: (turn: Turn) => Promise<Turn>,
+  ): Promise<Turn>;
   /** Runs a script tool's handler; resolves with its JSON result. */
   callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext): Promise<Json>;
   /** Runs a lifecycle hook; resolves with its return value validated against the hook's contract. */

@@ -29,7 +29,12 @@ const cache = new Map<string, CacheEntry>();
 const byFilename = new Map<string, Bundle>();
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-const builtinFilter = new RegExp(`^(node:.*|(${builtinModules.filter((name) => !name.startsWith("_")).map(escapeRegExp).join("|")})(/.*)?)$`);
+const builtinFilter = new RegExp(
+  `^(node:.*|(${builtinModules
+    .filter((name) => !name.startsWith("_"))
+    .map(escapeRegExp)
+    .join("|")})(/.*)?)$`,
+);
 
 function guardPlugin(root: string): Plugin {
   const shown = (file: string) => (file ? relative(root, file) || file : "the script");
@@ -39,7 +44,9 @@ function guardPlugin(root: string): Plugin {
       b.onResolve({ filter: /^hookbox$/ }, () => ({ path: "hookbox", namespace: "hookbox-runtime" }));
       b.onLoad({ filter: /.*/, namespace: "hookbox-runtime" }, () => ({ contents: "module.exports = __hookbox_runtime__;", loader: "js" }));
       b.onResolve({ filter: builtinFilter }, (args) => ({
-        errors: [{ text: `import "${args.path}" in ${shown(args.importer)} is refused: Node built-in modules are not available in the sandbox` }],
+        errors: [
+          { text: `import "${args.path}" in ${shown(args.importer)} is refused: Node built-in modules are not available in the sandbox` },
+        ],
       }));
       b.onResolve({ filter: /\.node$/ }, (args) => ({
         errors: [{ text: `import "${args.path}" in ${shown(args.importer)} is refused: native modules cannot run in the sandbox` }],
@@ -51,7 +58,9 @@ function guardPlugin(root: string): Plugin {
 function formatMessages(messages: Message[]): string {
   return messages
     .slice(0, 5)
-    .map((message) => (message.location ? `${message.location.file}:${message.location.line}:${message.location.column + 1}: ${message.text}` : message.text))
+    .map((message) =>
+      message.location ? `${message.location.file}:${message.location.line}:${message.location.column + 1}: ${message.text}` : message.text,
+    )
     .join("; ");
 }
 
@@ -90,7 +99,14 @@ export async function bundleScript(source: ScriptSource): Promise<Bundle> {
     result = await build({
       ...(isPath
         ? { entryPoints: [entry] }
-        : { stdin: { contents: source.source, sourcefile: basename(entry), resolveDir: root, loader: ext === ".js" || ext === ".mjs" || ext === ".cjs" ? "js" : "ts" } }),
+        : {
+            stdin: {
+              contents: source.source,
+              sourcefile: basename(entry),
+              resolveDir: root,
+              loader: ext === ".js" || ext === ".mjs" || ext === ".cjs" ? "js" : "ts",
+            },
+          }),
       absWorkingDir: root,
       outfile: join(root, "__hookbox_bundle.js"),
       bundle: true,

@@ -52,10 +52,14 @@ export function reviveCallError(error: SerializedError, label: CallLabel): Hookb
 export function reviveLoadError(error: SerializedError, displayPath: string): HookboxError {
   const stack = typeof error.details?.stack === "string" ? remapStack(error.details.stack, sourceMapFor) : undefined;
   const location = stack ? firstUserFrame(stack) : undefined;
-  return new HookboxError("SCRIPT_LOAD", `${displayPath}: ${remapStack(error.message, sourceMapFor)}${location ? ` (at ${location})` : ""}`, {
-    ...(error.details ?? {}),
-    ...(error.code !== "SCRIPT_LOAD" ? { cause: error.code } : {}),
-    file: displayPath,
-    ...(stack ? { stack } : {}),
-  });
+  return new HookboxError(
+    "SCRIPT_LOAD",
+    `${displayPath}: ${remapStack(error.message, sourceMapFor)}${location ? ` (at ${location})` : ""}`,
+    {
+      ...(error.details ?? {}),
+      ...(error.code !== "SCRIPT_LOAD" ? { cause: error.code } : {}),
+      file: displayPath,
+      ...(stack ? { stack } : {}),
+    },
+  );
 }

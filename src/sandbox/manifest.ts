@@ -37,9 +37,13 @@ export function validateManifest(rawText: string, bundle: Bundle): ScriptManifes
     let parameters = DEFAULT_PARAMETERS;
     if (tool.parameters !== "") {
       const parsed = JSON.parse(tool.parameters) as unknown;
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw loadError(bundle, `${where}: parameters must be a JSON Schema object`);
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+        throw loadError(bundle, `${where}: parameters must be a JSON Schema object`);
       if ((parsed as JsonObject).type !== undefined && (parsed as JsonObject).type !== "object") {
-        throw loadError(bundle, `${where}: parameters must describe an object (type "object"), got type ${JSON.stringify((parsed as JsonObject).type)}`);
+        throw loadError(
+          bundle,
+          `${where}: parameters must describe an object (type "object"), got type ${JSON.stringify((parsed as JsonObject).type)}`,
+        );
       }
       try {
         ajv.compile(parsed as object);

@@ -1,4 +1,4 @@
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool, type TenantSandbox } from "./api.js";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool } from "./api.js";
 import { defaultWorkerPath } from "./paths.js";
 import { Supervisor } from "./supervisor.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";

@@ -26,7 +26,13 @@ export class SandboxRunImpl implements SandboxRun {
     tenant.registerRun(this);
   }
 
-  async callMiddleware(script: string, middleware: string, turn: Turn, ctx: MiddlewareContext, next: (turn: Turn) => Promise<Turn>): Promise<Turn> {
+  async callMiddleware(
+    script: string,
+    middleware: string,
+    turn: Turn,
+    ctx: MiddlewareContext,
+    next: (turn: Turn) => Promise<Turn>,
+  ): Promise<Turn> {
     this.check(script, "middleware", middleware);
     const text = await this.tenant.call(this, script, "middleware", middleware, [turn, ctx], async (turnText) => {
       // The turn a script passes to next() is checked like the one it returns.

@@ -84,7 +84,10 @@ export class TenantSandboxImpl implements TenantSandbox {
         this.enqueue({
           send: async (worker) => {
             worker.ensureBundle(bundle);
-            const done = await worker.run({ type: "load", tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash }, this.segmentBudgetMs());
+            const done = await worker.run(
+              { type: "load", tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash },
+              this.segmentBudgetMs(),
+            );
             this.afterDone(done);
             if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle));
             else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
@@ -94,14 +97,20 @@ export class TenantSandboxImpl implements TenantSandbox {
         });
       }).catch((error: unknown) => {
         if (isHookboxError(error) && error.code === "SCRIPT_LOAD") throw error;
-        throw new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${(error as Error).message}`, { cause: (error as HookboxError).code });
+        throw new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${(error as Error).message}`, {
+          cause: (error as HookboxError).code,
+        });
       });
       loaded.push({ manifest, bundle });
     }
     const names = new Map<string, string>();
     for (const { manifest, bundle } of loaded) {
       const other = names.get(manifest.name);
-      if (other !== undefined) throw new HookboxError("SCRIPT_LOAD", `two scripts are named "${manifest.name}" (${other} and ${bundle.displayPath}): script names must be unique`);
+      if (other !== undefined)
+        throw new HookboxError(
+          "SCRIPT_LOAD",
+          `two scripts are named "${manifest.name}" (${other} and ${bundle.displayPath}): script names must be unique`,
+        );
       names.set(manifest.name, bundle.displayPath);
     }
     for (const entry of loaded) this.scripts.set(entry.manifest.name, entry);
@@ -119,20 +128,41 @@ export class TenantSandboxImpl implements TenantSandbox {
   }
 
   /** Runs one callback; resolves with the JSON text it returned ("" = nothing). */
-  call(run: SandboxRunImpl, script: string, kind: CallKind, target: string, args: unknown[], next?: (turnText: string) => Promise<string>): Promise<string> {
+  call(
+    run: SandboxRunImpl,
+    script: string,
+    kind: CallKind,
+    target: string,
+    args: unknown[],
+    next?: (turnText: string) => Promise<string>,
+  ): Promise<string> {
     const entry = this.scripts.get(script);
-    if (entry === undefined) return Promise.reject(new HookboxError("SCRIPT_ERROR", `script "${script}" is not loaded in tenant ${this.tenant}`));
+    if (entry === undefined)
+      return Promise.reject(new HookboxError("SCRIPT_ERROR", `script "${script}" is not loaded in tenant ${this.tenant}`));
     const argsText = JSON.stringify(args);
     if (argsText.length > this.options.maxPayloadBytes) {
-      return Promise.reject(new HookboxError("SANDBOX_OVERLOADED", `${script}: ${kind} ${target}: payload of ${argsText.length} bytes exceeds the ${this.options.maxPayloadBytes}-byte limit`));
+      return Promise.reject(
+        new HookboxError(
+          "SANDBOX_OVERLOADED",
+          `${script}: ${kind} ${target}: payload of ${argsText.length} bytes exceeds the ${this.options.maxPayloadBytes}-byte limit`,
+        ),
+      );
     }
     const depth = chain.getStore()?.depth ?? 0;
     if (depth >= this.options.maxNestingDepth) {
-      return Promise.reject(new HookboxError("SANDBOX_OVERLOADED", `${script}: ${kind} ${target}: sandbox calls nested ${depth} deep (limit ${this.options.maxNestingDepth})`));
+      return Promise.reject(
+        new HookboxError(
+          "SANDBOX_OVERLOADED",
+          `${script}: ${kind} ${target}: sandbox calls nested ${depth} deep (limit ${this.options.maxNestingDepth})`,
+        ),
+      );
     }
     if (this.queue.length >= this.options.maxQueueDepth) {
       return Promise.reject(
-        new HookboxError("SANDBOX_OVERLOADED", `tenant ${this.tenant}: ${this.queue.length} callbacks are already waiting (limit ${this.options.maxQueueDepth}); refusing ${script}: ${kind} ${target}`),
+        new HookboxError(
+          "SANDBOX_OVERLOADED",
+          `tenant ${this.tenant}: ${this.queue.length} callbacks are already waiting (limit ${this.options.maxQueueDepth}); refusing ${script}: ${kind} ${target}`,
+        ),
       );
     }
     return new Promise<string>((resolve, reject) => {
@@ -167,7 +197,12 @@ export class TenantSandboxImpl implements TenantSandbox {
 
   closeRun(runId: string): void {
     for (const call of this.active.values()) {
-      if (call.run.runId === runId) this.finish(call, undefined, new HookboxError("CANCELLED", `${call.script}: ${describeCall(call)} was cancelled: the run was closed`));
+      if (call.run.runId === runId)
+        this.finish(
+          call,
+          undefined,
+          new HookboxError("CANCELLED", `${call.script}: ${describeCall(call)} was cancelled: the run was closed`),
+        );
     }
     this.worker?.send({ type: "close-run", tenant: this.tenant, runId });
   }
@@ -184,8 +219,16 @@ export class TenantSandboxImpl implements TenantSandbox {
       if (this.inFlightTask?.retryable && this.inFlightTask.call === call) continue;
       const overdue = culprit && call === this.inFlight;
       const error = overdue
-        ? new HookboxError("SANDBOX_TIMEOUT", `${call.script}: ${describeCall(call)} did not yield within its limits (${exit.detail}); its sandbox worker was killed`, { script: call.script })
-        : new HookboxError("SANDBOX_CRASHED", `${call.script}: ${describeCall(call)} failed closed: its sandbox worker was lost (${exit.detail})`, { script: call.script });
+        ? new HookboxError(
+            "SANDBOX_TIMEOUT",
+            `${call.script}: ${describeCall(call)} did not yield within its limits (${exit.detail}); its sandbox worker was killed`,
+            { script: call.script },
+          )
+        : new HookboxError(
+            "SANDBOX_CRASHED",
+            `${call.script}: ${describeCall(call)} failed closed: its sandbox worker was lost (${exit.detail})`,
+            { script: call.script },
+          );
       this.finish(call, undefined, error);
     }
   }
@@ -198,7 +241,12 @@ export class TenantSandboxImpl implements TenantSandbox {
   private inFlightTask: Task | undefined;
 
   private workerLimits(): WorkerLimits {
-    return { ...this.limits, maxPayloadBytes: this.options.maxPayloadBytes, maxLogChars: this.options.maxLogChars, logsPerSecond: this.options.logsPerSecond };
+    return {
+      ...this.limits,
+      maxPayloadBytes: this.options.maxPayloadBytes,
+      maxLogChars: this.options.maxLogChars,
+      logsPerSecond: this.options.logsPerSecond,
+    };
   }
 
   /** Longest one segment may run inside the worker before its own timeout fires. */
@@ -324,11 +372,20 @@ export class TenantSandboxImpl implements TenantSandbox {
       .run({ depth: call.depth + 1 }, () => next(turnText))
       .then(
         (text) => {
-          if (text.length > this.options.maxPayloadBytes) resume(false, JSON.stringify({ code: "SANDBOX_OVERLOADED", message: `the turn from next() exceeds the ${this.options.maxPayloadBytes}-byte limit` }));
+          if (text.length > this.options.maxPayloadBytes)
+            resume(
+              false,
+              JSON.stringify({
+                code: "SANDBOX_OVERLOADED",
+                message: `the turn from next() exceeds the ${this.options.maxPayloadBytes}-byte limit`,
+              }),
+            );
           else resume(true, text);
         },
         (error: unknown) => {
-          const serialized: SerializedError = isHookboxError(error) ? { code: error.code, message: error.message } : { code: "MIDDLEWARE", message: (error as Error)?.message ?? String(error) };
+          const serialized: SerializedError = isHookboxError(error)
+            ? { code: error.code, message: error.message }
+            : { code: "MIDDLEWARE", message: (error as Error)?.message ?? String(error) };
           resume(false, JSON.stringify({ code: serialized.code, message: serialized.message }));
         },
       );

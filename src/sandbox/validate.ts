@@ -8,7 +8,9 @@ import { HOOK_NAMES } from "../turns/keys.gen.js";
 import { trustJsonLeaves } from "./trusted-json.js";
 
 /** The contracts, with JSON leaves trusted (see trusted-json.ts): the fast path for values from JSON.parse. */
-const fastHookReturnSchemas = Object.fromEntries(HOOK_NAMES.map((hook) => [hook, trustJsonLeaves(hookReturnSchemas[hook])])) as typeof hookReturnSchemas;
+const fastHookReturnSchemas = Object.fromEntries(
+  HOOK_NAMES.map((hook) => [hook, trustJsonLeaves(hookReturnSchemas[hook])]),
+) as typeof hookReturnSchemas;
 
 /** `$.blocks[0].payload["a b"]` from a zod issue path. */
 export function jsonPath(path: readonly PropertyKey[]): string {
@@ -54,13 +56,25 @@ export function validateHookReturn<H extends HookName>(script: string, hook: H, 
       const known = options
         .map((option) => (option as unknown as { shape?: Record<string, { value?: unknown }> }).shape?.action?.value)
         .filter((name) => name !== undefined);
-      throw hookContractError(script, hook, "$.action", `unknown action ${JSON.stringify(action)} (expected ${known.map((name) => JSON.stringify(name)).join(" | ")})`);
+      throw hookContractError(
+        script,
+        hook,
+        "$.action",
+        `unknown action ${JSON.stringify(action)} (expected ${known.map((name) => JSON.stringify(name)).join(" | ")})`,
+      );
     }
     const issue = firstIssue(matching[0], value);
     if (issue !== undefined) throw hookContractError(script, hook, issue.path, issue.message);
   }
   const issue = firstIssue(schema, value) ?? { path: "$", message: "invalid" };
-  throw hookContractError(script, hook, issue.path, value === null || typeof value !== "object" ? `expected nothing or an object, got ${value === null ? "null" : typeof value}` : issue.message);
+  throw hookContractError(
+    script,
+    hook,
+    issue.path,
+    value === null || typeof value !== "object"
+      ? `expected nothing or an object, got ${value === null ? "null" : typeof value}`
+      : issue.message,
+  );
 }
 
 export function validateMiddlewareTurn(script: string, middleware: string, value: Json | undefined): Turn {

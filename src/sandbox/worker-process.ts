@@ -166,14 +166,17 @@ export class WorkerProcess {
     if (head === undefined) return;
     this.headClockFrom = Math.max(from, head.sentAt);
     const wait = head.budgetMs + this.options.graceMs - (performance.now() - this.headClockFrom);
-    this.timer = setTimeout(() => {
-      this.kill({
-        reason: "killed-overdue",
-        overdueSeq: head.seq,
-        overdueTenant: head.tenant,
-        detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
-      });
-    }, Math.max(0, wait));
+    this.timer = setTimeout(
+      () => {
+        this.kill({
+          reason: "killed-overdue",
+          overdueSeq: head.seq,
+          overdueTenant: head.tenant,
+          detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
+        });
+      },
+      Math.max(0, wait),
+    );
   }
 
   private stopClock(): void {
@@ -200,8 +203,15 @@ export class WorkerProcess {
       const started = index === 0;
       run.reject(
         overdue
-          ? new HookboxError("SANDBOX_TIMEOUT", `guest code did not yield within its limit (${exit.detail}); the sandbox worker was killed`, { worker: this.pid, started })
-          : new HookboxError("SANDBOX_CRASHED", `sandbox worker was lost (${exit.detail}); the call failed closed`, { worker: this.pid, started }),
+          ? new HookboxError(
+              "SANDBOX_TIMEOUT",
+              `guest code did not yield within its limit (${exit.detail}); the sandbox worker was killed`,
+              { worker: this.pid, started },
+            )
+          : new HookboxError("SANDBOX_CRASHED", `sandbox worker was lost (${exit.detail}); the call failed closed`, {
+              worker: this.pid,
+              started,
+            }),
       );
     }
     this.options.onExit(this, exit);

@@ -26,7 +26,10 @@ const statusOfCode: Record<string, ContentfulStatusCode> = {
 export function errorResponse(c: Context, error: unknown): Response {
   if (error instanceof ApiError) {
     for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
-    return c.json({ error: { code: error.code, message: error.message, ...(error.path !== undefined ? { path: error.path } : {}) } }, error.status);
+    return c.json(
+      { error: { code: error.code, message: error.message, ...(error.path !== undefined ? { path: error.path } : {}) } },
+      error.status,
+    );
   }
   if (error instanceof HookboxError && Object.hasOwn(statusOfCode, error.code)) {
     return c.json({ error: { code: error.code, message: error.message } }, statusOfCode[error.code]);

@@ -35,7 +35,7 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
 
   app.use("/v1/*", async (c, next) => {
     const header = c.req.header("authorization") ?? "";
-    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : c.req.header("x-api-key") ?? "";
+    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : (c.req.header("x-api-key") ?? "");
     if (!key) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
     const tenant = config.keys.get(sha256Hex(key));
     if (!tenant) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
@@ -63,14 +63,19 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     return run;
   };
   const admitRun = (tenant: string) => {
-    if (draining()) throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
+    if (draining())
+      throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
     limit(runBuckets.get(tenant)!, `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`);
   };
 
   app.post("/v1/sessions", async (c) => {
     const body = await readBody(c, CreateSessionBody, { emptyAs: {} });
     const tenant = tenants.get(c.get("tenant"))!;
-    const session = await manager.create({ tenant: tenant.config.name, tenantConfig: tenant.config, defaults: (body.defaults ?? {}) as RunOptions });
+    const session = await manager.create({
+      tenant: tenant.config.name,
+      tenantConfig: tenant.config,
+      defaults: (body.defaults ?? {}) as RunOptions,
+    });
     return c.json({ sessionId: session.id }, 201);
   });
 
@@ -113,7 +118,13 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
   app.get("/v1/runs/:runId/events", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
     const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
-    if (!/^\d{1,15}$/.test(raw.trim())) throw new ApiError(400, "VALIDATION", `Last-Event-ID must be an event seq (a non-negative integer), got "${raw.slice(0, 40)}"`, "Last-Event-ID");
+    if (!/^\d{1,15}$/.test(raw.trim()))
+      throw new ApiError(
+        400,
+        "VALIDATION",
+        `Last-Event-ID must be an event seq (a non-negative integer), got "${raw.slice(0, 40)}"`,
+        "Last-Event-ID",
+      );
     return streamRunEvents(c, manager, run.id, Number(raw.trim()));
   });
 
@@ -122,7 +133,8 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     const { pauseId } = await readBody(c, ContinueBody);
     const handle = manager.liveRun(run.id);
     // A pause id is bound to its run: another run's pause (or a stale one) is unknown here.
-    if (!handle || !handle.continue(pauseId)) throw new ApiError(404, "NOT_FOUND", `run ${run.id} has no open pause ${pauseId}`, "$.pauseId");
+    if (!handle || !handle.continue(pauseId))
+      throw new ApiError(404, "NOT_FOUND", `run ${run.id} has no open pause ${pauseId}`, "$.pauseId");
     return c.json({ continued: true });
   });
 

@@ -6,9 +6,7 @@ import { ApiError } from "./api-error.js";
 
 /* Request bodies, validated with zod; unknown fields are refused so a typo is not silently ignored. */
 
-const UserContextInput = z
-  .object({ userId: z.string().optional(), projectId: z.string().optional() })
-  .catchall(JsonSchema);
+const UserContextInput = z.object({ userId: z.string().optional(), projectId: z.string().optional() }).catchall(JsonSchema);
 
 const RunDefaultsSchema = z.strictObject({
   step: z.boolean().optional(),
@@ -50,7 +48,10 @@ export async function readBody<T extends z.ZodType>(c: Context, schema: T, optio
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const path = `$${issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}`;
-    const message = issue.code === "unrecognized_keys" ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}` : issue.message;
+    const message =
+      issue.code === "unrecognized_keys"
+        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+        : issue.message;
     throw new ApiError(400, "VALIDATION", `${path}: ${message}`, path);
   }
   return parsed.data;

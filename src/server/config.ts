@@ -89,7 +89,10 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const detail = issue.code === "unrecognized_keys" ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}` : issue.message;
+    const detail =
+      issue.code === "unrecognized_keys"
+        ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
+        : issue.message;
     throw configError(file, fieldPath(issue.path), detail);
   }
   const base = dirname(path);
@@ -98,7 +101,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
   const names = new Map<string, number>();
   const tenants = parsed.data.tenants.map((tenant, t): ServedTenant => {
     const at = `tenants[${t}]`;
-    if (names.has(tenant.name)) throw configError(file, `${at}.name`, `duplicate tenant "${tenant.name}" (also tenants[${names.get(tenant.name)}])`);
+    if (names.has(tenant.name))
+      throw configError(file, `${at}.name`, `duplicate tenant "${tenant.name}" (also tenants[${names.get(tenant.name)}])`);
     names.set(tenant.name, t);
     tenant.apiKeys.forEach((key, k) => {
       const where = `${at}.apiKeys[${k}]`;
@@ -133,7 +137,14 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     return { config, runsPerMinute: limits.runsPerMinute ?? 600, requestsPerMinute: limits.requestsPerMinute ?? 6000 };
   });
   const server = parsed.data.server ?? {};
-  return { file: path, tenants, keys, host: server.host ?? "127.0.0.1", maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024, drainMs: server.drainMs ?? 1000 };
+  return {
+    file: path,
+    tenants,
+    keys,
+    host: server.host ?? "127.0.0.1",
+    maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024,
+    drainMs: server.drainMs ?? 1000,
+  };
 }
 
 export function sha256Hex(value: string): string {
@@ -141,7 +152,13 @@ export function sha256Hex(value: string): string {
 }
 
 function modelSpec(file: string, base: string, model: z.infer<typeof ModelSchema>, field: string): ModelSpec {
-  if (typeof model !== "string") return { kind: "openai-compatible", model: model.model, baseUrl: model.baseUrl, ...(model.apiKeyEnv ? { apiKeyEnv: model.apiKeyEnv } : {}) };
+  if (typeof model !== "string")
+    return {
+      kind: "openai-compatible",
+      model: model.model,
+      baseUrl: model.baseUrl,
+      ...(model.apiKeyEnv ? { apiKeyEnv: model.apiKeyEnv } : {}),
+    };
   return { kind: "scripted", file: existingFile(file, base, model.slice("scripted:".length), field) };
 }
 

@@ -48,7 +48,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     async drain() {
       draining = true;
       await manager.waitForIdle(config.drainMs);
-      await manager.interruptAll("the server shut down (SIGTERM) while the run was in flight; resume it with hookbox resume or POST /v1/sessions/:id/resume");
+      await manager.interruptAll(
+        "the server shut down (SIGTERM) while the run was in flight; resume it with hookbox resume or POST /v1/sessions/:id/resume",
+      );
       // Streams of interrupted runs have ended; give their last bytes a moment, then close what is left.
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -96,8 +96,16 @@ export class SessionManager {
       const runId = randomUUID();
       const merged = mergeRunOptions(record.defaults, options);
       await this.store.createRun({
-        id: runId, sessionId, inferenceId: "", prompt, options: merged, status: "running",
-        iterations: 0, startedMs: Date.now(), lastSeq: 0, ownerPid: process.pid,
+        id: runId,
+        sessionId,
+        inferenceId: "",
+        prompt,
+        options: merged,
+        status: "running",
+        iterations: 0,
+        startedMs: Date.now(),
+        lastSeq: 0,
+        ownerPid: process.pid,
       });
       return this.launch(runtime, { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged }, new Map());
     });
@@ -109,9 +117,14 @@ export class SessionManager {
       const record = await this.requireSession(sessionId);
       const runs = await this.store.listRuns(sessionId);
       const run = runId ? runs.find((candidate) => candidate.id === runId) : runs.at(-1);
-      if (!run) throw new HookboxError("NOT_RESUMABLE", `session ${sessionId} has no ${runId ? `run ${runId}` : "run"} to resume`, { sessionId });
+      if (!run)
+        throw new HookboxError("NOT_RESUMABLE", `session ${sessionId} has no ${runId ? `run ${runId}` : "run"} to resume`, { sessionId });
       if (run.status !== "interrupted") {
-        throw new HookboxError("NOT_RESUMABLE", `run ${run.id} of session ${sessionId} is ${run.status}, not interrupted; only an interrupted run can be resumed`, { sessionId, runId: run.id, status: run.status });
+        throw new HookboxError(
+          "NOT_RESUMABLE",
+          `run ${run.id} of session ${sessionId} is ${run.status}, not interrupted; only an interrupted run can be resumed`,
+          { sessionId, runId: run.id, status: run.status },
+        );
       }
       const runtime = await this.runtimeFor(record.tenant, record);
       const snapshot = await this.store.latestSnapshot(run.id);
@@ -122,7 +135,13 @@ export class SessionManager {
       await this.store.reopenRun(run.id, { ownerPid: process.pid, iterations });
       return this.launch(
         runtime,
-        { sessionId, runId: run.id, prompt: run.prompt, options: run.options, resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations } },
+        {
+          sessionId,
+          runId: run.id,
+          prompt: run.prompt,
+          options: run.options,
+          resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations },
+        },
         journal,
       );
     });
@@ -132,11 +151,17 @@ export class SessionManager {
     const source = await this.requireSession(sessionId);
     const runs = await this.store.listRuns(sessionId);
     const run = options.runId ? runs.find((candidate) => candidate.id === options.runId) : runs.at(-1);
-    if (options.runId && !run) throw new HookboxError("NOT_FOUND", `session ${sessionId} has no run ${options.runId}`, { sessionId, runId: options.runId });
+    if (options.runId && !run)
+      throw new HookboxError("NOT_FOUND", `session ${sessionId} has no run ${options.runId}`, { sessionId, runId: options.runId });
     const turn = run ? (await this.store.latestSnapshot(run.id))?.turn : source.initialTurn;
     const record: SessionRecord = {
-      id: options.sessionId ?? randomUUID(), tenant: source.tenant, tenantConfig: source.tenantConfig, defaults: source.defaults,
-      createdMs: Date.now(), ...(run ? { forkedFrom: { sessionId, runId: run.id } } : {}), ...(turn ? { initialTurn: turn } : {}),
+      id: options.sessionId ?? randomUUID(),
+      tenant: source.tenant,
+      tenantConfig: source.tenantConfig,
+      defaults: source.defaults,
+      createdMs: Date.now(),
+      ...(run ? { forkedFrom: { sessionId, runId: run.id } } : {}),
+      ...(turn ? { initialTurn: turn } : {}),
     };
     await this.store.createSession(record);
     return new Session(this, record);
@@ -170,12 +195,21 @@ export class SessionManager {
     const turns: SessionView["turns"] = [];
     for (const run of runs) {
       const snapshot = await this.store.latestSnapshot(run.id);
-      turns.push({ runId: run.id, status: run.status, prompt: run.prompt, ...(snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}) });
+      turns.push({
+        runId: run.id,
+        status: run.status,
+        prompt: run.prompt,
+        ...(snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}),
+      });
     }
     const status = this.busy.has(sessionId) ? "running" : runs.at(-1)?.status === "interrupted" ? "interrupted" : "idle";
     return {
-      sessionId, tenant: record.tenant, status, createdMs: record.createdMs,
-      ...(record.forkedFrom ? { forkedFrom: record.forkedFrom } : {}), turns,
+      sessionId,
+      tenant: record.tenant,
+      status,
+      createdMs: record.createdMs,
+      ...(record.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
+      turns,
     };
   }
 
@@ -217,7 +251,11 @@ export class SessionManager {
     const entry = this.busy.get(sessionId);
     if (entry) {
       const runId = entry === "starting" ? "being started" : entry.runId;
-      throw new HookboxError("SESSION_BUSY", `session ${sessionId} already has an active run (${runId}); wait for it to finish or cancel it first`, { sessionId, runId });
+      throw new HookboxError(
+        "SESSION_BUSY",
+        `session ${sessionId} already has an active run (${runId}); wait for it to finish or cancel it first`,
+        { sessionId, runId },
+      );
     }
     this.busy.set(sessionId, "starting");
     try {
@@ -228,9 +266,18 @@ export class SessionManager {
     }
   }
 
-  private launch(runtime: TenantRuntime, request: Omit<StartRunRequest, "persistence"> & { runId: string }, journal: Map<string, Block>): RunHandle {
+  private launch(
+    runtime: TenantRuntime,
+    request: Omit<StartRunRequest, "persistence"> & { runId: string },
+    journal: Map<string, Block>,
+  ): RunHandle {
     const feed = new RunFeed();
-    const run: LiveRun = { runId: request.runId, sessionId: request.sessionId, feed, persistence: new StoredRunPersistence(this.store, request.runId, feed, journal) };
+    const run: LiveRun = {
+      runId: request.runId,
+      sessionId: request.sessionId,
+      feed,
+      persistence: new StoredRunPersistence(this.store, request.runId, feed, journal),
+    };
     // The session is free for its next run as soon as the final event is committed.
     feed.subscribe((event) => {
       if (event.type === "run-finished" && event.status !== "interrupted") this.release(run);
@@ -260,11 +307,20 @@ export class SessionManager {
       const stored = await this.store.getRun(run.runId).catch(() => undefined);
       if (stored?.status === "running") {
         const event: HookboxEvent = {
-          type: "run-finished", seq: stored.lastSeq + 1, timestampMs: Date.now(), sessionId: run.sessionId, inferenceId: stored.inferenceId,
-          status: result?.status ?? "failed", iterations: result?.iterations ?? stored.iterations,
-          ...(result?.reason ? { reason: result.reason } : {}), ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
+          type: "run-finished",
+          seq: stored.lastSeq + 1,
+          timestampMs: Date.now(),
+          sessionId: run.sessionId,
+          inferenceId: stored.inferenceId,
+          status: result?.status ?? "failed",
+          iterations: result?.iterations ?? stored.iterations,
+          ...(result?.reason ? { reason: result.reason } : {}),
+          ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
         };
-        await this.store.appendEvent(run.runId, event).then(() => run.feed.publish(event), () => undefined);
+        await this.store.appendEvent(run.runId, event).then(
+          () => run.feed.publish(event),
+          () => undefined,
+        );
       }
       this.live.delete(run.runId);
     }
@@ -301,5 +357,8 @@ async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void>
 /** A run cut off before its first snapshot resumes from its history plus its user message. */
 function withUserMessage(history: Turn | undefined, run: RunRecord): Turn {
   const base: Turn = history ?? { id: `turn-${run.id}`, blocks: [], metadata: {}, data: {} };
-  return { ...base, blocks: [...base.blocks, { id: `user-${run.id}`, kind: "user", role: "user", payload: { text: run.prompt }, metadata: {} }] };
+  return {
+    ...base,
+    blocks: [...base.blocks, { id: `user-${run.id}`, kind: "user", role: "user", payload: { text: run.prompt }, metadata: {} }],
+  };
 }

@@ -63,6 +63,8 @@ export class StoredRunPersistence implements RunPersistence {
 
   private persistError(error: unknown): HookboxError {
     if (error instanceof HookboxError) return error;
-    return new HookboxError("STORE", `run ${this.runId} could not be persisted: ${(error as Error)?.message ?? String(error)}`, { runId: this.runId });
+    return new HookboxError("STORE", `run ${this.runId} could not be persisted: ${(error as Error)?.message ?? String(error)}`, {
+      runId: this.runId,
+    });
   }
 }

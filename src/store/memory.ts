@@ -50,7 +50,8 @@ export class MemoryStore implements Store {
   }
 
   async createRun(run: RunRecord): Promise<void> {
-    if (!this.sessions.has(run.sessionId)) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+    if (!this.sessions.has(run.sessionId))
+      throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
     this.runs.set(run.id, { record: structuredClone(run), events: [], snapshots: [], pauses: new Map(), toolResults: new Map() });
   }
 
@@ -77,7 +78,10 @@ export class MemoryStore implements Store {
     const state = this.state(runId);
     const run = state.record;
     if (event.seq !== run.lastSeq + 1) {
-      throw new HookboxError("STORE", `event seq ${event.seq} does not follow committed seq ${run.lastSeq} of run ${runId}`, { runId, seq: event.seq });
+      throw new HookboxError("STORE", `event seq ${event.seq} does not follow committed seq ${run.lastSeq} of run ${runId}`, {
+        runId,
+        seq: event.seq,
+      });
     }
     state.events.push(structuredClone(event));
     run.lastSeq = event.seq;
@@ -85,8 +89,12 @@ export class MemoryStore implements Store {
     if (event.type === "inference-finished") run.iterations += 1;
     if (event.type === "debugger.pause") {
       state.pauses.set(event.pauseId, {
-        pauseId: event.pauseId, runId, phase: event.phase, deadlineMs: event.deadlineMs,
-        pendingToolCalls: structuredClone(event.pendingToolCalls), openedMs: event.timestampMs,
+        pauseId: event.pauseId,
+        runId,
+        phase: event.phase,
+        deadlineMs: event.deadlineMs,
+        pendingToolCalls: structuredClone(event.pendingToolCalls),
+        openedMs: event.timestampMs,
       });
     } else if (event.type === "debugger.continue") {
       state.pauses.delete(event.pauseId);
@@ -106,8 +114,13 @@ export class MemoryStore implements Store {
   async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn): Promise<SnapshotRecord> {
     const state = this.state(runId);
     const snapshot: SnapshotRecord = {
-      runId, index: state.snapshots.length + 1, phase, turn: structuredClone(turn),
-      lastSeq: state.record.lastSeq, iterations: state.record.iterations, createdMs: Date.now(),
+      runId,
+      index: state.snapshots.length + 1,
+      phase,
+      turn: structuredClone(turn),
+      lastSeq: state.record.lastSeq,
+      iterations: state.record.iterations,
+      createdMs: Date.now(),
     };
     state.snapshots.push(snapshot);
     return snapshot;

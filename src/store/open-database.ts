@@ -44,7 +44,11 @@ function checkIdentity(db: Db, file: string): void {
     throw storeError(file, "is not a hookbox store (not a SQLite database, or corrupt)", error);
   }
   if (applicationId !== 0 && applicationId !== APPLICATION_ID) {
-    throw new HookboxError("STORE", `${file} is a SQLite database of another application (application_id ${applicationId}), not a hookbox store`, { file });
+    throw new HookboxError(
+      "STORE",
+      `${file} is a SQLite database of another application (application_id ${applicationId}), not a hookbox store`,
+      { file },
+    );
   }
   if (applicationId === 0 && tables > 0) {
     throw new HookboxError("STORE", `${file} is a SQLite database with tables of its own, not a hookbox store`, { file });

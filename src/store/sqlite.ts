@@ -7,7 +7,16 @@ import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
 import { interruptedEvent } from "./interrupted.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
-import { rowToPause, rowToRun, rowToSession, rowToSnapshot, type PauseRow, type RunRow, type SessionRow, type SnapshotRow } from "./rows.js";
+import {
+  rowToPause,
+  rowToRun,
+  rowToSession,
+  rowToSnapshot,
+  type PauseRow,
+  type RunRow,
+  type SessionRow,
+  type SnapshotRow,
+} from "./rows.js";
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
 export class SqliteStore implements Store {
@@ -35,9 +44,13 @@ export class SqliteStore implements Store {
       advanceSeq: db.prepare(
         "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
       ),
-      finishRun: db.prepare("UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?"),
+      finishRun: db.prepare(
+        "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?",
+      ),
       listEvents: db.prepare("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"),
-      openPause: db.prepare("INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)"),
+      openPause: db.prepare(
+        "INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)",
+      ),
       closePause: db.prepare("UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?"),
       closeAllPauses: db.prepare("UPDATE pauses SET closed_reason = ? WHERE run_id = ? AND closed_reason IS NULL"),
       openPauses: db.prepare("SELECT * FROM pauses WHERE run_id = ? AND closed_reason IS NULL ORDER BY opened_ms"),
@@ -81,7 +94,13 @@ export class SqliteStore implements Store {
               FROM runs r WHERE r.session_id = s.id ORDER BY r.started_ms DESC, r.rowid DESC LIMIT 1) AS last_run
          FROM sessions s ${filter.tenant === undefined ? "" : "WHERE s.tenant = ?"} ORDER BY s.created_ms, s.rowid`,
       )
-      .all(...(filter.tenant === undefined ? [] : [filter.tenant])) as { id: string; tenant: string; created_ms: number; runs: number; last_run: string | null }[];
+      .all(...(filter.tenant === undefined ? [] : [filter.tenant])) as {
+      id: string;
+      tenant: string;
+      created_ms: number;
+      runs: number;
+      last_run: string | null;
+    }[];
     return rows.map((row) => ({
       id: row.id,
       tenant: row.tenant,
@@ -158,7 +177,15 @@ export class SqliteStore implements Store {
       const run = this.statements.getRun.get(runId) as RunRow | undefined;
       if (!run) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
       const createdMs = Date.now();
-      const row = this.statements.insertSnapshot.get(runId, runId, phase, JSON.stringify(turn), run.last_seq, run.iterations, createdMs) as { idx: number };
+      const row = this.statements.insertSnapshot.get(
+        runId,
+        runId,
+        phase,
+        JSON.stringify(turn),
+        run.last_seq,
+        run.iterations,
+        createdMs,
+      ) as { idx: number };
       return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
     });
   }
@@ -177,7 +204,9 @@ export class SqliteStore implements Store {
   }
 
   async recordToolResult(runId: string, callId: string, toolUse: Block): Promise<void> {
-    this.write(`record tool result ${callId} of run ${runId}`, () => this.statements.recordToolResult.run(runId, callId, JSON.stringify(toolUse)));
+    this.write(`record tool result ${callId} of run ${runId}`, () =>
+      this.statements.recordToolResult.run(runId, callId, JSON.stringify(toolUse)),
+    );
   }
 
   async listToolResults(runId: string): Promise<Map<string, Block>> {
@@ -200,7 +229,9 @@ export class SqliteStore implements Store {
     const rows = this.statements.runningRuns.all() as RunRow[];
     for (const row of rows) {
       if (row.owner_pid !== null && isProcessAlive(row.owner_pid)) continue;
-      this.write(`mark run ${row.id} interrupted`, () => this.markInterruptedNow(row.id, "the process running it ended while it was in flight"));
+      this.write(`mark run ${row.id} interrupted`, () =>
+        this.markInterruptedNow(row.id, "the process running it ended while it was in flight"),
+      );
     }
   }
 

@@ -6,7 +6,10 @@ export type KeyFamily = "turn_data" | "turn_metadata" | "block_metadata" | "run_
 /** Raised when a stored value does not match its key's schema, or a value to store is refused. */
 export class TypedKeyError extends Error {
   readonly code = "TYPED_KEY";
-  constructor(readonly keyId: string, message: string) {
+  constructor(
+    readonly keyId: string,
+    message: string,
+  ) {
     super(`${keyId}: ${message}`);
     this.name = "TypedKeyError";
   }

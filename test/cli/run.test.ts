@@ -24,7 +24,15 @@ describe("hookbox run", () => {
   });
 
   it("exits 1 when the run fails (scripted model out of steps)", async () => {
-    const r = await runCli(["run", "--model", `scripted:${writeSteps([{ toolCalls: [{ id: "c1", name: "echo", args: {} }] }])}`, "--host-tools", tools, "--prompt", "x"]);
+    const r = await runCli([
+      "run",
+      "--model",
+      `scripted:${writeSteps([{ toolCalls: [{ id: "c1", name: "echo", args: {} }] }])}`,
+      "--host-tools",
+      tools,
+      "--prompt",
+      "x",
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("ran out of steps");
   });
@@ -45,7 +53,17 @@ describe("hookbox run", () => {
   });
 
   it("--step --json: a {continue} line on stdin continues that pause", async () => {
-    const { child, done } = startCli(["run", "--model", `scripted:${echoSteps("hi")}`, "--host-tools", tools, "--prompt", "x", "--step", "--json"]);
+    const { child, done } = startCli([
+      "run",
+      "--model",
+      `scripted:${echoSteps("hi")}`,
+      "--host-tools",
+      tools,
+      "--prompt",
+      "x",
+      "--step",
+      "--json",
+    ]);
     let buffer = "";
     child.stdout.on("data", (chunk: string) => {
       buffer += chunk;
@@ -64,7 +82,17 @@ describe("hookbox run", () => {
   });
 
   it("SIGINT cancels a paused run at once; exit 130", async () => {
-    const { child, done } = startCli(["run", "--model", `scripted:${echoSteps("hi")}`, "--host-tools", tools, "--prompt", "x", "--step", "--json"]);
+    const { child, done } = startCli([
+      "run",
+      "--model",
+      `scripted:${echoSteps("hi")}`,
+      "--host-tools",
+      tools,
+      "--prompt",
+      "x",
+      "--step",
+      "--json",
+    ]);
     child.stdout.on("data", (chunk: string) => {
       if (chunk.includes('"debugger.pause"')) child.kill("SIGINT");
     });

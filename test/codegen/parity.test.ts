@@ -36,7 +36,17 @@ function loadDts() {
   const literal = (type: ts.Type): unknown => (type.isLiteral() ? type.value : `<not a literal: ${checker.typeToString(type)}>`);
   const tupleLiterals = (type: ts.Type): unknown[] => checker.getTypeArguments(type as ts.TypeReference).map(literal);
   const unionLiterals = (type: ts.Type): unknown[] => (type.isUnion() ? type.types : [type]).map(literal);
-  return { checker, exports, typeOfExport, declaredType, property, literal, tupleLiterals, unionLiterals, diagnostics: ts.getPreEmitDiagnostics(program) };
+  return {
+    checker,
+    exports,
+    typeOfExport,
+    declaredType,
+    property,
+    literal,
+    tupleLiterals,
+    unionLiterals,
+    diagnostics: ts.getPreEmitDiagnostics(program),
+  };
 }
 
 const dts = loadDts();
@@ -62,7 +72,9 @@ describe("codegen parity: spec = host = sandbox = types/turns.d.ts", () => {
     expect(hostKeys.BlockKinds).toEqual(constants);
     expect(runtime.BlockKinds).toEqual(constants);
     const declared = dts.typeOfExport("BlockKinds");
-    expect(Object.fromEntries(declared.getProperties().map((p) => [p.name, dts.literal(dts.property(declared, p.name))]))).toEqual(constants);
+    expect(Object.fromEntries(declared.getProperties().map((p) => [p.name, dts.literal(dts.property(declared, p.name))]))).toEqual(
+      constants,
+    );
   });
 
   it("agrees on payload keys", () => {
@@ -70,7 +82,9 @@ describe("codegen parity: spec = host = sandbox = types/turns.d.ts", () => {
     expect(hostKeys.PayloadKeys).toEqual(constants);
     expect(runtime.PayloadKeys).toEqual(constants);
     const declared = dts.typeOfExport("PayloadKeys");
-    expect(Object.fromEntries(declared.getProperties().map((p) => [p.name, dts.literal(dts.property(declared, p.name))]))).toEqual(constants);
+    expect(Object.fromEntries(declared.getProperties().map((p) => [p.name, dts.literal(dts.property(declared, p.name))]))).toEqual(
+      constants,
+    );
   });
 
   it("agrees on every key: group, constant, id, family and value type", () => {
@@ -79,11 +93,16 @@ describe("codegen parity: spec = host = sandbox = types/turns.d.ts", () => {
       const expected = spec.keys.filter((key) => key.family === family);
       const { host, runtime: group } = FAMILY_GROUPS[family];
       const hostGroup = (hostKeys as unknown as Record<string, Record<string, { id: string; family: string }>>)[host]!;
-      const runtimeGroup = (runtime.keys as unknown as Record<string, Record<string, { id: string; family: string; type: string }>>)[group]!;
+      const runtimeGroup = (runtime.keys as unknown as Record<string, Record<string, { id: string; family: string; type: string }>>)[
+        group
+      ]!;
       const dtsGroup = dts.property(declaredKeys, group);
       expect(Object.keys(hostGroup), host).toEqual(expected.map((key) => key.constant));
       expect(Object.keys(runtimeGroup), group).toEqual(expected.map((key) => key.constant));
-      expect(dtsGroup.getProperties().map((p) => p.name), group).toEqual(expected.map((key) => key.constant));
+      expect(
+        dtsGroup.getProperties().map((p) => p.name),
+        group,
+      ).toEqual(expected.map((key) => key.constant));
       for (const key of expected) {
         expect(hostGroup[key.constant]).toMatchObject({ id: key.id, family });
         expect(runtimeGroup[key.constant]).toEqual({ id: key.id, family, type: key.type });

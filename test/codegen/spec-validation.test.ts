@@ -52,10 +52,26 @@ describe("codegen spec validation", () => {
       (spec: any) => (spec.keys[0].value = ""),
       /^keys\[0\] \(turn_data\.toolConfig\): value must be a non-empty string/,
     ],
-    ["an empty block kind value", (spec: any) => (spec.blockKinds[1].value = ""), /^blockKinds\[1\] \("llmText"\): value must be a non-empty string/],
-    ["an empty enum value", (spec: any) => spec.enums[0].values.push(""), /^enums\[0\] \("HOOK_NAMES"\) values\[3\]: value must be a non-empty string/],
-    ["a version of 0", (spec: any) => (spec.keys[3].version = 0), /^keys\[3\] \(turn_metadata\.inferenceId\): version must be an integer >= 1/],
-    ["a fractional version", (spec: any) => (spec.keyFamilies[0].version = 1.5), /^keyFamilies\[0\] \(contextRestartDisabledKey\): version must be an integer >= 1/],
+    [
+      "an empty block kind value",
+      (spec: any) => (spec.blockKinds[1].value = ""),
+      /^blockKinds\[1\] \("llmText"\): value must be a non-empty string/,
+    ],
+    [
+      "an empty enum value",
+      (spec: any) => spec.enums[0].values.push(""),
+      /^enums\[0\] \("HOOK_NAMES"\) values\[3\]: value must be a non-empty string/,
+    ],
+    [
+      "a version of 0",
+      (spec: any) => (spec.keys[3].version = 0),
+      /^keys\[3\] \(turn_metadata\.inferenceId\): version must be an integer >= 1/,
+    ],
+    [
+      "a fractional version",
+      (spec: any) => (spec.keyFamilies[0].version = 1.5),
+      /^keyFamilies\[0\] \(contextRestartDisabledKey\): version must be an integer >= 1/,
+    ],
     ["an unknown key type", (spec: any) => (spec.keys[4].type = "uuid"), /^keys\[4\] \(turn_metadata\.traceId\): unknown type "uuid"/],
     [
       "an unknown field type in a shape",

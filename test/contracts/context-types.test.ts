@@ -46,7 +46,10 @@ function shapes() {
         checker.getPropertiesOfType(type).map((property) => {
           const optional = (property.flags & ts.SymbolFlags.Optional) !== 0;
           const propertyType = checker.getTypeOfSymbolAtLocation(property, source);
-          return [property.name, `${optional ? "?" : ""}${checker.typeToString(optional ? propertyType.getNonNullableType() : propertyType)}`];
+          return [
+            property.name,
+            `${optional ? "?" : ""}${checker.typeToString(optional ? propertyType.getNonNullableType() : propertyType)}`,
+          ];
         }),
       );
     };

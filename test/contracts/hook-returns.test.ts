@@ -108,9 +108,18 @@ function snippets() {
       const asHook = join(dir, `${hook}-${index}-hook.ts`);
       const asAsyncHook = join(dir, `${hook}-${index}-async.ts`);
       const asValue = join(dir, `${hook}-${index}-value.ts`);
-      overlay.set(asHook, `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { ${hook}(p) {\n  if (p.attempt > 0) return ${example};\n} } });\n`);
-      overlay.set(asAsyncHook, `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { ${hook}: async (p) => {\n  return ${example};\n} } });\n`);
-      overlay.set(asValue, `import type { ${RETURN_TYPES[hook]} } from "hookbox";\nexport const decision: ${RETURN_TYPES[hook]} = ${example};\n`);
+      overlay.set(
+        asHook,
+        `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { ${hook}(p) {\n  if (p.attempt > 0) return ${example};\n} } });\n`,
+      );
+      overlay.set(
+        asAsyncHook,
+        `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { ${hook}: async (p) => {\n  return ${example};\n} } });\n`,
+      );
+      overlay.set(
+        asValue,
+        `import type { ${RETURN_TYPES[hook]} } from "hookbox";\nexport const decision: ${RETURN_TYPES[hook]} = ${example};\n`,
+      );
       cases.push({ hook, example, expected, zodOnly, files: [asHook, asAsyncHook, asValue] });
     });
   }

@@ -4,9 +4,15 @@ import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { SandboxPool } from "../../src/sandbox/api.js";
 import type { HostTool } from "../../src/loop/tool-registry.js";
 
-const noPool: SandboxPool = { tenant() { throw new Error("unused"); }, async close() {} };
+const noPool: SandboxPool = {
+  tenant() {
+    throw new Error("unused");
+  },
+  async close() {},
+};
 const lookup: HostTool = {
-  name: "lookup_order", description: "Look up an order",
+  name: "lookup_order",
+  description: "Look up an order",
   parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
   handler: (args) => ({ id: args.id, total: 120 }),
 };
@@ -23,7 +29,11 @@ describe.each([false, true])("the openai-compatible engine over loopback HTTP (s
     close = server.close;
     process.env.HOOKBOX_TEST_KEY = "sk-test";
     const runtime = await createTenantRuntime(
-      { name: "t", scripts: [], model: { kind: "openai-compatible", model: "gpt-test", baseUrl: server.url, apiKeyEnv: "HOOKBOX_TEST_KEY" } },
+      {
+        name: "t",
+        scripts: [],
+        model: { kind: "openai-compatible", model: "gpt-test", baseUrl: server.url, apiKeyEnv: "HOOKBOX_TEST_KEY" },
+      },
       noPool,
       { host: { tools: [lookup] }, stream },
     );
@@ -36,7 +46,10 @@ describe.each([false, true])("the openai-compatible engine over loopback HTTP (s
     expect(server.requests[0].tools[0].function.name).toBe("lookup_order");
     // the user's original request reaches every model call
     for (const request of server.requests) {
-      const system = request.messages.filter((m: any) => m.role === "system").map((m: any) => m.content).join("\n");
+      const system = request.messages
+        .filter((m: any) => m.role === "system")
+        .map((m: any) => m.content)
+        .join("\n");
       expect(system).toContain("original request");
       expect(system).toContain("Please be precise.");
     }

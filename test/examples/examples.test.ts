@@ -6,7 +6,9 @@ import { repoRoot, runCli } from "../helpers/cli.js";
 
 const examplesDir = join(repoRoot, "examples");
 const scripts = readdirSync(examplesDir).flatMap((dir) =>
-  readdirSync(join(examplesDir, dir)).filter((f) => f.endsWith(".ts")).map((f) => join("examples", dir, f)),
+  readdirSync(join(examplesDir, dir))
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => join("examples", dir, f)),
 );
 
 describe("examples", () => {

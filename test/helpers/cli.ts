@@ -12,7 +12,10 @@ export interface CliResult {
 }
 
 /** Runs the real `hookbox` bin in a child process. */
-export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): { child: ChildProcessWithoutNullStreams; done: Promise<CliResult> } {
+export function startCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv } = {},
+): { child: ChildProcessWithoutNullStreams; done: Promise<CliResult> } {
   const child = spawn(process.execPath, [hookboxBin, ...args], { cwd: repoRoot, env: { ...process.env, ...options.env } });
   let stdout = "";
   let stderr = "";
@@ -24,4 +27,9 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
 
 export const runCli = (args: string[], options?: { env?: NodeJS.ProcessEnv }) => startCli(args, options).done;
 
-export const jsonLines = (stdout: string) => stdout.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
+export const jsonLines = (stdout: string) =>
+  stdout
+    .trim()
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l));

@@ -42,11 +42,18 @@ export async function harness(setup: {
   defaults?: RunOptions;
 }): Promise<Harness> {
   const noPool: SandboxPool = {
-    tenant() { throw new Error("no sandbox in this test"); },
+    tenant() {
+      throw new Error("no sandbox in this test");
+    },
     async close() {},
   };
   const runtime = await createTenantRuntime(
-    { name: setup.tenant ?? "test", scripts: setup.scripts ?? [], model: { kind: "scripted", file: writeSteps(setup.steps) }, runDefaults: setup.defaults },
+    {
+      name: setup.tenant ?? "test",
+      scripts: setup.scripts ?? [],
+      model: { kind: "scripted", file: writeSteps(setup.steps) },
+      runDefaults: setup.defaults,
+    },
     setup.pool ?? noPool,
     { ...setup.extras, host: setup.host },
   );

@@ -17,13 +17,20 @@ export async function startOpenAIServer(replies: FakeReply[]): Promise<{ url: st
     const body = JSON.parse(await read(req));
     requests.push(body);
     const reply = replies[next++] ?? { text: "(no more replies)" };
-    const toolCalls = (reply.toolCalls ?? []).map((c, index) => ({ index, id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }));
+    const toolCalls = (reply.toolCalls ?? []).map((c, index) => ({
+      index,
+      id: c.id,
+      type: "function",
+      function: { name: c.name, arguments: JSON.stringify(c.args) },
+    }));
     const finish = toolCalls.length ? "tool_calls" : "stop";
     const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
     if (body.stream) {
       res.writeHead(200, { "content-type": "text/event-stream" });
       const chunk = (delta: object, finish_reason: string | null, extra: object = {}) =>
-        res.write(`data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason }], ...extra })}\n\n`);
+        res.write(
+          `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason }], ...extra })}\n\n`,
+        );
       if (reply.text) for (const piece of reply.text.match(/.{1,5}/g) ?? []) chunk({ role: "assistant", content: piece }, null);
       if (toolCalls.length) chunk({ role: "assistant", tool_calls: toolCalls }, null);
       chunk({}, finish, { usage });
@@ -31,11 +38,26 @@ export async function startOpenAIServer(replies: FakeReply[]): Promise<{ url: st
       return;
     }
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify({
-      id: "x", object: "chat.completion", created: 1, model: body.model,
-      choices: [{ index: 0, message: { role: "assistant", content: reply.text ?? null, ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}) }, finish_reason: finish }],
-      usage,
-    }));
+    res.end(
+      JSON.stringify({
+        id: "x",
+        object: "chat.completion",
+        created: 1,
+        model: body.model,
+        choices: [
+          {
+            index: 0,
+            message: {
+              role: "assistant",
+              content: reply.text ?? null,
+              ...(toolCalls.length ? { tool_calls: toolCalls.map(({ index: _i, ...c }) => c) } : {}),
+            },
+            finish_reason: finish,
+          },
+        ],
+        usage,
+      }),
+    );
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

@@ -65,11 +65,25 @@ describe("the tool loop with host tools", () => {
 
   it("appends parallel results in call order whatever the finishing order", async () => {
     const slow: HostTool = {
-      name: "sleepy", description: "", parameters: { type: "object", properties: { ms: { type: "number" } } },
-      handler: async (args) => { await new Promise((r) => setTimeout(r, Number(args.ms))); return { ms: args.ms as number }; },
+      name: "sleepy",
+      description: "",
+      parameters: { type: "object", properties: { ms: { type: "number" } } },
+      handler: async (args) => {
+        await new Promise((r) => setTimeout(r, Number(args.ms)));
+        return { ms: args.ms as number };
+      },
     };
     const h = await harness({
-      steps: [{ toolCalls: [{ id: "a", name: "sleepy", args: { ms: 120 } }, { id: "b", name: "sleepy", args: { ms: 10 } }, { id: "c", name: "sleepy", args: { ms: 60 } }] }, { text: "done" }],
+      steps: [
+        {
+          toolCalls: [
+            { id: "a", name: "sleepy", args: { ms: 120 } },
+            { id: "b", name: "sleepy", args: { ms: 10 } },
+            { id: "c", name: "sleepy", args: { ms: 60 } },
+          ],
+        },
+        { text: "done" },
+      ],
       host: { tools: [slow] },
     });
     const { result, events } = await h.run("x", { maxParallelTools: 3 });
@@ -88,7 +102,14 @@ describe("the tool loop with host tools", () => {
   });
 
   it("error policy abort really aborts the run", async () => {
-    const boom: HostTool = { name: "boom", description: "", parameters: { type: "object" }, handler: () => { throw new Error("kaput"); } };
+    const boom: HostTool = {
+      name: "boom",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => {
+        throw new Error("kaput");
+      },
+    };
     const h = await harness({ steps: [{ toolCalls: [{ id: "a", name: "boom", args: {} }] }, { text: "never" }], host: { tools: [boom] } });
     const { result } = await h.run("x", { errorPolicy: "abort" });
     expect(result.status).toBe("aborted");
@@ -99,22 +120,38 @@ describe("the tool loop with host tools", () => {
     let seen: unknown;
     let ctxSeen: unknown;
     const spy: HostTool = {
-      name: "spy", description: "", parameters: { type: "object" },
-      handler: async (_args, ctx) => { await Promise.resolve(); seen = currentRunContext(); ctxSeen = ctx; return null; },
+      name: "spy",
+      description: "",
+      parameters: { type: "object" },
+      handler: async (_args, ctx) => {
+        await Promise.resolve();
+        seen = currentRunContext();
+        ctxSeen = ctx;
+        return null;
+      },
     };
     const h = await harness({ steps: [{ toolCalls: [{ id: "a", name: "spy", args: {} }] }, { text: "done" }], host: { tools: [spy] } });
     await h.run("the original request", { tags: { team: "billing" } });
-    expect(seen).toMatchObject({ sessionId: "sess_test", tags: { team: "billing" }, userContext: { originalUserRequest: "the original request" } });
+    expect(seen).toMatchObject({
+      sessionId: "sess_test",
+      tags: { team: "billing" },
+      userContext: { originalUserRequest: "the original request" },
+    });
     expect(ctxSeen).toMatchObject({ toolName: "spy", callId: "a", attempt: 1, sessionId: "sess_test" });
     for (const key of ["inferenceId", "traceId", "turnId", "timestampMs"]) expect(ctxSeen).toHaveProperty(key);
   });
 
   it("applies a context restart: no tool result, the item appended, the disable flag set", async () => {
     const fetcher: HostTool = {
-      name: "fetch_docs", description: "", parameters: { type: "object" },
+      name: "fetch_docs",
+      description: "",
+      parameters: { type: "object" },
       handler: () => ({ type: "context_restart_docs", enhanced_context_item: { text: "refund policy v2" } }),
     };
-    const h = await harness({ steps: [{ toolCalls: [{ id: "r1", name: "fetch_docs", args: {} }] }, { text: "with docs" }], host: { tools: [fetcher] } });
+    const h = await harness({
+      steps: [{ toolCalls: [{ id: "r1", name: "fetch_docs", args: {} }] }, { text: "with docs" }],
+      host: { tools: [fetcher] },
+    });
     const { result, events } = await h.run();
     expect(ofType(events, "context-restart")[0]).toMatchObject({ callId: "r1", restartType: "docs", applied: true });
     expect(result.turn.blocks.some((b) => b.kind === "tool_use")).toBe(false);
@@ -125,10 +162,16 @@ describe("the tool loop with host tools", () => {
   });
 
   it("an unknown restart suffix is an error the model sees when the generic handler is off", async () => {
-    const fetcher: HostTool = { name: "f", description: "", parameters: { type: "object" }, handler: () => ({ type: "context_restart_zzz" }) };
+    const fetcher: HostTool = {
+      name: "f",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => ({ type: "context_restart_zzz" }),
+    };
     const h = await harness({
       steps: [{ toolCalls: [{ id: "r1", name: "f", args: {} }] }, { text: "ok" }],
-      host: { tools: [fetcher] }, extras: { restartHandlers: { generic: false } },
+      host: { tools: [fetcher] },
+      extras: { restartHandlers: { generic: false } },
     });
     const { result, events } = await h.run();
     expect(ofType(events, "context-restart")[0].applied).toBe(false);
@@ -136,7 +179,10 @@ describe("the tool loop with host tools", () => {
   });
 
   it("fails clearly when the scripted model runs out of steps", async () => {
-    const h = await harness({ steps: [{ toolCalls: [{ id: "a", name: "lookup_order", args: { id: "x" } }] }], host: { tools: [lookup()] } });
+    const h = await harness({
+      steps: [{ toolCalls: [{ id: "a", name: "lookup_order", args: { id: "x" } }] }],
+      host: { tools: [lookup()] },
+    });
     const { result } = await h.run();
     expect(result.status).toBe("failed");
     expect(result.reason).toContain("ran out of steps");
@@ -147,10 +193,18 @@ describe("run deadline", () => {
   it("ends a run whose deadline passes as failed with DEADLINE, and puts deadlineMs in every ctx", async () => {
     let seenDeadline: unknown;
     const slow: HostTool = {
-      name: "slow", description: "", parameters: { type: "object" },
+      name: "slow",
+      description: "",
+      parameters: { type: "object" },
       handler: async (_args, ctx, { signal }) => {
         seenDeadline = ctx.deadlineMs;
-        await new Promise((resolve, reject) => { const t = setTimeout(resolve, 5_000); signal.addEventListener("abort", () => { clearTimeout(t); reject(signal.reason); }); });
+        await new Promise((resolve, reject) => {
+          const t = setTimeout(resolve, 5_000);
+          signal.addEventListener("abort", () => {
+            clearTimeout(t);
+            reject(signal.reason);
+          });
+        });
         return null;
       },
     };
@@ -170,10 +224,20 @@ describe("user context", () => {
     const prompt = "Cancel my subscription but keep my data export, and email the invoice to accounting@example.com";
     const model = new ScriptedModel([{ toolCalls: [{ id: "a", name: "lookup_order", args: { id: "1" } }] }, { text: "done" }]);
     const h = await harness({
-      steps: [], extras: { model: () => model },
+      steps: [],
+      extras: { model: () => model },
       host: {
         tools: [lookup()],
-        middleware: [{ name: "summarise", run: (turn, next) => next({ ...turn, blocks: turn.blocks.map((b) => (b.kind === "user" ? { ...b, payload: { text: "cancel subscription" } } : b)) }) }],
+        middleware: [
+          {
+            name: "summarise",
+            run: (turn, next) =>
+              next({
+                ...turn,
+                blocks: turn.blocks.map((b) => (b.kind === "user" ? { ...b, payload: { text: "cancel subscription" } } : b)),
+              }),
+          },
+        ],
       },
     });
     const handle = h.runtime.start({ sessionId: "s", prompt });

@@ -7,14 +7,17 @@ import { PayloadKeys } from "../../src/turns/keys.gen.js";
 import type { ScriptedStep } from "../../src/engine/scripted.js";
 
 let pool: SandboxPool;
-beforeAll(() => { pool = createSandboxPool(); });
+beforeAll(() => {
+  pool = createSandboxPool();
+});
 afterAll(async () => pool.close());
 
 /** A host tool that counts its executions and can fail its first N attempts. */
 function counted(name: string, failFirst = 0) {
   const calls: unknown[] = [];
   const tool: HostTool = {
-    name, description: name,
+    name,
+    description: name,
     parameters: { type: "object", properties: { id: { type: "string" } } },
     handler: (args) => {
       calls.push(args);
@@ -30,15 +33,27 @@ const oneCall = (name = "order", args: Record<string, unknown> = { id: "A1" }): 
   { text: "done" },
 ];
 
-async function runScript(source: string, options: { steps?: ScriptedStep[]; tools?: HostTool[]; run?: Parameters<Awaited<ReturnType<typeof harness>>["run"]>[1]; prompt?: string } = {}) {
+async function runScript(
+  source: string,
+  options: {
+    steps?: ScriptedStep[];
+    tools?: HostTool[];
+    run?: Parameters<Awaited<ReturnType<typeof harness>>["run"]>[1];
+    prompt?: string;
+  } = {},
+) {
   const h = await harness({
-    steps: options.steps ?? oneCall(), host: { tools: options.tools ?? [] },
-    scripts: writeScripts({ "policy.ts": source }), pool, tenant: `t-${Math.random().toString(36).slice(2)}`,
+    steps: options.steps ?? oneCall(),
+    host: { tools: options.tools ?? [] },
+    scripts: writeScripts({ "policy.ts": source }),
+    pool,
+    tenant: `t-${Math.random().toString(36).slice(2)}`,
   });
   return h.run(options.prompt ?? "please look at order A1", options.run);
 }
 
-const toolUse = (turn: { blocks: { kind: string; payload: Record<string, unknown> }[] }) => turn.blocks.find((b) => b.kind === "tool_use")?.payload;
+const toolUse = (turn: { blocks: { kind: string; payload: Record<string, unknown> }[] }) =>
+  turn.blocks.find((b) => b.kind === "tool_use")?.payload;
 
 describe("lifecycle hooks from sandboxed scripts", () => {
   it("baseline without hooks: the host tool runs once and the run completes", async () => {
@@ -50,12 +65,15 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("an args rewrite and an after-transform are both visible in the tool_use result", async () => {
     const t = counted("order");
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
       export default defineScript({ hooks: {
         beforeToolCall: (p) => ({ action: "proceed", args: { id: p.call.args.id + "-rewritten" } }),
         afterToolCall: (p) => ({ result: { ...p.result, secret: "[redacted]" } }),
-      }});`, { tools: [t.tool] });
+      }});`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toEqual([{ id: "A1-rewritten" }]);
     expect(toolUse(result.turn)?.[PayloadKeys.result]).toEqual({ id: "A1-rewritten", secret: "[redacted]" });
     expect(ofType(events, "hook-decision").map((d) => d.decision.action ?? "transform")).toEqual(["proceed", "transform"]);
@@ -63,9 +81,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("skip: the tool does not run and the hook's result is used", async () => {
     const t = counted("order");
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "skip", result: { cached: true }, reason: "cache" }) } });`, { tools: [t.tool] });
+      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "skip", result: { cached: true }, reason: "cache" }) } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(0);
     expect(toolUse(result.turn)?.[PayloadKeys.result]).toEqual({ cached: true });
     expect(result.status).toBe("completed");
@@ -73,9 +94,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("deny: the tool does not run, the model sees the reason, the run goes on", async () => {
     const t = counted("order");
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "deny", reason: "over limit" }) } });`, { tools: [t.tool] });
+      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "deny", reason: "over limit" }) } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(0);
     expect(JSON.stringify(toolUse(result.turn)?.[PayloadKeys.error])).toContain("over limit");
     expect(result.status).toBe("completed");
@@ -84,9 +108,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("abort in beforeToolCall: status aborted, the tool does not run", async () => {
     const t = counted("order");
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "abort", reason: "fraud suspected" }) } });`, { tools: [t.tool] });
+      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "abort", reason: "fraud suspected" }) } });`,
+      { tools: [t.tool] },
+    );
     expect(result.status).toBe("aborted");
     expect(result.reason).toContain("fraud suspected");
     expect(t.calls).toHaveLength(0);
@@ -94,9 +121,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("retry once then success: the tool ran twice", async () => {
     const t = counted("order", 1);
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ hooks: { onToolError: (p) => p.attempt < 2 ? { action: "retry", backoffMs: 5 } : { action: "fail" } } });`, { tools: [t.tool] });
+      export default defineScript({ hooks: { onToolError: (p) => p.attempt < 2 ? { action: "retry", backoffMs: 5 } : { action: "fail" } } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(2);
     expect(ofType(events, "tool-retry")).toHaveLength(1);
     expect(toolUse(result.turn)?.[PayloadKeys.result]).toMatchObject({ id: "A1" });
@@ -104,18 +134,24 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("onToolError abort: the tool ran once and the run is aborted", async () => {
     const t = counted("order", 5);
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ hooks: { onToolError: () => ({ action: "abort", reason: "give up" }) } });`, { tools: [t.tool] });
+      export default defineScript({ hooks: { onToolError: () => ({ action: "abort", reason: "give up" }) } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(1);
     expect(result.status).toBe("aborted");
   });
 
   it("fail-open: a throwing hook is logged and the tool runs", async () => {
     const t = counted("order");
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ onHookError: "fail-open", hooks: { beforeToolCall() { throw new Error("hook bug"); } } });`, { tools: [t.tool] });
+      export default defineScript({ onHookError: "fail-open", hooks: { beforeToolCall() { throw new Error("hook bug"); } } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(1);
     expect(result.status).toBe("completed");
     expect(ofType(events, "hook-decision")[0].decision).toMatchObject({ action: "error", policy: "fail-open" });
@@ -123,9 +159,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("fail-closed (default): a throwing hook stops the tool and the error names the hook", async () => {
     const t = counted("order");
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ name: "strict-policy", hooks: { beforeToolCall() { throw new Error("hook bug"); } } });`, { tools: [t.tool] });
+      export default defineScript({ name: "strict-policy", hooks: { beforeToolCall() { throw new Error("hook bug"); } } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(0);
     const error = JSON.stringify(toolUse(result.turn)?.[PayloadKeys.error]);
     expect(error).toContain("strict-policy");
@@ -135,9 +174,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("a hook return outside its contract is HOOK_CONTRACT with the path, and fails closed", async () => {
     const t = counted("order");
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "explode" }) as any } });`, { tools: [t.tool] });
+      export default defineScript({ hooks: { beforeToolCall: () => ({ action: "explode" }) as any } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(0);
     expect(ofType(events, "hook-decision")[0].decision).toMatchObject({ action: "error", code: "HOOK_CONTRACT" });
     expect(result.status).toBe("completed");
@@ -145,9 +187,12 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("abort-run: a throwing hook stops the run", async () => {
     const t = counted("order");
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ onHookError: "abort-run", hooks: { afterToolCall() { throw new Error("audit down"); } } });`, { tools: [t.tool] });
+      export default defineScript({ onHookError: "abort-run", hooks: { afterToolCall() { throw new Error("audit down"); } } });`,
+      { tools: [t.tool] },
+    );
     expect(t.calls).toHaveLength(1);
     expect(result.status).toBe("aborted");
     expect(result.reason).toContain("audit down");
@@ -168,17 +213,33 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
     it("retries per run", async () => {
       const t = counted("order", 100);
-      const steps: ScriptedStep[] = [{ toolCalls: [{ id: "a", name: "order", args: {} }, { id: "b", name: "order", args: {} }] }, { text: "x" }];
-      const { result } = await runScript(retryForever, { tools: [t.tool], steps, run: { maxParallelTools: 1, retry: { maxRetriesPerRun: 3, maxAttemptsPerCall: 10 } } });
+      const steps: ScriptedStep[] = [
+        {
+          toolCalls: [
+            { id: "a", name: "order", args: {} },
+            { id: "b", name: "order", args: {} },
+          ],
+        },
+        { text: "x" },
+      ];
+      const { result } = await runScript(retryForever, {
+        tools: [t.tool],
+        steps,
+        run: { maxParallelTools: 1, retry: { maxRetriesPerRun: 3, maxAttemptsPerCall: 10 } },
+      });
       expect(t.calls).toHaveLength(5); // 2 first attempts + 3 retries
-      expect(JSON.stringify(result.turn.blocks.filter((b) => b.kind === "tool_use").map((b) => b.payload))).toContain("retries per run (3)");
+      expect(JSON.stringify(result.turn.blocks.filter((b) => b.kind === "tool_use").map((b) => b.payload))).toContain(
+        "retries per run (3)",
+      );
     });
 
     it("time budget per run", async () => {
       const t = counted("order", 100);
-      const { result } = await runScript(`import { defineScript } from "hookbox";
+      const { result } = await runScript(
+        `import { defineScript } from "hookbox";
         export default defineScript({ hooks: { onToolError: () => ({ action: "retry", backoffMs: 60 }) } });`,
-        { tools: [t.tool], run: { retry: { budgetMs: 100, maxAttemptsPerCall: 10 } } });
+        { tools: [t.tool], run: { retry: { budgetMs: 100, maxAttemptsPerCall: 10 } } },
+      );
       expect(t.calls).toHaveLength(2);
       expect(JSON.stringify(toolUse(result.turn))).toContain("retry time budget per run (100 ms)");
     });
@@ -186,14 +247,21 @@ describe("lifecycle hooks from sandboxed scripts", () => {
 
   it("every ctx field reaches middleware, tools and hooks; the user context survives the model's summary", async () => {
     const prompt = "My order A1 arrived broken, the box was crushed and I want a replacement not a refund";
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
       export default defineScript({
         middleware: [async function spy(turn, next, ctx) { console.log("mw " + JSON.stringify(ctx)); return next(turn); }],
         tools: [{ name: "ticket", description: "file", parameters: { type: "object", properties: { summary: { type: "string" } } },
           async handler(args, ctx) { return { ctx }; } }],
         hooks: { beforeToolCall(p) { console.log("hook " + JSON.stringify(p)); } },
-      });`, { steps: [{ toolCalls: [{ id: "c1", name: "ticket", args: { summary: "broken item" } }] }, { text: "ok" }], prompt, run: { tags: { tier: "gold" }, deadlineMs: Date.now() + 60_000 } });
+      });`,
+      {
+        steps: [{ toolCalls: [{ id: "c1", name: "ticket", args: { summary: "broken item" } }] }, { text: "ok" }],
+        prompt,
+        run: { tags: { tier: "gold" }, deadlineMs: Date.now() + 60_000 },
+      },
+    );
     expect(result.status).toBe("completed");
     const logs = ofType(events, "log").map((l) => l.message);
     const mw = JSON.parse(logs.find((m) => m.startsWith("mw "))!.slice(3));
@@ -209,23 +277,28 @@ describe("lifecycle hooks from sandboxed scripts", () => {
   });
 
   it("a script tool's context restart is applied and its disable flag set", async () => {
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
       export default defineScript({ tools: [{ name: "docs", description: "d", parameters: { type: "object" },
         async handler() { return { type: "context_restart_docs", enhanced_context_item: { text: "policy" } }; } }] });`,
-      { steps: [{ toolCalls: [{ id: "d1", name: "docs", args: {} }] }, { text: "ok" }] });
+      { steps: [{ toolCalls: [{ id: "d1", name: "docs", args: {} }] }, { text: "ok" }] },
+    );
     expect(ofType(events, "context-restart")[0]).toMatchObject({ applied: true, restartType: "docs" });
     expect(result.turn.data["hookbox.context_restart_disabled.docs@v1"]).toBe(true);
   });
 
   it("a slow script tool is cut off by the tool timeout and the failure goes through onToolError", async () => {
-    const { result, events } = await runScript(`
+    const { result, events } = await runScript(
+      `
       import { defineScript } from "hookbox";
       export default defineScript({
         tools: [{ name: "slow", description: "busy", parameters: { type: "object" },
           async handler() { const end = Date.now() + 150; while (Date.now() < end) {} return { done: true }; } }],
         hooks: { onToolError: (p) => { console.log("onToolError " + p.error.code); return { action: "fail", error: "too slow: " + p.error.message }; } },
-      });`, { steps: [{ toolCalls: [{ id: "s1", name: "slow", args: {} }] }, { text: "ok" }], run: { toolTimeoutMs: 40 } });
+      });`,
+      { steps: [{ toolCalls: [{ id: "s1", name: "slow", args: {} }] }, { text: "ok" }], run: { toolTimeoutMs: 40 } },
+    );
     expect(ofType(events, "tool-finished")[0].error?.code).toBe("TOOL_TIMEOUT");
     expect(ofType(events, "log").map((l) => l.message)).toContain("onToolError TOOL_TIMEOUT");
     expect(JSON.stringify(toolUse(result.turn))).toContain("too slow");
@@ -233,20 +306,26 @@ describe("lifecycle hooks from sandboxed scripts", () => {
   });
 
   it("a middleware that returns nothing fails the run, naming the middleware", async () => {
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
-      export default defineScript({ middleware: [async function forgetful(turn, next) { await next(turn); }] });`, { steps: [{ text: "hi" }] });
+      export default defineScript({ middleware: [async function forgetful(turn, next) { await next(turn); }] });`,
+      { steps: [{ text: "hi" }] },
+    );
     expect(result.status).toBe("failed");
     expect(result.reason).toContain("forgetful");
     expect(result.reason).toContain("returned nothing");
   });
 
   it("a middleware may rewrite the turn it passes to next", async () => {
-    const { result } = await runScript(`
+    const { result } = await runScript(
+      `
       import { defineScript } from "hookbox";
       export default defineScript({ middleware: [async function addSystem(turn, next) {
         return next({ ...turn, blocks: [{ id: "sys1", kind: "system", payload: { text: "be brief" }, metadata: {} }, ...turn.blocks] });
-      }] });`, { steps: [{ text: "hi" }] });
+      }] });`,
+      { steps: [{ text: "hi" }] },
+    );
     expect(result.status).toBe("completed");
     expect(result.turn.blocks[0]).toMatchObject({ id: "sys1", kind: "system" });
   });
@@ -256,7 +335,10 @@ describe("several scripts", () => {
   it("run hooks in load order, accumulate rewrites, stop at the first terminal decision, and cannot see each other's globals", async () => {
     const t = counted("order");
     const h = await harness({
-      steps: oneCall(), host: { tools: [t.tool] }, pool, tenant: "multi",
+      steps: oneCall(),
+      host: { tools: [t.tool] },
+      pool,
+      tenant: "multi",
       scripts: writeScripts({
         "a.ts": `import { defineScript } from "hookbox";
           (globalThis as any).secretOfA = 42;

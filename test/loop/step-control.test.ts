@@ -5,8 +5,13 @@ import type { HookboxEvent } from "../../src/events/types.js";
 import type { RunHandle } from "../../src/loop/handle.js";
 
 const echo = (log: unknown[] = []): HostTool => ({
-  name: "echo", description: "", parameters: { type: "object" },
-  handler: (args) => { log.push(args); return args; },
+  name: "echo",
+  description: "",
+  parameters: { type: "object" },
+  handler: (args) => {
+    log.push(args);
+    return args;
+  },
 });
 const steps = [{ toolCalls: [{ id: "c1", name: "echo", args: { n: 1 } }] }, { text: "done" }];
 
@@ -73,8 +78,15 @@ describe("step control", () => {
     let handle: RunHandle | undefined;
     const h = await harness({ steps, host: { tools: [echo()] } });
     handle = h.runtime.start({
-      sessionId: "s", prompt: "x", options: { step: true, pauseTimeoutMs: 60_000 },
-      persistence: { onSnapshot() {}, onEvent: (e) => { if (e.type === "debugger.pause") queueMicrotask(() => handle!.continue(e.pauseId)); } },
+      sessionId: "s",
+      prompt: "x",
+      options: { step: true, pauseTimeoutMs: 60_000 },
+      persistence: {
+        onSnapshot() {},
+        onEvent: (e) => {
+          if (e.type === "debugger.pause") queueMicrotask(() => handle!.continue(e.pauseId));
+        },
+      },
     });
     const result = await handle.wait();
     expect(result.status).toBe("completed");
@@ -87,8 +99,18 @@ describe("step control", () => {
     handle.cancel();
     expect((await handle.wait()).status).toBe("cancelled");
 
-    const flaky: HostTool = { name: "flaky", description: "", parameters: { type: "object" }, handler: () => { throw new Error("nope"); } };
-    const h2 = await harness({ steps: [{ toolCalls: [{ id: "f", name: "flaky", args: {} }] }, { text: "x" }], host: { tools: [flaky], hooks: [{ name: "retrier", onToolError: () => ({ action: "retry", backoffMs: 20_000 }) }] } });
+    const flaky: HostTool = {
+      name: "flaky",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => {
+        throw new Error("nope");
+      },
+    };
+    const h2 = await harness({
+      steps: [{ toolCalls: [{ id: "f", name: "flaky", args: {} }] }, { text: "x" }],
+      host: { tools: [flaky], hooks: [{ name: "retrier", onToolError: () => ({ action: "retry", backoffMs: 20_000 }) }] },
+    });
     const handle2 = h2.runtime.start({ sessionId: "s", prompt: "x" });
     for await (const e of handle2.events()) if (e.type === "tool-retry") break;
     const started = performance.now();

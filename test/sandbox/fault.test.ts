@@ -10,7 +10,10 @@ it("a worker killed mid-call fails the call closed within a second; the next cal
   const good = await victim(pool);
   const sandbox = pool.tenant("doomed", { cpuMs: 20_000, wallMs: 20_000 });
   const manifests = await sandbox.load([
-    script("slow", `export default { tools: [{ name: "work", description: "", handler(args) { if (args.spin) { for (;;) {} } return { done: true }; } }] };`),
+    script(
+      "slow",
+      `export default { tools: [{ name: "work", description: "", handler(args) { if (args.spin) { for (;;) {} } return { done: true }; } }] };`,
+    ),
   ]);
   const run = await sandbox.openRun({ runId: "r", scripts: manifests });
   const inFlight = run.callTool("slow", "work", { spin: true }, toolCtx);

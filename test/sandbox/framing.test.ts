@@ -4,7 +4,16 @@ import { encodeFrame, FrameReader } from "../../src/sandbox/framing.js";
 describe("worker pipe frames", () => {
   const messages = [
     { type: "call", seq: 1, args: '[{"text":"héllo ✓ 😀","q":"\\"quoted\\""}]', target: "beforeToolCall" },
-    { type: "done", seq: 1, outcomes: [{ type: "settled", callId: 1, value: "" }, { type: "request", callId: 2, requestId: 1, op: "next", value: '{"a":"ü"}' }], logs: [{ message: "x" }], rssBytes: 5 },
+    {
+      type: "done",
+      seq: 1,
+      outcomes: [
+        { type: "settled", callId: 1, value: "" },
+        { type: "request", callId: 2, requestId: 1, op: "next", value: '{"a":"ü"}' },
+      ],
+      logs: [{ message: "x" }],
+      rssBytes: 5,
+    },
     { type: "bundle", hash: "h", code: "x".repeat(200_000), filename: "b.js" },
     { type: "ready", pid: 7 },
   ];

@@ -28,7 +28,9 @@ describe("red team: escapes", () => {
         return { probe, viaError, viaAsync };
       })()`),
     );
-    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: { probe: string[]; viaError: string } };
+    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as {
+      result: { probe: string[]; viaError: string };
+    };
     expect(decision.result.probe).toEqual(Array(8).fill("undefined"));
     expect(decision.result.viaError).toBe("undefined");
     assertHostIntact();
@@ -52,7 +54,9 @@ describe("red team: escapes", () => {
         return { result: { runtimeFunctions: runtimeFrames.filter((f) => f.fn !== "undefined").length, runtimeThis: runtimeFrames.filter((f) => f.self !== "undefined").length, files: [...new Set(seen.map((f) => f.file))] } };
       } } }`,
     );
-    const decision = (await run.callHook("attack", "afterToolCall", afterPayload(1))) as unknown as { result: { runtimeFunctions: number; runtimeThis: number; files: string[] } };
+    const decision = (await run.callHook("attack", "afterToolCall", afterPayload(1))) as unknown as {
+      result: { runtimeFunctions: number; runtimeThis: number; files: string[] };
+    };
     expect(decision.result.runtimeFunctions).toBe(0);
     expect(decision.result.runtimeThis).toBe(0);
     for (const file of decision.result.files) expect(file).not.toMatch(/\/work\/|node_modules|dist\//);
@@ -72,7 +76,9 @@ describe("red team: escapes", () => {
         return { action: "skip", result: { found, args, globals } };
       } } }`,
     );
-    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: { found: string[]; globals: string[] } };
+    const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as {
+      result: { found: string[]; globals: string[] };
+    };
     expect(decision.result.found[0]).toBe("null");
     expect(decision.result.globals).toEqual([]);
     await good.served();
@@ -90,7 +96,13 @@ describe("red team: escapes", () => {
           return turn;
         }] }`,
     );
-    const out = await run.callMiddleware("attack", "probe", { id: "t", blocks: [], metadata: {}, data: {} }, toolCtx as never, async (turn) => turn);
+    const out = await run.callMiddleware(
+      "attack",
+      "probe",
+      { id: "t", blocks: [], metadata: {}, data: {} },
+      toolCtx as never,
+      async (turn) => turn,
+    );
     const seen = String(out.metadata.seen);
     expect(seen).toContain("outside its contract");
     expect(seen).toContain("more than once");
@@ -123,11 +135,21 @@ describe("red team: prototype pollution", () => {
     const { run, tenant } = await attacker(pool, polluter);
     expect(await run.callTool("attack", "pollute", {}, toolCtx)).toEqual({ ok: true, list: [1, 2], nested: { a: "b" } });
     // Same run, same context: the script sees its own pollution, the host still gets real JSON.
-    expect(await run.callTool("attack", "inspect", { x: [1] }, toolCtx)).toEqual({ polluted: "yes", stringify: "hijacked", escaped: true, echo: { x: [1] } });
+    expect(await run.callTool("attack", "inspect", { x: [1] }, toolCtx)).toEqual({
+      polluted: "yes",
+      stringify: "hijacked",
+      escaped: true,
+      echo: { x: [1] },
+    });
     // A new run of the same tenant starts clean.
     const sandbox = pool.tenant(tenant);
     const fresh = await sandbox.openRun({ runId: "fresh", scripts: [...sandbox.scripts.values()].map((entry) => entry.manifest) });
-    expect(await fresh.callTool("attack", "inspect", { x: 1 }, toolCtx)).toEqual({ polluted: null, stringify: '{"a":1}', escaped: null, echo: { x: 1 } });
+    expect(await fresh.callTool("attack", "inspect", { x: 1 }, toolCtx)).toEqual({
+      polluted: null,
+      stringify: '{"a":1}',
+      escaped: null,
+      echo: { x: 1 },
+    });
     assertHostIntact();
     await good.served();
   });
@@ -135,8 +157,14 @@ describe("red team: prototype pollution", () => {
   it("one script cannot see another script's globals in the same run", async () => {
     const sandbox = pool.tenant("two-scripts");
     const manifests = await sandbox.load([
-      script("first", `export default { tools: [{ name: "set", description: "", handler() { globalThis.shared = "from first"; Object.prototype.polluted = 1; return true; } }] };`),
-      script("second", `export default { tools: [{ name: "get", description: "", handler() { return [globalThis.shared ?? null, ({}).polluted ?? null]; } }] };`),
+      script(
+        "first",
+        `export default { tools: [{ name: "set", description: "", handler() { globalThis.shared = "from first"; Object.prototype.polluted = 1; return true; } }] };`,
+      ),
+      script(
+        "second",
+        `export default { tools: [{ name: "get", description: "", handler() { return [globalThis.shared ?? null, ({}).polluted ?? null]; } }] };`,
+      ),
     ]);
     const run = await sandbox.openRun({ runId: "r", scripts: manifests });
     expect(await run.callTool("first", "set", {}, toolCtx)).toBe(true);

@@ -8,10 +8,16 @@ export const attackLimits: Partial<SandboxLimits> = { cpuMs: 100, wallMs: 1000, 
 let counter = 0;
 
 /** Loads `hooks` source (the object literal body of defineScript) in a fresh tenant and opens a run. */
-export async function attacker(pool: SupervisedSandboxPool, body: string, limits = attackLimits): Promise<{ run: SandboxRun; tenant: string }> {
+export async function attacker(
+  pool: SupervisedSandboxPool,
+  body: string,
+  limits = attackLimits,
+): Promise<{ run: SandboxRun; tenant: string }> {
   const tenant = `attacker-${++counter}`;
   const sandbox = pool.tenant(tenant, limits);
-  const manifests = await sandbox.load([script("attack", `import { defineScript } from "hookbox";\nexport default defineScript(${body});`)]);
+  const manifests = await sandbox.load([
+    script("attack", `import { defineScript } from "hookbox";\nexport default defineScript(${body});`),
+  ]);
   return { run: await sandbox.openRun({ runId: `run-${tenant}`, scripts: manifests }), tenant };
 }
 
@@ -35,7 +41,9 @@ export async function victim(pool: SupervisedSandboxPool) {
 }
 
 /** Time a rejection; returns its code, message and elapsed ms. */
-export async function timedRejection(promise: Promise<unknown>): Promise<{ code: string; message: string; details: Record<string, unknown>; ms: number }> {
+export async function timedRejection(
+  promise: Promise<unknown>,
+): Promise<{ code: string; message: string; details: Record<string, unknown>; ms: number }> {
   const started = performance.now();
   try {
     const value = await promise;

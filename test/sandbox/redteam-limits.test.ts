@@ -18,7 +18,8 @@ afterAll(async () => {
 });
 
 /** A hook that attacks when the call is named "attack" and behaves otherwise (to prove recovery). */
-const hook = (attack: string) => `{ hooks: { beforeToolCall(p) { if (p.call.name === "attack") { ${attack} } return { action: "deny", reason: "fine" }; } } }`;
+const hook = (attack: string) =>
+  `{ hooks: { beforeToolCall(p) { if (p.call.name === "attack") { ${attack} } return { action: "deny", reason: "fine" }; } } }`;
 
 async function expectContained(body: string, code: string, boundMs: number, messagePart?: string, limits = attackLimits) {
   const { run } = await attacker(pool, body, limits);
@@ -42,7 +43,10 @@ describe("red team: CPU and time", () => {
   });
 
   it("an infinite loop after awaiting the host (next())", async () => {
-    const { run } = await attacker(pool, `{ middleware: [async function spin(turn, next) { const out = await next(turn); while (true) {} }] }`);
+    const { run } = await attacker(
+      pool,
+      `{ middleware: [async function spin(turn, next) { const out = await next(turn); while (true) {} }] }`,
+    );
     let nextRan = false;
     const error = await timedRejection(
       run.callMiddleware("attack", "spin", turn(), middlewareCtx, async (t) => {
@@ -74,7 +78,11 @@ describe("red team: CPU and time", () => {
   });
 
   it("a long built-in that overshoots the in-isolate timeout is killed by the supervisor", async () => {
-    const { run, tenant } = await attacker(pool, hook(`const s = "a".repeat(2e7); for (let i = 0; i < 20; i++) s.replace(/a/g, "bb");`), { cpuMs: 50, wallMs: 1000, memoryMb: 256 });
+    const { run, tenant } = await attacker(pool, hook(`const s = "a".repeat(2e7); for (let i = 0; i < 20; i++) s.replace(/a/g, "bb");`), {
+      cpuMs: 50,
+      wallMs: 1000,
+      memoryMb: 256,
+    });
     const error = await timedRejection(run.callHook("attack", "beforeToolCall", beforePayload("attack")));
     expect(error.code).toBe("SANDBOX_TIMEOUT");
     expect(error.ms).toBeLessThan(3000);
@@ -103,11 +111,20 @@ describe("red team: CPU and time", () => {
 
 describe("red team: memory and stack", () => {
   it("a memory bomb (growing arrays)", async () => {
-    await expectContained(hook(`const keep = []; for (;;) keep.push(new Array(1e6).fill(1.5));`), "SANDBOX_MEMORY", 3000, "memory limit of 32 MB");
+    await expectContained(
+      hook(`const keep = []; for (;;) keep.push(new Array(1e6).fill(1.5));`),
+      "SANDBOX_MEMORY",
+      3000,
+      "memory limit of 32 MB",
+    );
   });
 
   it("a memory bomb of small objects (GC thrash near the limit) is ended by the limit or by the supervisor", async () => {
-    const { run } = await attacker(pool, hook(`const m = new Map(); for (let i = 0; ; i++) m.set(i, { i, s: "v" + i });`), { ...attackLimits, cpuMs: 1000, wallMs: 1000 });
+    const { run } = await attacker(pool, hook(`const m = new Map(); for (let i = 0; ; i++) m.set(i, { i, s: "v" + i });`), {
+      ...attackLimits,
+      cpuMs: 1000,
+      wallMs: 1000,
+    });
     const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
     // Sharing the attacker's worker costs a victim time, never its call: unstarted calls move to a new worker.
     const victimDuring = good.served(4000);
@@ -120,7 +137,12 @@ describe("red team: memory and stack", () => {
   });
 
   it("a string-doubling bomb stops at V8's string length limit", async () => {
-    await expectContained(hook(`let s = "x"; for (;;) s = s + s; return { action: "deny", reason: s };`), "SCRIPT_ERROR", 3000, "Invalid string length");
+    await expectContained(
+      hook(`let s = "x"; for (;;) s = s + s; return { action: "deny", reason: s };`),
+      "SCRIPT_ERROR",
+      3000,
+      "Invalid string length",
+    );
   });
 
   it("deep recursion", async () => {
@@ -136,7 +158,12 @@ describe("red team: returned data", () => {
     ["NaN", `return { action: "skip", result: [1, NaN] };`, "$.result[1]", "NaN"],
     ["a BigInt", `return { action: "skip", result: { n: 10n } };`, "$.result.n", "bigint"],
     ["a symbol", `return { action: "skip", result: Symbol("s") };`, "$.result", "symbol"],
-    ["very deep nesting", `let o = {}; const root = o; for (let i = 0; i < 500; i++) { o.n = {}; o = o.n; } return { action: "skip", result: root };`, "$.result", "deeper"],
+    [
+      "very deep nesting",
+      `let o = {}; const root = o; for (let i = 0; i < 500; i++) { o.n = {}; o = o.n; } return { action: "skip", result: root };`,
+      "$.result",
+      "deeper",
+    ],
   ])("%s is a HOOK_CONTRACT error naming the path", async (_label, attack, path, problem) => {
     const error = await expectContained(hook(attack), "HOOK_CONTRACT", 1000);
     expect(String(error.details.path)).toContain(path);
@@ -152,7 +179,9 @@ describe("red team: returned data", () => {
         return { get result() { return { proxied: result, reads, date: new Date(0) }; } };
       } } }`,
     );
-    expect(await run.callHook("attack", "afterToolCall", afterPayload(1))).toEqual({ result: { proxied: { a: "via proxy" }, reads: 0, date: "1970-01-01T00:00:00.000Z" } });
+    expect(await run.callHook("attack", "afterToolCall", afterPayload(1))).toEqual({
+      result: { proxied: { a: "via proxy" }, reads: 0, date: "1970-01-01T00:00:00.000Z" },
+    });
   });
 
   it("a payload over the size cap is refused before it enters the sandbox", async () => {
@@ -169,10 +198,18 @@ describe("red team: floods", () => {
       const floodVictim = await victim(flood);
       const sandbox = flood.tenant("flooder", { cpuMs: 100, wallMs: 1000 });
       const manifests = await sandbox.load([
-        { source: `export default { hooks: { beforeToolCall() { const end = Date.now() + 5; while (Date.now() < end) {} } } };`, filename: "/tmp/flooder.ts" },
+        {
+          source: `export default { hooks: { beforeToolCall() { const end = Date.now() + 5; while (Date.now() < end) {} } } };`,
+          filename: "/tmp/flooder.ts",
+        },
       ]);
       const run = await sandbox.openRun({ runId: "flood", scripts: manifests });
-      const calls = Array.from({ length: 40 }, () => run.callHook("flooder", "beforeToolCall", beforePayload()).then(() => "ok", (error: { code: string }) => error.code));
+      const calls = Array.from({ length: 40 }, () =>
+        run.callHook("flooder", "beforeToolCall", beforePayload()).then(
+          () => "ok",
+          (error: { code: string }) => error.code,
+        ),
+      );
       const victimTime = await floodVictim.served(500);
       const outcomes = await Promise.all(calls);
       expect(outcomes.filter((outcome) => outcome === "SANDBOX_OVERLOADED").length).toBeGreaterThan(0);
@@ -186,7 +223,10 @@ describe("red team: floods", () => {
   it("a log flood is rate- and size-limited", async () => {
     const sandbox = pool.tenant("logger");
     const manifests = await sandbox.load([
-      { source: `export default { hooks: { beforeToolCall() { for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "y".repeat(10000)); } } };`, filename: "/tmp/logger.ts" },
+      {
+        source: `export default { hooks: { beforeToolCall() { for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "y".repeat(10000)); } } };`,
+        filename: "/tmp/logger.ts",
+      },
     ]);
     const logs: { message: string }[] = [];
     const run = await sandbox.openRun({ runId: "logs", scripts: manifests, onLog: (entry) => logs.push(entry) });

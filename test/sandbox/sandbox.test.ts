@@ -76,8 +76,16 @@ describe("loading", () => {
     ["no default export", `export const x = 1;`, "no default export"],
     ["unknown field", `export default { hook: {} };`, 'unknown field "hook"'],
     ["hook not a function", `export default { hooks: { beforeToolCall: 3 } };`, "hooks.beforeToolCall must be a function"],
-    ["duplicate tools", `const t = { name: "a", description: "", handler() {} }; export default { tools: [t, t] };`, 'tool name "a" is used twice'],
-    ["bad schema", `export default { tools: [{ name: "a", description: "", parameters: { type: "object", properties: { x: { type: 12 } } }, handler() {} }] };`, "not a valid JSON Schema"],
+    [
+      "duplicate tools",
+      `const t = { name: "a", description: "", handler() {} }; export default { tools: [t, t] };`,
+      'tool name "a" is used twice',
+    ],
+    [
+      "bad schema",
+      `export default { tools: [{ name: "a", description: "", parameters: { type: "object", properties: { x: { type: 12 } } }, handler() {} }] };`,
+      "not a valid JSON Schema",
+    ],
     ["anonymous middleware", `export default { middleware: [async (t, n) => n(t)] };`, "has no name"],
     ["bad onHookError", `export default { onHookError: "ignore" };`, "onHookError must be one of"],
     ["throwing top level", `throw new Error("top-level boom");`, "top-level boom"],
@@ -107,7 +115,10 @@ describe("callbacks", () => {
   it("runs hooks and validates their returns", async () => {
     const logs: LogEntry[] = [];
     const run = await openPolicy("calls-a", (entry) => logs.push(entry));
-    expect(await run.callHook("policy", "beforeToolCall", beforePayload("refund", { amount: 500 }))).toEqual({ action: "deny", reason: "over limit" });
+    expect(await run.callHook("policy", "beforeToolCall", beforePayload("refund", { amount: 500 }))).toEqual({
+      action: "deny",
+      reason: "over limit",
+    });
     expect(await run.callHook("policy", "beforeToolCall", beforePayload("lookup"))).toBeUndefined();
     expect(await run.callHook("policy", "afterToolCall", afterPayload({ ok: 1 }))).toEqual({ result: { wrapped: { ok: 1 } } });
     expect(logs).toContainEqual({ script: "policy", tenant: "calls-a", level: "info", message: "checking refund" });
@@ -151,7 +162,10 @@ describe("callbacks", () => {
   it("gives each run fresh globals", async () => {
     const tenant = pool.tenant("calls-e");
     const manifests = await tenant.load([
-      script("counter", `let n = 0; export default { tools: [{ name: "count", description: "", handler() { globalThis.total = (globalThis.total ?? 0) + 1; return { n: ++n, total: globalThis.total }; } }] };`),
+      script(
+        "counter",
+        `let n = 0; export default { tools: [{ name: "count", description: "", handler() { globalThis.total = (globalThis.total ?? 0) + 1; return { n: ++n, total: globalThis.total }; } }] };`,
+      ),
     ]);
     const first = await tenant.openRun({ runId: "r1", scripts: manifests });
     expect(await first.callTool("counter", "count", {}, toolCtx)).toEqual({ n: 1, total: 1 });

@@ -6,7 +6,10 @@ import { loadServerConfig } from "../../src/server/config.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 
 function fixtureWith(edit: (config: any) => void) {
-  const fixture = writeFixture([{ name: "acme", key: "k1", steps: twoToolSteps }, { name: "globex", key: "k2", steps: twoToolSteps }]);
+  const fixture = writeFixture([
+    { name: "acme", key: "k1", steps: twoToolSteps },
+    { name: "globex", key: "k2", steps: twoToolSteps },
+  ]);
   const config = JSON.parse(readFileSync(fixture.config, "utf8"));
   edit(config);
   writeFileSync(fixture.config, JSON.stringify(config));
@@ -21,8 +24,16 @@ const cases: [string, (config: any) => void, RegExp][] = [
   ["a missing model file", (c) => (c.tenants[0].model = "scripted:none.json"), /tenants\[0\]\.model: file none\.json does not exist/],
   ["a bad model", (c) => (c.tenants[0].model = "gpt-4"), /tenants\[0\]\.model: /],
   ["a duplicate tenant", (c) => (c.tenants[1].name = "acme"), /tenants\[1\]\.name: duplicate tenant "acme" \(also tenants\[0\]\)/],
-  ["a duplicate key", (c) => (c.tenants[1].apiKeys = c.tenants[0].apiKeys), /tenants\[1\]\.apiKeys\[0\]: duplicate key \(the same key as tenants\[0\]\.apiKeys\[0\]\)/],
-  ["an unset key variable", (c) => (c.tenants[0].apiKeys = [{ env: "HOOKBOX_TEST_UNSET_KEY" }]), /tenants\[0\]\.apiKeys\[0\]\.env: environment variable HOOKBOX_TEST_UNSET_KEY is not set/],
+  [
+    "a duplicate key",
+    (c) => (c.tenants[1].apiKeys = c.tenants[0].apiKeys),
+    /tenants\[1\]\.apiKeys\[0\]: duplicate key \(the same key as tenants\[0\]\.apiKeys\[0\]\)/,
+  ],
+  [
+    "an unset key variable",
+    (c) => (c.tenants[0].apiKeys = [{ env: "HOOKBOX_TEST_UNSET_KEY" }]),
+    /tenants\[0\]\.apiKeys\[0\]\.env: environment variable HOOKBOX_TEST_UNSET_KEY is not set/,
+  ],
   ["a bad sha256", (c) => (c.tenants[0].apiKeys = [{ sha256: "abc" }]), /tenants\[0\]\.apiKeys\[0\]\.sha256: must be 64 hex digits/],
   ["no tenants", (c) => (c.tenants = []), /config .*: tenants: /],
 ];

@@ -74,8 +74,21 @@ describe("durability under SIGKILL", () => {
     const sessionId = `s-${scenario.name.replace(/\W+/g, "-")}`;
     const readLog = () => (existsSync(fixture.log) ? readFileSync(fixture.log, "utf8").trim().split("\n").filter(Boolean) : []);
     const args = [
-      "run", join(fixture.dir, "policy.ts"), "--model", `scripted:${join(fixture.dir, "acme-model.json")}`, "--host-tools", join(fixture.dir, "tools.mjs"),
-      "--prompt", "record both", "--store", fixture.store, "--session", sessionId, "--json", "--max-parallel-tools", "1",
+      "run",
+      join(fixture.dir, "policy.ts"),
+      "--model",
+      `scripted:${join(fixture.dir, "acme-model.json")}`,
+      "--host-tools",
+      join(fixture.dir, "tools.mjs"),
+      "--prompt",
+      "record both",
+      "--store",
+      fixture.store,
+      "--session",
+      sessionId,
+      "--json",
+      "--max-parallel-tools",
+      "1",
       ...(scenario.step ? ["--step"] : []),
     ];
     const run = startCli(args);
@@ -91,7 +104,11 @@ describe("durability under SIGKILL", () => {
     run.child.kill("SIGKILL");
     await run.done;
     const beforeKill = printed();
-    await waitUntil(() => workers.every((pid) => !isRunning(pid)), 3000, `sandbox workers ${workers.join(", ")} to exit after their supervisor was killed`);
+    await waitUntil(
+      () => workers.every((pid) => !isRunning(pid)),
+      3000,
+      `sandbox workers ${workers.join(", ")} to exit after their supervisor was killed`,
+    );
 
     const store = openStore(fixture.store);
     try {

@@ -18,11 +18,19 @@ export interface TenantFixture {
 }
 
 export const twoToolSteps = [
-  { toolCalls: [{ id: "c1", name: "record", args: { id: "c1" } }, { id: "c2", name: "record", args: { id: "c2" } }] },
+  {
+    toolCalls: [
+      { id: "c1", name: "record", args: { id: "c1" } },
+      { id: "c2", name: "record", args: { id: "c2" } },
+    ],
+  },
   { text: "both recorded" },
 ];
 
-export function writeFixture(tenants: TenantFixture[], extra: Record<string, unknown> = {}): { dir: string; config: string; store: string; log: string } {
+export function writeFixture(
+  tenants: TenantFixture[],
+  extra: Record<string, unknown> = {},
+): { dir: string; config: string; store: string; log: string } {
   const dir = mkdtempSync(join(tmpdir(), "hookbox-server-"));
   const log = join(dir, "executions.log");
   writeFileSync(

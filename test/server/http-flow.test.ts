@@ -8,11 +8,14 @@ const acme = () => api(server.url, "acme-key");
 const globex = () => api(server.url, "globex-key");
 
 beforeAll(async () => {
-  const fixture = writeFixture([
-    { name: "acme", key: "acme-key", steps: twoToolSteps },
-    { name: "globex", key: "globex-key", steps: twoToolSteps, envKey: "GLOBEX_KEY" },
-    { name: "tiny", key: "tiny-key", steps: [{ text: "hi" }], limits: { runsPerMinute: 2 } },
-  ], { server: { maxBodyBytes: 64 * 1024 } });
+  const fixture = writeFixture(
+    [
+      { name: "acme", key: "acme-key", steps: twoToolSteps },
+      { name: "globex", key: "globex-key", steps: twoToolSteps, envKey: "GLOBEX_KEY" },
+      { name: "tiny", key: "tiny-key", steps: [{ text: "hi" }], limits: { runsPerMinute: 2 } },
+    ],
+    { server: { maxBodyBytes: 64 * 1024 } },
+  );
   server = await startServe({ config: fixture.config, store: fixture.store, env: { GLOBEX_KEY: "globex-key" } });
 });
 afterAll(async () => {
@@ -25,13 +28,16 @@ function finishStepping(runId: string, options: { lastEventId?: string; key?: st
   return readEvents(server.url, key, runId, {
     ...(options.lastEventId !== undefined ? { lastEventId: options.lastEventId } : {}),
     onMessage: (m) => {
-      if (m.event.type === "debugger.pause") void api(server.url, key).request("POST", `/v1/runs/${runId}/continue`, { pauseId: m.event.pauseId });
+      if (m.event.type === "debugger.pause")
+        void api(server.url, key).request("POST", `/v1/runs/${runId}/continue`, { pauseId: m.event.pauseId });
     },
   });
 }
 
 async function pausedRun(client = acme(), key = "acme-key") {
-  const { body: { sessionId } } = await client.request("POST", "/v1/sessions", {});
+  const {
+    body: { sessionId },
+  } = await client.request("POST", "/v1/sessions", {});
   const started = await client.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "record both", step: true });
   expect(started.status).toBe(202);
   const { messages } = await readEvents(server.url, key, started.body.runId, { stopWhen: (m) => m.event.type === "debugger.pause" });
@@ -42,7 +48,10 @@ async function pausedRun(client = acme(), key = "acme-key") {
 describe("hookbox serve over HTTP", () => {
   it("answers /healthz without a key and refuses /v1 without a valid one", async () => {
     expect((await api(server.url, undefined).request("GET", "/healthz")).status).toBe(200);
-    expect(await api(server.url, undefined).request("POST", "/v1/sessions", {})).toMatchObject({ status: 401, body: { error: { code: "UNAUTHORIZED" } } });
+    expect(await api(server.url, undefined).request("POST", "/v1/sessions", {})).toMatchObject({
+      status: 401,
+      body: { error: { code: "UNAUTHORIZED" } },
+    });
     expect((await api(server.url, "wrong").request("POST", "/v1/sessions", {})).status).toBe(401);
     expect((await globex().request("POST", "/v1/sessions", {})).status).toBe(201); // the {env} key works
   });
@@ -51,17 +60,28 @@ describe("hookbox serve over HTTP", () => {
     const { sessionId, runId, pauseId, seen } = await pausedRun();
     expect(seen.map((m) => m.id)).toEqual(seen.map((m) => String(m.event.seq)));
     expect(seen[0].event).toMatchObject({ type: "run-started", seq: 1, sessionId });
-    expect(await acme().request("POST", `/v1/runs/${runId}/continue`, { pauseId })).toMatchObject({ status: 200, body: { continued: true } });
+    expect(await acme().request("POST", `/v1/runs/${runId}/continue`, { pauseId })).toMatchObject({
+      status: 200,
+      body: { continued: true },
+    });
     expect((await acme().request("POST", `/v1/runs/${runId}/continue`, { pauseId })).status).toBe(404);
     const rest = await finishStepping(runId, { lastEventId: seen.at(-1)!.id! });
     expect(rest.ended).toBe(true);
     const all = [...seen, ...rest.messages].map((m) => m.event);
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
-    expect(all.filter((e) => e.type === "tool-finished").map((e) => (e as { callId: string }).callId).sort()).toEqual(["c1", "c2"]);
+    expect(
+      all
+        .filter((e) => e.type === "tool-finished")
+        .map((e) => (e as { callId: string }).callId)
+        .sort(),
+    ).toEqual(["c1", "c2"]);
     expect(all.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
     expect(all.filter((e) => e.type === "debugger.continue").every((e) => (e as { reason: string }).reason === "continued")).toBe(true);
     const session = await acme().request("GET", `/v1/sessions/${sessionId}`);
-    expect(session).toMatchObject({ status: 200, body: { sessionId, status: "idle", turns: [{ runId, status: "completed", phase: "final" }] } });
+    expect(session).toMatchObject({
+      status: 200,
+      body: { sessionId, status: "idle", turns: [{ runId, status: "completed", phase: "final" }] },
+    });
   });
 
   it("resumes an SSE stream with Last-Event-ID: no gap, no duplicate", async () => {
@@ -77,7 +97,10 @@ describe("hookbox serve over HTTP", () => {
 
   it("refuses a second run while one is active (409) and accepts one after it finishes", async () => {
     const { sessionId, runId, pauseId } = await pausedRun();
-    expect(await acme().request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "again" })).toMatchObject({ status: 409, body: { error: { code: "SESSION_BUSY" } } });
+    expect(await acme().request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "again" })).toMatchObject({
+      status: 409,
+      body: { error: { code: "SESSION_BUSY" } },
+    });
     await acme().request("POST", `/v1/runs/${runId}/continue`, { pauseId });
     expect((await finishStepping(runId)).messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "completed" });
     expect((await acme().request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "again" })).status).toBe(202);
@@ -97,23 +120,46 @@ describe("hookbox serve over HTTP", () => {
     expect(listed.body.sessions.map((s: { id: string }) => s.id)).not.toContain(a.sessionId);
     // globex's own run, continued with acme's pause id: unknown pause.
     expect((await intruder.request("POST", `/v1/runs/${b.runId}/continue`, { pauseId: a.pauseId })).status).toBe(404);
-    expect((await acme().request("GET", `/v1/runs/${a.runId}`)).body).toMatchObject({ status: "running", pauses: [{ pauseId: a.pauseId }] });
+    expect((await acme().request("GET", `/v1/runs/${a.runId}`)).body).toMatchObject({
+      status: "running",
+      pauses: [{ pauseId: a.pauseId }],
+    });
     expect((await intruder.request("POST", `/v1/runs/${b.runId}/cancel`)).status).toBe(200);
-    expect((await readEvents(server.url, "globex-key", b.runId)).messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "cancelled" });
+    expect((await readEvents(server.url, "globex-key", b.runId)).messages.at(-1)?.event).toMatchObject({
+      type: "run-finished",
+      status: "cancelled",
+    });
     await acme().request("POST", `/v1/runs/${a.runId}/cancel`);
   });
 
   it("answers malformed and oversized bodies with 4xx naming the problem, and keeps serving", async () => {
-    const { body: { sessionId } } = await acme().request("POST", "/v1/sessions");
+    const {
+      body: { sessionId },
+    } = await acme().request("POST", "/v1/sessions");
     const runs = `/v1/sessions/${sessionId}/runs`;
     expect(await acme().request("POST", runs, "{not json")).toMatchObject({ status: 400, body: { error: { code: "INVALID_JSON" } } });
-    expect(await acme().request("POST", runs, {})).toMatchObject({ status: 400, body: { error: { code: "VALIDATION", path: "$.prompt" } } });
-    expect(await acme().request("POST", runs, { prompt: "x", stepp: true })).toMatchObject({ status: 400, body: { error: { message: expect.stringContaining('"stepp"') } } });
-    expect(await acme().request("POST", runs, { prompt: "x", maxIterations: "ten" })).toMatchObject({ status: 400, body: { error: { path: "$.maxIterations" } } });
-    expect(await acme().request("POST", runs, { prompt: "x", tags: { a: 1 } })).toMatchObject({ status: 400, body: { error: { path: "$.tags.a" } } });
+    expect(await acme().request("POST", runs, {})).toMatchObject({
+      status: 400,
+      body: { error: { code: "VALIDATION", path: "$.prompt" } },
+    });
+    expect(await acme().request("POST", runs, { prompt: "x", stepp: true })).toMatchObject({
+      status: 400,
+      body: { error: { message: expect.stringContaining('"stepp"') } },
+    });
+    expect(await acme().request("POST", runs, { prompt: "x", maxIterations: "ten" })).toMatchObject({
+      status: 400,
+      body: { error: { path: "$.maxIterations" } },
+    });
+    expect(await acme().request("POST", runs, { prompt: "x", tags: { a: 1 } })).toMatchObject({
+      status: 400,
+      body: { error: { path: "$.tags.a" } },
+    });
     expect((await acme().request("POST", runs, [1, 2])).status).toBe(400);
     expect((await acme().request("POST", runs, "null")).status).toBe(400);
-    expect(await acme().request("POST", runs, { prompt: "x".repeat(100 * 1024) })).toMatchObject({ status: 413, body: { error: { code: "BODY_TOO_LARGE" } } });
+    expect(await acme().request("POST", runs, { prompt: "x".repeat(100 * 1024) })).toMatchObject({
+      status: 413,
+      body: { error: { code: "BODY_TOO_LARGE" } },
+    });
     expect((await acme().request("POST", "/v1/runs/nope/continue", "{")).status).toBe(404);
     expect((await acme().request("GET", "/v1/runs/nope/events", undefined, { "last-event-id": "abc" })).status).toBe(404);
     expect((await acme().request("GET", "/v1/no/such/route")).status).toBe(404);
@@ -129,14 +175,18 @@ describe("hookbox serve over HTTP", () => {
     const statuses: number[] = [];
     let retryAfter: string | null = null;
     for (let i = 0; i < 3; i++) {
-      const { body: { sessionId } } = await tiny.request("POST", "/v1/sessions", {});
+      const {
+        body: { sessionId },
+      } = await tiny.request("POST", "/v1/sessions", {});
       const response = await tiny.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "hi" });
       statuses.push(response.status);
       if (response.status === 429) retryAfter = response.headers.get("retry-after");
     }
     expect(statuses).toEqual([202, 202, 429]);
     expect(Number(retryAfter)).toBeGreaterThan(0);
-    const { body: { sessionId } } = await acme().request("POST", "/v1/sessions", {});
+    const {
+      body: { sessionId },
+    } = await acme().request("POST", "/v1/sessions", {});
     expect((await acme().request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "hi" })).status).toBe(202);
   });
 });

@@ -11,15 +11,25 @@ const policy = `import { defineScript } from "hookbox";
 export default defineScript({ name: "policy", hooks: { afterToolCall(p) { return undefined; } } });
 `;
 const slowSteps = [
-  { toolCalls: [{ id: "c1", name: "record", args: { id: "c1" } }, { id: "c2", name: "record", args: { id: "c2", delayMs: 20_000 } }] },
+  {
+    toolCalls: [
+      { id: "c1", name: "record", args: { id: "c1" } },
+      { id: "c2", name: "record", args: { id: "c2", delayMs: 20_000 } },
+    ],
+  },
   { text: "done" },
 ];
 const logLines = (log: string) => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : []);
 
 async function startSlowRun(url: string) {
   const client = api(url, "acme-key");
-  const { body: { sessionId } } = await client.request("POST", "/v1/sessions", {});
-  const { status, body: { runId } } = await client.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "record both" });
+  const {
+    body: { sessionId },
+  } = await client.request("POST", "/v1/sessions", {});
+  const {
+    status,
+    body: { runId },
+  } = await client.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "record both" });
   expect(status).toBe(202);
   return { sessionId: sessionId as string, runId: runId as string };
 }
@@ -59,12 +69,22 @@ describe("hookbox serve lifecycle", () => {
     const { sessionId, runId } = await startSlowRun(server.url);
     const seen: HookboxEvent[] = [];
     void readEvents(server.url, "acme-key", runId, { onMessage: (m) => seen.push(m.event) }).catch(() => undefined);
-    await waitUntil(() => logLines(fixture.log).some((l) => l.endsWith(" c2") && l.startsWith("tool ")) && seen.some((e) => e.type === "tool-started" && e.callId === "c2"), 10_000, "the slow tool to start");
+    await waitUntil(
+      () =>
+        logLines(fixture.log).some((l) => l.endsWith(" c2") && l.startsWith("tool ")) &&
+        seen.some((e) => e.type === "tool-started" && e.callId === "c2"),
+      10_000,
+      "the slow tool to start",
+    );
     const workers = descendants(server.child.pid!);
     expect(workers.length).toBeGreaterThan(0);
     server.child.kill("SIGKILL");
     await server.exited;
-    await waitUntil(() => workers.every((pid) => !isRunning(pid)), 3000, `workers ${workers.join(", ")} to exit after the server was killed`);
+    await waitUntil(
+      () => workers.every((pid) => !isRunning(pid)),
+      3000,
+      `workers ${workers.join(", ")} to exit after the server was killed`,
+    );
 
     const store = openStore(fixture.store);
     const stored = await store.listEvents(runId);
@@ -90,14 +110,20 @@ export default defineScript({ name: "hostile", hooks: { beforeToolCall(p) { for 
       const evil = api(server.url, "evil-key");
       const evilRuns = [];
       for (let i = 0; i < 3; i++) {
-        const { body: { sessionId } } = await evil.request("POST", "/v1/sessions", {});
+        const {
+          body: { sessionId },
+        } = await evil.request("POST", "/v1/sessions", {});
         evilRuns.push((await evil.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "loop" })).body.runId as string);
       }
       const good = api(server.url, "good-key");
       const goodRuns = await Promise.all(
         Array.from({ length: 5 }, async () => {
-          const { body: { sessionId } } = await good.request("POST", "/v1/sessions", {});
-          const { body: { runId } } = await good.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "work" });
+          const {
+            body: { sessionId },
+          } = await good.request("POST", "/v1/sessions", {});
+          const {
+            body: { runId },
+          } = await good.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "work" });
           return readEvents(server.url, "good-key", runId);
         }),
       );

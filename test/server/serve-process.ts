@@ -20,7 +20,9 @@ export async function startServe(options: { config: string; store: string; env?:
   let stdout = "";
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal })),
+  );
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.setEncoding("utf8").on("data", (d) => {
       stdout += d;
@@ -30,7 +32,10 @@ export async function startServe(options: { config: string; store: string; env?:
     void exited.then(({ code }) => reject(new Error(`hookbox serve exited (${code}) before listening: ${stderr}`)));
   });
   return {
-    url, child, exited, stderr: () => stderr,
+    url,
+    child,
+    exited,
+    stderr: () => stderr,
     async stop(signal = "SIGTERM") {
       child.kill(signal);
       return exited;
@@ -39,7 +44,12 @@ export async function startServe(options: { config: string; store: string; env?:
 }
 
 export interface Api {
-  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
 }
 
 export function api(url: string, key: string | undefined): Api {
@@ -47,7 +57,11 @@ export function api(url: string, key: string | undefined): Api {
     async request(method, path, body, headers = {}) {
       const response = await fetch(`${url}${path}`, {
         method,
-        headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+        headers: {
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...(body !== undefined ? { "content-type": "application/json" } : {}),
+          ...headers,
+        },
         ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
       });
       const text = await response.text();
@@ -93,9 +107,16 @@ export async function readEvents(
       while ((end = buffer.indexOf("\n\n")) >= 0) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = block.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+        const data = block
+          .split("\n")
+          .filter((l) => l.startsWith("data: "))
+          .map((l) => l.slice(6))
+          .join("\n");
         if (!data) continue;
-        const id = block.split("\n").find((l) => l.startsWith("id: "))?.slice(4);
+        const id = block
+          .split("\n")
+          .find((l) => l.startsWith("id: "))
+          ?.slice(4);
         const message = { ...(id !== undefined ? { id } : {}), event: JSON.parse(data) as HookboxEvent };
         messages.push(message);
         options.onMessage?.(message);

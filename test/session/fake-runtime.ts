@@ -56,7 +56,13 @@ class FakeRun implements RunHandle {
   }
 
   private emit(body: EventBody): void {
-    const event = { ...body, seq: this.seq++, timestampMs: Date.now(), sessionId: this.sessionId, inferenceId: this.inferenceId } as HookboxEvent;
+    const event = {
+      ...body,
+      seq: this.seq++,
+      timestampMs: Date.now(),
+      sessionId: this.sessionId,
+      inferenceId: this.inferenceId,
+    } as HookboxEvent;
     this.log.push(event);
     this.request.persistence?.onEvent(event);
   }
@@ -69,7 +75,10 @@ class FakeRun implements RunHandle {
       turn = structuredClone(this.request.resumeFrom.turn);
     } else {
       const history = this.request.history ?? { id: `turn-${this.runId}`, blocks: [], metadata: {}, data: {} };
-      turn = { ...structuredClone(history), blocks: [...history.blocks, { id: `u-${this.runId}`, kind: "user", payload: { text: this.request.prompt }, metadata: {} }] };
+      turn = {
+        ...structuredClone(history),
+        blocks: [...history.blocks, { id: `u-${this.runId}`, kind: "user", payload: { text: this.request.prompt }, metadata: {} }],
+      };
       this.emit({ type: "run-started", prompt: this.request.prompt, runId: this.runId });
       await persistence?.onSnapshot("pre_inference", turn);
     }
@@ -79,7 +88,9 @@ class FakeRun implements RunHandle {
       return { status, turn, iterations, ...(text ? { text } : {}) };
     };
     // Resuming after tools ran: the calls of the last inference still lacking a result are pending.
-    let pending = turn.blocks.filter((b) => b.kind === "tool_call" && !turn.blocks.some((u) => u.kind === "tool_use" && u.payload.id === b.payload.id));
+    let pending = turn.blocks.filter(
+      (b) => b.kind === "tool_call" && !turn.blocks.some((u) => u.kind === "tool_use" && u.payload.id === b.payload.id),
+    );
     for (;;) {
       if (this.cancelled) return finish("cancelled");
       if (pending.length === 0) {
@@ -88,8 +99,19 @@ class FakeRun implements RunHandle {
         iterations += 1;
         this.emit({ type: "inference-started", iteration: iterations });
         const calls = step.toolCalls ?? [];
-        this.emit({ type: "inference-finished", iteration: iterations, ...(step.text ? { text: step.text } : {}), toolCalls: calls.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} })) });
-        for (const call of calls) turn.blocks.push({ id: `tc-${call.id}`, kind: "tool_call", payload: { id: call.id, name: call.name, args: call.args ?? {} }, metadata: {} });
+        this.emit({
+          type: "inference-finished",
+          iteration: iterations,
+          ...(step.text ? { text: step.text } : {}),
+          toolCalls: calls.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} })),
+        });
+        for (const call of calls)
+          turn.blocks.push({
+            id: `tc-${call.id}`,
+            kind: "tool_call",
+            payload: { id: call.id, name: call.name, args: call.args ?? {} },
+            metadata: {},
+          });
         if (step.text) turn.blocks.push({ id: `t-${iterations}`, kind: "llm_text", payload: { text: step.text }, metadata: {} });
         await persistence?.onSnapshot("post_inference", turn);
         if (calls.length === 0) return finish("completed", step.text);

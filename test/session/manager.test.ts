@@ -8,7 +8,15 @@ import type { TenantConfig } from "../../src/host/types.js";
 import { tempDir } from "../store/helpers.js";
 import { FakeRuntime, type FakeStep } from "./fake-runtime.js";
 
-const twoTools: FakeStep[] = [{ toolCalls: [{ id: "c1", name: "a" }, { id: "c2", name: "b" }] }, { text: "done" }];
+const twoTools: FakeStep[] = [
+  {
+    toolCalls: [
+      { id: "c1", name: "a" },
+      { id: "c2", name: "b" },
+    ],
+  },
+  { text: "done" },
+];
 
 function tenantConfig(dir: string): TenantConfig {
   const script = join(dir, "policy.ts");
@@ -43,14 +51,26 @@ describe("SessionManager", () => {
     const events = await store.listEvents(handle.runId);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
-    expect((await store.listSnapshots(handle.runId)).map((s) => s.phase)).toEqual(["pre_inference", "post_inference", "post_tools", "post_inference", "final"]);
+    expect((await store.listSnapshots(handle.runId)).map((s) => s.phase)).toEqual([
+      "pre_inference",
+      "post_inference",
+      "post_tools",
+      "post_inference",
+      "final",
+    ]);
     expect((await store.getRun(handle.runId))?.inferenceId).toBe(`inf-${handle.runId}`);
     const second = await session.run("second");
     await second.wait();
     const history = runtime.requests[1].history!;
     expect(history.blocks.map((b) => b.payload.text ?? b.payload.id)).toEqual(["first", "c1", "c1", "one"]);
     const view = await manager.describe(session.id);
-    expect(view).toMatchObject({ status: "idle", turns: [{ status: "completed", phase: "final" }, { status: "completed", phase: "final" }] });
+    expect(view).toMatchObject({
+      status: "idle",
+      turns: [
+        { status: "completed", phase: "final" },
+        { status: "completed", phase: "final" },
+      ],
+    });
   });
 
   it("refuses a second active run with SESSION_BUSY and accepts one after the first finishes", async () => {
@@ -58,7 +78,10 @@ describe("SessionManager", () => {
     const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
     const [first, second] = await Promise.allSettled([session.run("a", { step: true }), session.run("b")]);
     expect(first.status).toBe("fulfilled");
-    expect(second).toMatchObject({ status: "rejected", reason: { code: "SESSION_BUSY", message: expect.stringMatching(/already has an active run/) } });
+    expect(second).toMatchObject({
+      status: "rejected",
+      reason: { code: "SESSION_BUSY", message: expect.stringMatching(/already has an active run/) },
+    });
     const handle = (first as PromiseFulfilledResult<Awaited<ReturnType<typeof session.run>>>).value;
     await expect(session.run("c")).rejects.toMatchObject({ code: "SESSION_BUSY" });
     const pause = await waitForEvent(manager.events(handle.runId), "debugger.pause");
@@ -69,7 +92,11 @@ describe("SessionManager", () => {
 
   it("merges per-run options over session defaults", async () => {
     const { manager, runtime } = setup([{ text: "x" }]);
-    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir), defaults: { maxIterations: 5, tags: { team: "a" }, step: false } });
+    const session = await manager.create({
+      tenant: "acme",
+      tenantConfig: tenantConfig(dir),
+      defaults: { maxIterations: 5, tags: { team: "a" }, step: false },
+    });
     await (await session.run("hi", { tags: { run: "1" }, step: false, toolTimeoutMs: 100 })).wait();
     expect(runtime.requests[0].options).toEqual({ maxIterations: 5, tags: { team: "a", run: "1" }, step: false, toolTimeoutMs: 100 });
   });
@@ -122,13 +149,20 @@ describe("SessionManager", () => {
     const resumed = await resumer.resume(session.id);
     expect(resumed.runId).toBe(handle.runId);
     expect(await resumed.wait()).toMatchObject({ status: "completed", iterations: 2 });
-    expect(fresh.requests[0].resumeFrom).toMatchObject({ nextSeq: interrupted!.lastSeq + 1, iterations: 1, inferenceId: interrupted!.inferenceId });
+    expect(fresh.requests[0].resumeFrom).toMatchObject({
+      nextSeq: interrupted!.lastSeq + 1,
+      iterations: 1,
+      inferenceId: interrupted!.inferenceId,
+    });
     expect(fresh.executed).toEqual(["c2"]);
     expect(fresh.beforeToolCall).toEqual(["c2"]);
     const all = await collect(resumer.events(handle.runId));
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
     expect(all.filter((e) => e.type === "run-finished").map((e) => (e as { status: string }).status)).toEqual(["interrupted", "completed"]);
-    await expect(resumer.resume(session.id)).rejects.toMatchObject({ code: "NOT_RESUMABLE", message: expect.stringMatching(/is completed, not interrupted/) });
+    await expect(resumer.resume(session.id)).rejects.toMatchObject({
+      code: "NOT_RESUMABLE",
+      message: expect.stringMatching(/is completed, not interrupted/),
+    });
   });
 
   it("forks a session from a run: the fork continues that history, the source is untouched", async () => {
@@ -153,7 +187,9 @@ describe("SessionManager", () => {
     writeFileSync((config.scripts[0] as { path: string }).path, "export default { changed: true };\n");
     const record = await store.getSession(session.id);
     expect(record?.tenantConfig.scripts).toMatchObject([{ source: "export default {};\n" }]);
-    await expect(manager.create({ tenant: "acme", tenantConfig: { ...config, scripts: [{ path: join(dir, "missing.ts") }] } })).rejects.toThrow(/missing\.ts/);
+    await expect(
+      manager.create({ tenant: "acme", tenantConfig: { ...config, scripts: [{ path: join(dir, "missing.ts") }] } }),
+    ).rejects.toThrow(/missing\.ts/);
   });
 });
 

@@ -22,8 +22,16 @@ export function session(id = "s1", tenant = "acme"): SessionRecord {
 
 export function run(id: string, sessionId = "s1", ownerPid = process.pid): RunRecord {
   return {
-    id, sessionId, inferenceId: `inf-${id}`, prompt: "hello", options: { step: true }, status: "running",
-    iterations: 0, startedMs: Date.now(), lastSeq: 0, ownerPid,
+    id,
+    sessionId,
+    inferenceId: `inf-${id}`,
+    prompt: "hello",
+    options: { step: true },
+    status: "running",
+    iterations: 0,
+    startedMs: Date.now(),
+    lastSeq: 0,
+    ownerPid,
   };
 }
 

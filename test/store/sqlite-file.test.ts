@@ -64,7 +64,9 @@ describe("sqlite store file", () => {
   it("reports a read-only location, naming the file", () => {
     // root ignores permission bits, so as root use a location nobody can write (procfs).
     if (process.getuid?.() === 0) {
-      expect(() => openStore("/proc/hookbox-test.db")).toThrowError(/store \/proc\/hookbox-test\.db cannot be opened: unable to open database file/);
+      expect(() => openStore("/proc/hookbox-test.db")).toThrowError(
+        /store \/proc\/hookbox-test\.db cannot be opened: unable to open database file/,
+      );
       return;
     }
     const dir = join(tempDir(), "ro");

@@ -33,8 +33,12 @@ describe.each(stores)("%s store", (_name, open) => {
     await store.createRun(run("r1"));
     await store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
     await store.appendEvent("r1", event("r1", 2, { type: "inference-started", iteration: 1 }));
-    await expect(store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }))).rejects.toMatchObject({ code: "STORE" });
-    await expect(store.appendEvent("r1", event("r1", 2, { type: "inference-started", iteration: 1 }))).rejects.toMatchObject({ code: "STORE" });
+    await expect(store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }))).rejects.toMatchObject({
+      code: "STORE",
+    });
+    await expect(store.appendEvent("r1", event("r1", 2, { type: "inference-started", iteration: 1 }))).rejects.toMatchObject({
+      code: "STORE",
+    });
     expect((await store.listEvents("r1")).map((e) => e.seq)).toEqual([1, 2]);
     expect((await store.listEvents("r1", 1)).map((e) => e.type)).toEqual(["inference-started"]);
     expect((await store.getRun("r1"))?.lastSeq).toBe(2);
@@ -45,7 +49,16 @@ describe.each(stores)("%s store", (_name, open) => {
     await store.createSession(session());
     await store.createRun(run("r1"));
     await store.appendEvent("r1", event("r1", 1, { type: "inference-finished", iteration: 1, toolCalls: [] }));
-    await store.appendEvent("r1", event("r1", 2, { type: "debugger.pause", pauseId: "p1", phase: "after_inference", deadlineMs: 99, pendingToolCalls: [{ id: "c1", name: "t", args: {} }] }));
+    await store.appendEvent(
+      "r1",
+      event("r1", 2, {
+        type: "debugger.pause",
+        pauseId: "p1",
+        phase: "after_inference",
+        deadlineMs: 99,
+        pendingToolCalls: [{ id: "c1", name: "t", args: {} }],
+      }),
+    );
     expect(await store.openPauses("r1")).toMatchObject([{ pauseId: "p1", phase: "after_inference", pendingToolCalls: [{ id: "c1" }] }]);
     await store.appendEvent("r1", event("r1", 3, { type: "debugger.continue", pauseId: "p1", reason: "continued" }));
     expect(await store.openPauses("r1")).toEqual([]);
@@ -63,7 +76,11 @@ describe.each(stores)("%s store", (_name, open) => {
     await store.saveSnapshot("r1", "post_inference", turn("t1", ["a", "b"]));
     await store.saveSnapshot("r1", "post_tools", turn("t1", ["a", "b", "c"]));
     const all = await store.listSnapshots("r1");
-    expect(all.map((s) => [s.index, s.phase, s.turn.blocks.length])).toEqual([[1, "pre_inference", 1], [2, "post_inference", 2], [3, "post_tools", 3]]);
+    expect(all.map((s) => [s.index, s.phase, s.turn.blocks.length])).toEqual([
+      [1, "pre_inference", 1],
+      [2, "post_inference", 2],
+      [3, "post_tools", 3],
+    ]);
     expect((await store.latestSnapshot("r1"))?.phase).toBe("post_tools");
     await expect(store.saveSnapshot("ghost", "final", turn("t", []))).rejects.toMatchObject({ code: "STORE" });
   });
@@ -84,7 +101,10 @@ describe.each(stores)("%s store", (_name, open) => {
     await store.createSession(session());
     await store.createRun(run("r1"));
     await store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
-    await store.appendEvent("r1", event("r1", 2, { type: "debugger.pause", pauseId: "p1", phase: "after_tools", deadlineMs: 9, pendingToolCalls: [] }));
+    await store.appendEvent(
+      "r1",
+      event("r1", 2, { type: "debugger.pause", pauseId: "p1", phase: "after_tools", deadlineMs: 9, pendingToolCalls: [] }),
+    );
     await store.markInterrupted("r1", "draining");
     expect(await store.getRun("r1")).toMatchObject({ status: "interrupted", reason: "draining", lastSeq: 3 });
     expect((await store.listEvents("r1", 2))[0]).toMatchObject({ type: "run-finished", status: "interrupted", seq: 3 });

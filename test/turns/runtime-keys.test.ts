@@ -7,18 +7,55 @@ import type { Json } from "../../src/turns/json.js";
 
 /** Candidate values; every key is tried with every one, so each type sees accepted and refused values. */
 const SAMPLES: unknown[] = [
-  "text", "", 0, 3, 2.5, -1, true, false, null, [], ["a", "b"], [1], {}, { a: 1 },
-  { inputTokens: 1 }, { inputTokens: 1.5 }, { inputTokens: 1, extra: 2 }, { totalTokens: "3" },
-  { originalUserRequest: "r", timestampMs: 1 }, { originalUserRequest: "r", timestampMs: 1, ticket: { n: 1 } },
-  { originalUserRequest: "r" }, { originalUserRequest: "r", timestampMs: 1, userId: 7 },
-  { enabled: true, allowedTools: ["a"] }, { maxIterations: 2.5 }, { allowedTools: [1] }, { custom: "x" },
-  "host", "script", "guest",
-  [{ name: "t", description: "d", parameters: {} }], [{ name: "t", description: "d", parameters: {}, origin: "host" }],
-  [{ name: "t", description: "d" }], [{ name: "t", description: "d", parameters: {}, more: 1 }], [{ name: "t", description: "d", parameters: [] }],
-  Number.NaN, Number.POSITIVE_INFINITY, () => 1, new Date(0), { nested: undefined }, { value: [undefined] }, cyclic(),
+  "text",
+  "",
+  0,
+  3,
+  2.5,
+  -1,
+  true,
+  false,
+  null,
+  [],
+  ["a", "b"],
+  [1],
+  {},
+  { a: 1 },
+  { inputTokens: 1 },
+  { inputTokens: 1.5 },
+  { inputTokens: 1, extra: 2 },
+  { totalTokens: "3" },
+  { originalUserRequest: "r", timestampMs: 1 },
+  { originalUserRequest: "r", timestampMs: 1, ticket: { n: 1 } },
+  { originalUserRequest: "r" },
+  { originalUserRequest: "r", timestampMs: 1, userId: 7 },
+  { enabled: true, allowedTools: ["a"] },
+  { maxIterations: 2.5 },
+  { allowedTools: [1] },
+  { custom: "x" },
+  "host",
+  "script",
+  "guest",
+  [{ name: "t", description: "d", parameters: {} }],
+  [{ name: "t", description: "d", parameters: {}, origin: "host" }],
+  [{ name: "t", description: "d" }],
+  [{ name: "t", description: "d", parameters: {}, more: 1 }],
+  [{ name: "t", description: "d", parameters: [] }],
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  () => 1,
+  new Date(0),
+  { nested: undefined },
+  { value: [undefined] },
+  cyclic(),
 ];
 
-const hostGroups = { turnData: host.TurnDataKeys, turnMetadata: host.TurnMetadataKeys, blockMetadata: host.BlockMetadataKeys, runMetadata: host.RunMetadataKeys };
+const hostGroups = {
+  turnData: host.TurnDataKeys,
+  turnMetadata: host.TurnMetadataKeys,
+  blockMetadata: host.BlockMetadataKeys,
+  runMetadata: host.RunMetadataKeys,
+};
 
 describe("typed keys inside the sandbox (runtime/keys.ts)", () => {
   it("accepts and refuses exactly what the host's zod schemas accept and refuse, for every key", () => {
@@ -36,7 +73,8 @@ describe("typed keys inside the sandbox (runtime/keys.ts)", () => {
           }
           const runtimeAccepts = valueProblem(sample, runtimeKey.type) === undefined;
           if (hostAccepts) accepted++;
-          if (hostAccepts !== runtimeAccepts) disagreements.push(`${runtimeKey.id} ${String(JSON.stringify(sample))}: host ${hostAccepts}, runtime ${runtimeAccepts}`);
+          if (hostAccepts !== runtimeAccepts)
+            disagreements.push(`${runtimeKey.id} ${String(JSON.stringify(sample))}: host ${hostAccepts}, runtime ${runtimeAccepts}`);
         }
       }
     }

@@ -15,7 +15,9 @@ export async function checkCommand(argv: string[]): Promise<number> {
   for (const line of report.lines) process.stdout.write(`${line}\n`);
   const errors = report.diagnostics.filter((diagnostic) => diagnostic.category === "error").length;
   if (errors > 0) {
-    process.stderr.write(`hookbox check: ${errors} error${errors === 1 ? "" : "s"} in ${argv.length} script${argv.length === 1 ? "" : "s"}\n`);
+    process.stderr.write(
+      `hookbox check: ${errors} error${errors === 1 ? "" : "s"} in ${argv.length} script${argv.length === 1 ? "" : "s"}\n`,
+    );
     return 1;
   }
   return 0;

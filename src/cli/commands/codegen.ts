@@ -41,7 +41,8 @@ export async function codegenCommand(argv: string[]): Promise<number> {
 
   if (check) {
     const stale = staleFiles(out, files);
-    for (const path of stale) process.stderr.write(`hookbox codegen: ${path} is stale: it differs from what ${displayPath(spec)} produces (run npm run codegen)\n`);
+    for (const path of stale)
+      process.stderr.write(`hookbox codegen: ${path} is stale: it differs from what ${displayPath(spec)} produces (run npm run codegen)\n`);
     if (stale.length === 0) process.stdout.write(`hookbox codegen: ${files.length} generated files are up to date\n`);
     return stale.length === 0 ? 0 : 1;
   }

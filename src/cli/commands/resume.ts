@@ -27,7 +27,12 @@ export async function resumeCommand(argv: string[]): Promise<number> {
       strict: true,
     });
     if (!values.store || !values.session) throw new HookboxError("USAGE", `--store and --session are required (${usage})`);
-    flags = { store: values.store, session: values.session, json: values.json ?? false, ...(values.config ? { config: values.config } : {}) };
+    flags = {
+      store: values.store,
+      session: values.session,
+      json: values.json ?? false,
+      ...(values.config ? { config: values.config } : {}),
+    };
   } catch (error) {
     return failUsage("resume", error instanceof HookboxError ? error : new HookboxError("USAGE", `${(error as Error).message} (${usage})`));
   }
@@ -46,7 +51,11 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     let override: Partial<TenantConfig> | undefined;
     if (flags.config) {
       const tenant = loadServerConfig(flags.config, { requireKeys: false }).tenants.find((t) => t.config.name === record.tenant);
-      if (!tenant) return failUsage("resume", new HookboxError("CONFIG", `config ${flags.config} has no tenant "${record.tenant}" (the tenant of session ${record.id})`));
+      if (!tenant)
+        return failUsage(
+          "resume",
+          new HookboxError("CONFIG", `config ${flags.config} has no tenant "${record.tenant}" (the tenant of session ${record.id})`),
+        );
       override = tenant.config;
     }
     let runtime: TenantRuntime;
@@ -64,7 +73,9 @@ export async function resumeCommand(argv: string[]): Promise<number> {
       return failUsage("resume", error);
     }
     return await driveRun(handle, {
-      command: "resume", json: flags.json, step: before?.options.step ?? false,
+      command: "resume",
+      json: flags.json,
+      step: before?.options.step ?? false,
       events: manager.events(handle.runId, before?.lastSeq ?? 0),
     });
   } catch (error) {

@@ -49,8 +49,13 @@ async function execute(flags: RunFlags, config: TenantConfig, runtime: TenantRun
     try {
       const store = openStore(flags.store);
       manager = new SessionManager({ store, runtimeFor: async () => runtime });
-      closeStore = async () => { await manager.close(); await store.close(); };
-      const session = (flags.session && (await manager.get(flags.session))) || (await manager.create({ tenant: config.name, tenantConfig: config, sessionId: flags.session }));
+      closeStore = async () => {
+        await manager.close();
+        await store.close();
+      };
+      const session =
+        (flags.session && (await manager.get(flags.session))) ||
+        (await manager.create({ tenant: config.name, tenantConfig: config, sessionId: flags.session }));
       handle = await session.run(flags.prompt, flags.options);
     } catch (error) {
       await closeStore();

@@ -44,7 +44,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
         runtimes.set(tenant.config.name, await createTenantRuntime(tenant.config, pool));
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
-        throw new HookboxError(error instanceof HookboxError ? error.code : "CONFIG", `config ${config.file}: tenant ${tenant.config.name}: ${message}`);
+        throw new HookboxError(
+          error instanceof HookboxError ? error.code : "CONFIG",
+          `config ${config.file}: tenant ${tenant.config.name}: ${message}`,
+        );
       }
     }
   } catch (error) {
@@ -65,7 +68,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
   });
-  process.stderr.write(`hookbox serve: ${signal}: draining (no new runs; in-flight runs finish within ${config.drainMs} ms or are committed as interrupted)\n`);
+  process.stderr.write(
+    `hookbox serve: ${signal}: draining (no new runs; in-flight runs finish within ${config.drainMs} ms or are committed as interrupted)\n`,
+  );
   await server.drain();
   await shutdown();
   process.stderr.write("hookbox serve: stopped\n");
@@ -88,6 +93,7 @@ function parseServeFlags(argv: string[]): { port: number; store: string; config:
     if (!values[name]) throw new HookboxError("USAGE", `--${name} is required (${usage})`);
   }
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new HookboxError("USAGE", `--port ${values.port}: expected an integer from 0 to 65535`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new HookboxError("USAGE", `--port ${values.port}: expected an integer from 0 to 65535`);
   return { port, store: values.store!, config: values.config!, ...(values.host ? { host: values.host } : {}) };
 }

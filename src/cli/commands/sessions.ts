@@ -9,10 +9,17 @@ const usage = "usage: hookbox sessions --store FILE [--tenant NAME] [--json]";
 export async function sessionsCommand(argv: string[]): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, options: { store: { type: "string" }, tenant: { type: "string" }, json: { type: "boolean" } }, strict: true }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { store: { type: "string" }, tenant: { type: "string" }, json: { type: "boolean" } },
+      strict: true,
+    }));
     if (!values.store) throw new HookboxError("USAGE", `--store is required (${usage})`);
   } catch (error) {
-    return failUsage("sessions", error instanceof HookboxError ? error : new HookboxError("USAGE", `${(error as Error).message} (${usage})`));
+    return failUsage(
+      "sessions",
+      error instanceof HookboxError ? error : new HookboxError("USAGE", `${(error as Error).message} (${usage})`),
+    );
   }
   let store;
   try {

@@ -29,7 +29,15 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
     // Everything else of this tenant lived in the same isolate.
     for (const other of [...calls.values()]) {
       if (other !== call && other.context.tenant === tenant) {
-        fail(other, collector, calls, new Failure("SANDBOX_CRASHED", `${describe(other)} was lost: the tenant's isolate was recycled after another callback exceeded its memory limit`));
+        fail(
+          other,
+          collector,
+          calls,
+          new Failure(
+            "SANDBOX_CRASHED",
+            `${describe(other)} was lost: the tenant's isolate was recycled after another callback exceeded its memory limit`,
+          ),
+        );
       }
     }
     return fail(call, collector, calls, failure);
@@ -38,7 +46,12 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
   if (call.finished) return undefined;
   if (thrown !== undefined) {
     if (isTimeoutError(thrown) || call.cpuMs > call.cpuLimitMs) return fail(call, collector, calls, timeoutFailure(call));
-    return fail(call, collector, calls, new Failure("SANDBOX_CRASHED", `${describe(call)}: sandbox error: ${String((thrown as Error)?.message ?? thrown)}`));
+    return fail(
+      call,
+      collector,
+      calls,
+      new Failure("SANDBOX_CRASHED", `${describe(call)}: sandbox error: ${String((thrown as Error)?.message ?? thrown)}`),
+    );
   }
   if (call.cpuMs > call.cpuLimitMs) return fail(call, collector, calls, timeoutFailure(call));
   if (call.awaitingHost) return undefined;
@@ -46,9 +59,13 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
     call,
     collector,
     calls,
-    new Failure("SCRIPT_ERROR", `${describe(call)} never settles: it awaits a promise that nothing can resolve (only next() and its own code can)`, {
-      script: call.context.script,
-    }),
+    new Failure(
+      "SCRIPT_ERROR",
+      `${describe(call)} never settles: it awaits a promise that nothing can resolve (only next() and its own code can)`,
+      {
+        script: call.context.script,
+      },
+    ),
   );
 }
 
@@ -61,7 +78,11 @@ function timeoutFailure(call: WorkerCall): Failure {
   const message = cpu
     ? `${describe(call)} exceeded its CPU time limit of ${call.cpuLimitMs} ms`
     : `${describe(call)} exceeded its wall time limit of ${call.wallLimitMs} ms`;
-  return new Failure("SANDBOX_TIMEOUT", message, { script: call.context.script, limit: cpu ? "cpu" : "wall", limitMs: cpu ? call.cpuLimitMs : call.wallLimitMs });
+  return new Failure("SANDBOX_TIMEOUT", message, {
+    script: call.context.script,
+    limit: cpu ? "cpu" : "wall",
+    limitMs: cpu ? call.cpuLimitMs : call.wallLimitMs,
+  });
 }
 
 function fail(call: WorkerCall, collector: Collector, calls: Map<number, WorkerCall>, failure: Failure): Breach {

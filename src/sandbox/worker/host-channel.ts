@@ -75,7 +75,12 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
         // A request made by a callback that then settled is never answered.
         collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
         if (b && c.length <= call.maxPayloadBytes) collector.outcomes.push({ type: "settled", callId: call.callId, value: c });
-        else if (b) collector.outcomes.push({ type: "failed", callId: call.callId, error: { code: "HOOK_CONTRACT", message: "returned a value larger than the payload limit", details: { path: "$" } } });
+        else if (b)
+          collector.outcomes.push({
+            type: "failed",
+            callId: call.callId,
+            error: { code: "HOOK_CONTRACT", message: "returned a value larger than the payload limit", details: { path: "$" } },
+          });
         else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(c.slice(0, 65536), call) });
       } else if (op === "request") {
         const call = ownCall(a);

@@ -65,7 +65,12 @@ function newContext(tenant: TenantIsolate, runId: string, script: string, bundle
     limits,
     channel: (self) =>
       createHostChannel(
-        { calls, collector: () => collector, limiter: (name) => limiters.get(name) ?? new LogLimiter(limits.logsPerSecond), maxLogChars: limits.maxLogChars },
+        {
+          calls,
+          collector: () => collector,
+          limiter: (name) => limiters.get(name) ?? new LogLimiter(limits.logsPerSecond),
+          maxLogChars: limits.maxLogChars,
+        },
         self,
       ),
   });
@@ -76,11 +81,22 @@ function handleLoad(message: LoadMessage, reply: DoneMessage): void {
   let context: ScriptContext | undefined;
   try {
     context = newContext(tenant, "", "", message.bundleHash, message.limits);
-    const registration = JSON.parse(context.registration) as { ok: boolean; manifest?: unknown; error?: { code?: string; message?: string; stack?: string } };
+    const registration = JSON.parse(context.registration) as {
+      ok: boolean;
+      manifest?: unknown;
+      error?: { code?: string; message?: string; stack?: string };
+    };
     if (registration.ok) reply.load = { ok: true, manifest: JSON.stringify(registration.manifest) };
     else {
       const error = registration.error ?? {};
-      reply.load = { ok: false, error: { code: "SCRIPT_LOAD", message: String(error.message ?? "failed to load"), details: error.stack ? { stack: error.stack } : {} } };
+      reply.load = {
+        ok: false,
+        error: {
+          code: "SCRIPT_LOAD",
+          message: String(error.message ?? "failed to load"),
+          details: error.stack ? { stack: error.stack } : {},
+        },
+      };
     }
   } catch (error) {
     const failure = error instanceof Failure ? error : new Failure("SCRIPT_LOAD", String((error as Error)?.message ?? error));
@@ -101,7 +117,11 @@ function contextFor(message: CallMessage): ScriptContext {
     const registration = JSON.parse(context.registration) as { ok: boolean; error?: { message?: string } };
     if (!registration.ok) {
       context.release();
-      throw new Failure("SCRIPT_ERROR", `${message.script}: evaluating the script failed: ${registration.error?.message ?? "unknown error"}`, { script: message.script });
+      throw new Failure(
+        "SCRIPT_ERROR",
+        `${message.script}: evaluating the script failed: ${registration.error?.message ?? "unknown error"}`,
+        { script: message.script },
+      );
     }
     contexts.set(message.script, context);
   }

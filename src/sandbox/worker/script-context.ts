@@ -47,7 +47,10 @@ export class ScriptContext {
       } catch (error) {
         if (tenant.isolateLost()) throw tenant.memoryFailure(`${options.script}: top-level code`);
         if (isTimeoutError(error)) {
-          throw new Failure("SANDBOX_TIMEOUT", `${options.script}: top-level code exceeded its time limit of ${timeout} ms`, { script: options.script, limitMs: timeout });
+          throw new Failure("SANDBOX_TIMEOUT", `${options.script}: top-level code exceeded its time limit of ${timeout} ms`, {
+            script: options.script,
+            limitMs: timeout,
+          });
         }
         throw error;
       } finally {

@@ -34,7 +34,8 @@ export class TenantIsolate {
   }
 
   requireIsolate(): ivm.Isolate {
-    if (this.isolate === undefined || this.isolate.isDisposed) throw new Failure("SANDBOX_CRASHED", `tenant ${this.name}: isolate is not available`);
+    if (this.isolate === undefined || this.isolate.isDisposed)
+      throw new Failure("SANDBOX_CRASHED", `tenant ${this.name}: isolate is not available`);
     return this.isolate;
   }
 
@@ -52,9 +53,13 @@ export class TenantIsolate {
 
   memoryFailure(what: string): Failure {
     this.dispose();
-    return new Failure("SANDBOX_MEMORY", `${what} exceeded the tenant's memory limit of ${this.memoryMb} MB; the tenant's isolate was recycled`, {
-      limitMb: this.memoryMb,
-    });
+    return new Failure(
+      "SANDBOX_MEMORY",
+      `${what} exceeded the tenant's memory limit of ${this.memoryMb} MB; the tenant's isolate was recycled`,
+      {
+        limitMb: this.memoryMb,
+      },
+    );
   }
 
   runtimeScript(): ivm.Script {
