@@ -240,14 +240,22 @@ export class TenantSandboxImpl implements TenantSandbox {
   private inFlight: HostCall | undefined;
   private inFlightTask: Task | undefined;
 
+  /** Built once per `limits` object (pool.tenant() replaces it, never mutates it): this is on every call's path. */
   private workerLimits(): WorkerLimits {
-    return {
-      ...this.limits,
-      maxPayloadBytes: this.options.maxPayloadBytes,
-      maxLogChars: this.options.maxLogChars,
-      logsPerSecond: this.options.logsPerSecond,
-    };
+    if (this.sentLimits?.from !== this.limits) {
+      this.sentLimits = {
+        from: this.limits,
+        value: {
+          ...this.limits,
+          maxPayloadBytes: this.options.maxPayloadBytes,
+          maxLogChars: this.options.maxLogChars,
+          logsPerSecond: this.options.logsPerSecond,
+        },
+      };
+    }
+    return this.sentLimits.value;
   }
+  private sentLimits: { from: SandboxLimits; value: WorkerLimits } | undefined;
 
   /** Longest one segment may run inside the worker before its own timeout fires. */
   private segmentBudgetMs(): number {

@@ -57,6 +57,9 @@ export class WorkerProcess {
   private readonly queue: PendingRun[] = [];
   private headClockFrom = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** When the armed timer fires, and when the head of the line is overdue (Infinity: nothing watched). */
+  private timerAt = Infinity;
+  private headDeadline = Infinity;
   private exit: WorkerExit | undefined;
   private stderrTail = "";
 
@@ -159,29 +162,46 @@ export class WorkerProcess {
     head.resolve(message);
   }
 
+  /**
+   * Arms the watchdog for the head of the line. One timer is kept armed (unref'd) and re-armed only when
+   * it fires early, instead of a clearTimeout + setTimeout per message on the hot path.
+   */
   private startHeadClock(from: number): void {
-    this.stopClock();
+    this.headDeadline = Infinity;
     if (!this.ready) return; // boot time is not the guest's
     const head = this.queue[0];
     if (head === undefined) return;
     this.headClockFrom = Math.max(from, head.sentAt);
-    const wait = head.budgetMs + this.options.graceMs - (performance.now() - this.headClockFrom);
-    this.timer = setTimeout(
-      () => {
-        this.kill({
-          reason: "killed-overdue",
-          overdueSeq: head.seq,
-          overdueTenant: head.tenant,
-          detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
-        });
-      },
-      Math.max(0, wait),
-    );
+    this.headDeadline = this.headClockFrom + head.budgetMs + this.options.graceMs;
+    if (this.timerAt > this.headDeadline) this.armTimer(this.headDeadline);
+  }
+
+  private armTimer(at: number): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - performance.now()));
+    this.timer.unref(); // a busy worker's pipe keeps the host alive; an idle one must not
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    const head = this.queue[0];
+    if (head === undefined || this.headDeadline === Infinity) return;
+    if (performance.now() < this.headDeadline) {
+      this.armTimer(this.headDeadline);
+      return;
+    }
+    this.kill({
+      reason: "killed-overdue",
+      overdueSeq: head.seq,
+      overdueTenant: head.tenant,
+      detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
+    });
   }
 
   private stopClock(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.headDeadline = Infinity;
   }
 
   private lostError(): HookboxError {
@@ -191,6 +211,7 @@ export class WorkerProcess {
   private onChildExit(code: number | null, signal: NodeJS.Signals | null): void {
     this.alive = false;
     this.stopClock();
+    if (this.timer !== undefined) clearTimeout(this.timer);
     const exit: WorkerExit = this.exit ?? {
       reason: "crashed",
       detail: `worker exited (${signal ?? `code ${code}`})${this.stderrTail ? `: ${this.stderrTail.trim().split("\n").slice(-3).join(" | ")}` : ""}`,
