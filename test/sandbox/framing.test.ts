@@ -28,6 +28,21 @@ describe("worker pipe frames", () => {
     }
   });
 
+  it("keeps its order over many frames of mixed sizes split at random points (scratch buffer reused)", () => {
+    const many = Array.from({ length: 60 }, (_, i) => messages[i % messages.length]!);
+    const bytes = Buffer.concat(many.map((message) => encodeFrame(message)));
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    const received: unknown[] = [];
+    const reader = new FrameReader((message) => received.push(message));
+    for (let at = 0; at < bytes.length;) {
+      const step = 1 + Math.floor(random() * (random() < 0.5 ? 100 : 150_000));
+      reader.push(Buffer.from(bytes.subarray(at, at + step)));
+      at += step;
+    }
+    expect(received).toEqual(many);
+  });
+
   it("leaves the encoded message untouched", () => {
     const message = structuredClone(messages[1]!);
     encodeFrame(message);

@@ -218,7 +218,8 @@ function onMessage(message: HostMessage): void {
 const POLL_WINDOW_MS = Number(process.env.HOOKBOX_WORKER_POLL_US ?? 200) / 1000;
 /** Longest stretch spent away from the event loop while messages keep arriving (its other events wait). */
 const POLL_MAX_MS = 20;
-let pollBuffer = Buffer.allocUnsafe(65536);
+/** Reused: the reader copies what it keeps of a chunk (framing.ts), so nothing refers to it after push(). */
+const pollBuffer = Buffer.allocUnsafe(256 * 1024);
 function pollForMore(): void {
   if (POLL_WINDOW_MS <= 0) return;
   const startedAt = performance.now();
@@ -233,9 +234,7 @@ function pollForMore(): void {
       return; // the socket reports real errors
     }
     if (bytes === 0) return; // end of stream: the socket reports it
-    const chunk = pollBuffer.subarray(0, bytes);
-    pollBuffer = Buffer.allocUnsafe(65536); // the reader may keep the chunk
-    reader.push(chunk);
+    reader.push(pollBuffer.subarray(0, bytes));
     deadline = performance.now() + POLL_WINDOW_MS;
   }
 }
