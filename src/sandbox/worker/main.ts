@@ -224,18 +224,27 @@ function pollForMore(): void {
   if (POLL_WINDOW_MS <= 0) return;
   const startedAt = performance.now();
   let deadline = startedAt + POLL_WINDOW_MS;
-  for (let now = startedAt; now < deadline && now - startedAt < POLL_MAX_MS; now = performance.now()) {
-    let bytes: number;
-    try {
-      // fd 4 is non-blocking (libuv opened it): EAGAIN when nothing is there yet.
-      bytes = readSync(4, pollBuffer, 0, pollBuffer.length, null);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EAGAIN") continue;
-      return; // the socket reports real errors
+  // Each empty poll throws an EAGAIN error: without a stack trace it costs 5 us instead of 8.5 here.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    for (let now = startedAt; now < deadline && now - startedAt < POLL_MAX_MS; now = performance.now()) {
+      let bytes: number;
+      try {
+        // fd 4 is non-blocking (libuv opened it): EAGAIN when nothing is there yet.
+        bytes = readSync(4, pollBuffer, 0, pollBuffer.length, null);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EAGAIN") continue;
+        return; // the socket reports real errors
+      }
+      if (bytes === 0) return; // end of stream: the socket reports it
+      Error.stackTraceLimit = stackTraceLimit;
+      reader.push(pollBuffer.subarray(0, bytes));
+      Error.stackTraceLimit = 0;
+      deadline = performance.now() + POLL_WINDOW_MS;
     }
-    if (bytes === 0) return; // end of stream: the socket reports it
-    reader.push(pollBuffer.subarray(0, bytes));
-    deadline = performance.now() + POLL_WINDOW_MS;
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
   }
 }
 
