@@ -1,3 +1,6 @@
+import { writeSync } from "node:fs";
+import type { Socket } from "node:net";
+
 /*
  * Host <-> worker frames on a dedicated pipe (fd 4 of the worker), replacing Node's IPC channel for
  * protocol messages: Node's channel JSON-encodes the whole message, so a 100 KB JSON text field is escaped
@@ -133,4 +136,25 @@ function decodeFrame(frame: Buffer): unknown {
     if (Array.isArray(header.outcomes)) for (const outcome of header.outcomes) putBlobs(outcome, read);
   }
   return header;
+}
+
+/**
+ * Writes one frame with a single write(2) when the socket has nothing queued (the pipe's fd is
+ * non-blocking: this never waits), skipping the stream machinery on the hot path. Whatever could not be
+ * written (EAGAIN, a partial write, an error) goes through the socket, after anything it already queued,
+ * so order is kept and errors are reported by the socket as before.
+ */
+export function writeFrame(socket: Socket, frame: Buffer): void {
+  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (socket.writableLength === 0 && typeof fd === "number" && fd >= 0) {
+    let written = 0;
+    try {
+      written = writeSync(fd, frame);
+    } catch {
+      // EAGAIN (full) or a real error: the socket takes it from here
+    }
+    if (written === frame.length) return;
+    frame = frame.subarray(written);
+  }
+  socket.write(frame);
 }

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { setPriority } from "node:os";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
-import { encodeFrame, FrameReader } from "./framing.js";
+import { encodeFrame, FrameReader, writeFrame } from "./framing.js";
 import type { BundleMessage, CloseRunMessage, DoneMessage, DropTenantMessage, RunMessage, WorkerMessage } from "./protocol.js";
 
 export type WorkerRole = "normal" | "quarantine";
@@ -115,7 +115,7 @@ export class WorkerProcess {
 
   send(message: BundleMessage | CloseRunMessage | DropTenantMessage): void {
     if (!this.alive) return;
-    this.pipe.write(encodeFrame(message));
+    writeFrame(this.pipe, encodeFrame(message));
   }
 
   ensureBundle(bundle: { hash: string; code: string; filename: string }): void {
@@ -132,7 +132,7 @@ export class WorkerProcess {
       const pending: PendingRun = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
-      this.pipe.write(encodeFrame({ ...body, seq } as RunMessage));
+      writeFrame(this.pipe, encodeFrame({ ...body, seq } as RunMessage));
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }

@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
+import type { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { encodeFrame, FrameReader } from "../../src/sandbox/framing.js";
+import { encodeFrame, FrameReader, writeFrame } from "../../src/sandbox/framing.js";
 
 describe("worker pipe frames", () => {
   const messages = [
@@ -47,5 +49,29 @@ describe("worker pipe frames", () => {
     const message = structuredClone(messages[1]!);
     encodeFrame(message);
     expect(message).toEqual(messages[1]);
+  });
+
+  it("writeFrame keeps every frame whole and in order when the pipe fills up (EAGAIN and partial writes)", async () => {
+    // A child echoing its fd 3 back: 40 frames of ~300 KB written at once overflow the socket buffer.
+    const child = spawn(
+      process.execPath,
+      ["-e", `const s = new (require("node:net").Socket)({ fd: 3, readable: true, writable: true }); s.pipe(s);`],
+      { stdio: ["ignore", "ignore", "inherit", "pipe"] },
+    );
+    const pipe = child.stdio[3] as Socket;
+    const sent = Array.from({ length: 40 }, (_, i) => ({ type: "done", seq: i, value: `${i}:` + "y".repeat(300_000 + i) }));
+    const received: unknown[] = [];
+    const done = new Promise<void>((resolve) => {
+      const reader = new FrameReader((message) => {
+        received.push(message);
+        if (received.length === sent.length) resolve();
+      });
+      pipe.on("data", (chunk: Buffer) => reader.push(chunk));
+    });
+    for (const message of sent) writeFrame(pipe, encodeFrame(message));
+    expect(pipe.writableLength).toBeGreaterThan(0); // some of it really went through the socket's queue
+    await done;
+    child.kill();
+    expect(received).toEqual(sent);
   });
 });

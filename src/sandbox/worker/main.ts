@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Socket } from "node:net";
 import { Script } from "node:vm";
-import { encodeFrame, FrameReader } from "../framing.js";
+import { encodeFrame, FrameReader, writeFrame } from "../framing.js";
 import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
@@ -206,7 +206,7 @@ function onMessage(message: HostMessage): void {
   reply.logs = sink.logs;
   reply.rssBytes = currentRss();
   reply.workerMs = performance.now() - startedAt;
-  pipe.write(encodeFrame(reply));
+  writeFrame(pipe, encodeFrame(reply));
 }
 
 /*
@@ -259,4 +259,4 @@ pipe.on("data", (chunk: Buffer) => {
 pipe.on("end", () => process.kill(process.pid, "SIGKILL"));
 pipe.on("error", () => process.kill(process.pid, "SIGKILL"));
 watchParent();
-pipe.write(encodeFrame({ type: "ready", pid: process.pid }));
+writeFrame(pipe, encodeFrame({ type: "ready", pid: process.pid }));
