@@ -317,6 +317,19 @@ describe("lifecycle hooks from sandboxed scripts", () => {
     expect(result.reason).toContain("returned nothing");
   });
 
+  it("a middleware that throws fails the run, naming the middleware", async () => {
+    const { result } = await runScript(
+      `import { defineScript } from "hookbox";
+      export default defineScript({ name: "mw-script", middleware: [async function explodes(turn, next) {
+        throw new Error("middleware bug");
+      }] });`,
+      { steps: [{ text: "hi" }] },
+    );
+    expect(result.status).toBe("failed");
+    expect(result.reason).toContain("explodes");
+    expect(result.reason).toContain("middleware bug");
+  });
+
   it("a middleware may rewrite the turn it passes to next", async () => {
     const { result } = await runScript(
       `
