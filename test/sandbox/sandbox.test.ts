@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import type { LogEntry } from "../../src/sandbox/api.js";
@@ -122,6 +123,21 @@ describe("callbacks", () => {
     expect(await run.callHook("policy", "beforeToolCall", beforePayload("lookup"))).toBeUndefined();
     expect(await run.callHook("policy", "afterToolCall", afterPayload({ ok: 1 }))).toEqual({ result: { wrapped: { ok: 1 } } });
     expect(logs).toContainEqual({ script: "policy", tenant: "calls-a", level: "info", message: "checking refund" });
+    await run.close();
+  });
+
+  it("a worker stops polling its pipe once calls stop: idle, it uses (almost) no CPU", async () => {
+    const run = await openPolicy("calls-idle");
+    for (let i = 0; i < 300; i++) await run.callHook("policy", "beforeToolCall", beforePayload("lookup"));
+    const pid = pool.tenant("calls-idle").workerPid!;
+    // utime + stime in clock ticks (1/100 s); a worker that kept polling would burn ~100 per second.
+    const cpuTicks = () => {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      return Number(fields[11]) + Number(fields[12]);
+    };
+    const before = cpuTicks();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(cpuTicks() - before).toBeLessThan(30);
     await run.close();
   });
 
