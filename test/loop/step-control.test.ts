@@ -92,6 +92,33 @@ describe("step control", () => {
     expect(result.status).toBe("completed");
   });
 
+  it("cancel during a running tool aborts the tool's signal and ends the run at once", async () => {
+    let toolSawAbort = false;
+    const slow: HostTool = {
+      name: "slow",
+      description: "",
+      parameters: { type: "object" },
+      handler: (_args, _ctx, { signal }) =>
+        new Promise((_resolve, reject) => {
+          signal.addEventListener("abort", () => {
+            toolSawAbort = true;
+            reject(new Error("aborted"));
+          });
+        }),
+    };
+    const h = await harness({ steps: [{ toolCalls: [{ id: "t", name: "slow", args: {} }] }, { text: "never" }], host: { tools: [slow] } });
+    const handle = h.runtime.start({ sessionId: "s", prompt: "x" });
+    for await (const e of handle.events()) if (e.type === "tool-started") break;
+    const started = performance.now();
+    handle.cancel("stop");
+    const result = await handle.wait();
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(result.status).toBe("cancelled");
+    expect(toolSawAbort).toBe(true);
+    const events = await collect(handle);
+    expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "cancelled" });
+  });
+
   it("cancel during a long model call and during a retry backoff returns promptly", async () => {
     const h = await harness({ steps: [{ text: "slow", delayMs: 10_000 }] });
     const handle = h.runtime.start({ sessionId: "s", prompt: "x" });
