@@ -50,6 +50,8 @@ const examples = [
       ex("user-context/ticket.ts"),
       "--model",
       `scripted:${ex("user-context/model.json")}`,
+      "--host-tools",
+      ex("user-context/tools.mjs"),
       "--user-context",
       '{"userId":"u-42"}',
       "--prompt",
@@ -59,6 +61,8 @@ const examples = [
       const ticket = events.find((e) => e.type === "tool-finished" && e.name === "file_ticket");
       expect(ticket?.result?.originalRequest?.includes("invoice is due tomorrow"), "the tool saw the full original request");
       expect(ticket?.result?.userId === "u-42", "the tool saw the user id");
+      const account = events.find((e) => e.type === "tool-finished" && e.name === "lookup_account");
+      expect(account?.result?.userId === "u-42", "the host tool saw the user context too");
       expect(
         events.some((e) => e.type === "log" && e.message.includes("login problem")),
         "the hook's console.log became a log event",
@@ -72,12 +76,15 @@ const examples = [
       ex("context-restart/docs.ts"),
       "--model",
       `scripted:${ex("context-restart/model.json")}`,
+      "--host-tools",
+      ex("context-restart/tools.mjs"),
       "--prompt",
       "Can I get my duplicate charge back?",
     ],
     check(events) {
       expect(
-        events.some((e) => e.type === "context-restart" && e.restartType === "policy_docs" && e.applied),
+        events.some((e) => e.type === "context-restart" && e.restartType === "policy_docs" && e.applied) &&
+          events.some((e) => e.type === "context-restart" && e.restartType === "kb_articles" && e.applied),
         "restart applied",
       );
       expect(events.at(-1).status === "completed", "run completed");
