@@ -5,7 +5,8 @@ import { spawnSync } from "node:child_process";
 import { repoRoot, runCli } from "../helpers/cli.js";
 
 const examplesDir = join(repoRoot, "examples");
-const scripts = readdirSync(examplesDir).flatMap((dir) =>
+const exampleDirs = readdirSync(examplesDir, { withFileTypes: true }).filter((entry) => entry.isDirectory());
+const scripts = exampleDirs.flatMap(({ name: dir }) =>
   readdirSync(join(examplesDir, dir))
     .filter((f) => f.endsWith(".ts"))
     .map((f) => join("examples", dir, f)),
