@@ -111,11 +111,14 @@ describe("red team: CPU and time", () => {
 
 describe("red team: memory and stack", () => {
   it("a memory bomb (growing arrays)", async () => {
+    // CPU headroom so that the memory limit, the thing under test, is what ends it even on a loaded machine
+    // (with 100 ms of CPU, slow GC near the limit sometimes ended it as SANDBOX_TIMEOUT first).
     await expectContained(
       hook(`const keep = []; for (;;) keep.push(new Array(1e6).fill(1.5));`),
       "SANDBOX_MEMORY",
       3000,
       "memory limit of 32 MB",
+      { ...attackLimits, cpuMs: 1000 },
     );
   });
 
