@@ -3,7 +3,19 @@
  * built here, once per context, before the script's own code runs.
  */
 import { ObjectFreeze } from "./primordials.js";
-import { BLOCK_KINDS, BlockKinds, HOOK_NAMES, NAMESPACE, PayloadKeys, keys } from "./constants.gen.js";
+import {
+  BLOCK_KINDS,
+  BlockKinds,
+  ERROR_CODES,
+  EVENT_TYPES,
+  HOOK_ACTIONS,
+  HOOK_NAMES,
+  NAMESPACE,
+  ON_HOOK_ERROR,
+  PayloadKeys,
+  RUN_STATUSES,
+  keys,
+} from "./constants.gen.js";
 import { contextRestartDisabledKey, deleteKey, getKey, setKey } from "./keys.js";
 
 /** Identity at run time: the shape is validated when the script is loaded (and typed by types/hookbox.d.ts). */
@@ -24,6 +36,11 @@ export function createHookboxModule(): Readonly<Record<string, unknown>> {
     BLOCK_KINDS,
     PayloadKeys,
     HOOK_NAMES,
+    HOOK_ACTIONS,
+    ON_HOOK_ERROR,
+    RUN_STATUSES,
+    ERROR_CODES,
+    EVENT_TYPES,
     NAMESPACE,
   });
 }
