@@ -1,5 +1,6 @@
 import type { Json } from "../turns/json.js";
-import type { Turn } from "../turns/turn.js";
+import type { Block, Turn } from "../turns/turn.js";
+import type { CallOutcome } from "./tool-call.js";
 import { contextRestartDisabledKey, PayloadKeys } from "../turns/keys.gen.js";
 
 /** Applies a tool's `context_restart_<suffix>` enrichment to the turn (mutating it). */
@@ -34,4 +35,34 @@ export function restartHandlerFor(handlers: RestartHandlers, suffix: string): Re
 
 export function isRestartDisabled(turn: Turn, suffix: string): boolean {
   return contextRestartDisabledKey(suffix).find(turn.data) === true;
+}
+
+/**
+ * Applies one restart to the turn, or refuses it (beyond the run's bound, already applied, no handler) with the
+ * error result the model sees instead.
+ */
+export async function applyRestart(
+  turn: Turn,
+  restart: Extract<CallOutcome, { kind: "restart" }>,
+  withinBound: boolean,
+  handlers: RestartHandlers,
+): Promise<{ ok: true } | { ok: false; block: Block }> {
+  const refuse = (message: string) => ({
+    ok: false as const,
+    block: {
+      id: `tool_use_${restart.callId}`,
+      kind: "tool_use" as const,
+      role: "tool",
+      payload: { [PayloadKeys.id]: restart.callId, [PayloadKeys.error]: { message, code: "CONTEXT_RESTART" } as Json },
+      metadata: {},
+    },
+  });
+  if (!withinBound) return refuse(`context restart refused: the run's restart limit is reached`);
+  if (isRestartDisabled(turn, restart.suffix)) return refuse(`context restart "${restart.suffix}" was already applied in this run`);
+  const handler = restartHandlerFor(handlers, restart.suffix);
+  if (!handler) return refuse(`no context restart handler for "${restart.suffix}"`);
+  // No tool result is appended: the call itself leaves the transcript, the enrichment takes its place.
+  turn.blocks = turn.blocks.filter((b) => !(b.kind === "tool_call" && b.payload[PayloadKeys.id] === restart.callId));
+  await handler(turn, { suffix: restart.suffix, item: restart.item, callId: restart.callId });
+  return { ok: true };
 }

@@ -2,9 +2,8 @@ import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
 import type { ErrorPolicy, RetryBounds, RunPersistence } from "../host/types.js";
-import type { Block, Turn } from "../turns/turn.js";
+import type { Turn } from "../turns/turn.js";
 import { PayloadKeys, TurnDataKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
-import type { Json } from "../turns/json.js";
 import type { RunHandle, RunResult, SnapshotPhase } from "./handle.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
@@ -13,9 +12,10 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall, type CallOutcome, type PendingCall } from "./tool-call.js";
+import { executeToolCall, type PendingCall } from "./tool-call.js";
 import type { ToolRegistry } from "./tool-registry.js";
-import { isRestartDisabled, restartHandlerFor, type RestartHandlers } from "./context-restart.js";
+import { applyRestart, type RestartHandlers } from "./context-restart.js";
+import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
 
@@ -244,69 +244,6 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
-}
-
-/** Runs calls with at most `limit` at once; outcomes come back in call order. An abort stops the batch. */
-async function runBatch(
-  calls: PendingCall[],
-  limit: number,
-  runSignal: AbortSignal,
-  execute: (call: PendingCall, signal: AbortSignal) => Promise<CallOutcome>,
-): Promise<CallOutcome[]> {
-  const batch = new AbortController();
-  const onRunAbort = () => batch.abort(runSignal.reason);
-  runSignal.addEventListener("abort", onRunAbort, { once: true });
-  const outcomes: CallOutcome[] = new Array(calls.length);
-  let nextIndex = 0;
-  let aborted: CallOutcome | undefined;
-  const worker = async () => {
-    while (nextIndex < calls.length && !batch.signal.aborted) {
-      const index = nextIndex++;
-      try {
-        const outcome = await execute(calls[index], batch.signal);
-        outcomes[index] = outcome;
-        if (outcome.kind === "abort" && !aborted) {
-          aborted = outcome;
-          batch.abort(new HookboxError("ABORTED", outcome.reason));
-        }
-      } catch (error) {
-        if (!batch.signal.aborted) throw error;
-      }
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, calls.length)) }, worker));
-  } finally {
-    runSignal.removeEventListener("abort", onRunAbort);
-  }
-  if (runSignal.aborted) throw runSignal.reason;
-  return aborted ? [aborted] : outcomes;
-}
-
-async function applyRestart(
-  turn: Turn,
-  restart: Extract<CallOutcome, { kind: "restart" }>,
-  withinBound: boolean,
-  handlers: RestartHandlers,
-): Promise<{ ok: true } | { ok: false; block: Block }> {
-  const refuse = (message: string) => ({
-    ok: false as const,
-    block: {
-      id: `tool_use_${restart.callId}`,
-      kind: "tool_use" as const,
-      role: "tool",
-      payload: { [PayloadKeys.id]: restart.callId, [PayloadKeys.error]: { message, code: "CONTEXT_RESTART" } as Json },
-      metadata: {},
-    },
-  });
-  if (!withinBound) return refuse(`context restart refused: the run's restart limit is reached`);
-  if (isRestartDisabled(turn, restart.suffix)) return refuse(`context restart "${restart.suffix}" was already applied in this run`);
-  const handler = restartHandlerFor(handlers, restart.suffix);
-  if (!handler) return refuse(`no context restart handler for "${restart.suffix}"`);
-  // No tool result is appended: the call itself leaves the transcript, the enrichment takes its place.
-  turn.blocks = turn.blocks.filter((b) => !(b.kind === "tool_call" && b.payload[PayloadKeys.id] === restart.callId));
-  await handler(turn, { suffix: restart.suffix, item: restart.item, callId: restart.callId });
-  return { ok: true };
 }
 
 /** The loop as an object: options once, then `start(turn)` per run. */
