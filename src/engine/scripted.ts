@@ -9,6 +9,7 @@ import type {
 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import { JsonObjectSchema } from "../turns/json.js";
+import { jsonPath } from "../contracts/json-path.js";
 
 /** contract.md section 2: `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
 const ScriptedStepSchema = z.strictObject({
@@ -31,8 +32,8 @@ export function loadScriptedSteps(file: string): ScriptedStep[] {
   const parsed = ScriptedFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const path = issue ? issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("") : "";
-    throw new HookboxError("CONFIG", `scripted model ${file}: $${path}: ${issue?.message ?? "invalid"}`, { file, path });
+    const path = jsonPath(issue?.path ?? []);
+    throw new HookboxError("CONFIG", `scripted model ${file}: ${path}: ${issue?.message ?? "invalid"}`, { file, path });
   }
   return parsed.data.steps;
 }

@@ -1,5 +1,6 @@
-import { HookboxError, hookContractError } from "../errors.js";
-import { hookReturnSchemas, type HookReturns } from "../contracts/hook-returns.js";
+import { HookboxError } from "../errors.js";
+import type { HookReturns } from "../contracts/hook-returns.js";
+import { validateHookReturn } from "../contracts/validate-hook-return.js";
 import type { AfterToolCallPayload, BeforeToolCallPayload, HookPayload, OnToolErrorPayload, ToolOrigin } from "../contracts/context.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { OnHookError, SandboxRun, ScriptManifest } from "../sandbox/api.js";
@@ -26,14 +27,6 @@ export interface HostHooks {
   beforeToolCall?(payload: BeforeToolCallPayload): MaybePromise<HookReturns["beforeToolCall"]>;
   afterToolCall?(payload: AfterToolCallPayload): MaybePromise<HookReturns["afterToolCall"]>;
   onToolError?(payload: OnToolErrorPayload): MaybePromise<HookReturns["onToolError"]>;
-}
-
-export function validateHookReturn<H extends HookName>(script: string, hook: H, value: unknown): HookReturns[H] {
-  const parsed = hookReturnSchemas[hook].safeParse(value);
-  if (parsed.success) return parsed.data as HookReturns[H];
-  const issue = parsed.error.issues[0];
-  const path = "$" + (issue?.path ?? []).map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("");
-  throw hookContractError(script, hook, path, issue?.message ?? "invalid");
 }
 
 export function hostHookProvider(hooks: HostHooks): HookProvider {

@@ -6,7 +6,7 @@ import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { LogEntry, SandboxRun, ScriptManifest } from "./api.js";
 import type { TenantSandboxImpl } from "./tenant-sandbox.js";
-import { parseGuestJson, validateHookReturn, validateMiddlewareTurn } from "./validate.js";
+import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";
 
 /**
  * One run's view of a tenant sandbox. Every value coming back is checked against its contract before the
@@ -52,7 +52,7 @@ export class SandboxRunImpl implements SandboxRun {
   async callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]> {
     this.check(script, "hook", hook);
     const text = await this.tenant.call(this, script, "hook", hook, [payload]);
-    return validateHookReturn(script, hook, parseGuestJson(text));
+    return validateGuestHookReturn(script, hook, parseGuestJson(text));
   }
 
   async close(): Promise<void> {

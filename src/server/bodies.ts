@@ -3,6 +3,7 @@ import { z } from "zod";
 import { JsonSchema } from "../turns/json.js";
 import { TagsSchema } from "../contracts/context.js";
 import { ApiError } from "./api-error.js";
+import { jsonPath } from "../contracts/json-path.js";
 
 /* Request bodies, validated with zod; unknown fields are refused so a typo is not silently ignored. */
 
@@ -47,7 +48,7 @@ export async function readBody<T extends z.ZodType>(c: Context, schema: T, optio
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const path = `$${issue.path.map((p) => (typeof p === "number" ? `[${p}]` : `.${String(p)}`)).join("")}`;
+    const path = jsonPath(issue.path);
     const message =
       issue.code === "unrecognized_keys"
         ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
