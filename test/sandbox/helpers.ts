@@ -21,17 +21,15 @@ export function writeFiles(files: Record<string, string>): string {
   return dir;
 }
 
+/** The ids and times every ctx and payload carries. */
+const common = { sessionId: "s1", inferenceId: "i1", traceId: "t1", turnId: "u1", timestampMs: 1, tags: {} };
+
 export function beforePayload(name = "lookup", args: Record<string, unknown> = {}): HookPayload {
   return {
     phase: "beforeToolCall",
     call: { id: "call-1", name, args: args as never, origin: "script" },
     attempt: 1,
-    sessionId: "s1",
-    inferenceId: "i1",
-    traceId: "t1",
-    turnId: "u1",
-    timestampMs: 1,
-    tags: {},
+    ...common,
   };
 }
 
@@ -42,23 +40,13 @@ export function afterPayload(result: unknown): HookPayload {
 export const toolCtx: ToolContext = {
   toolName: "lookup",
   callId: "call-1",
-  sessionId: "s1",
-  inferenceId: "i1",
-  traceId: "t1",
-  turnId: "u1",
-  timestampMs: 1,
+  ...common,
   attempt: 1,
-  tags: {},
 };
 
 export const middlewareCtx: MiddlewareContext = {
   middlewareName: "mw",
-  sessionId: "s1",
-  inferenceId: "i1",
-  traceId: "t1",
-  turnId: "u1",
-  timestampMs: 1,
-  tags: {},
+  ...common,
 };
 
 export function turn(text = "hello"): Turn {

@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import type { SupervisedSandboxPool } from "../../src/sandbox/index.js";
 import type { SandboxLimits, SandboxRun } from "../../src/sandbox/api.js";
-import { beforePayload, script } from "./helpers.js";
+import { beforePayload, rejection, script } from "./helpers.js";
 
 export const attackLimits: Partial<SandboxLimits> = { cpuMs: 100, wallMs: 1000, memoryMb: 32 };
 
@@ -45,14 +45,8 @@ export async function timedRejection(
   promise: Promise<unknown>,
 ): Promise<{ code: string; message: string; details: Record<string, unknown>; ms: number }> {
   const started = performance.now();
-  try {
-    const value = await promise;
-    throw new Error(`expected a rejection, got ${JSON.stringify(value)}`);
-  } catch (error) {
-    const e = error as { code?: string; message: string; details?: Record<string, unknown> };
-    if (e.code === undefined) throw error;
-    return { code: e.code, message: e.message, details: e.details ?? {}, ms: performance.now() - started };
-  }
+  const error = await rejection(promise);
+  return { ...error, ms: performance.now() - started };
 }
 
 /** Nothing a script did reached the host realm. */
