@@ -4,6 +4,8 @@ import { jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
 import { writeSteps } from "../helpers/harness.js";
 
 const tools = join(repoRoot, "test/fixtures/cli/tools.mjs");
+/** `hookbox run` in step mode with JSON events, one echo call. */
+const steppedRunArgs = () => ["run", "--model", `scripted:${echoSteps("hi")}`, "--host-tools", tools, "--prompt", "x", "--step", "--json"];
 const echoSteps = (text: string) => writeSteps([{ toolCalls: [{ id: "c1", name: "echo", args: { text } }] }, { text: "done" }]);
 
 describe("hookbox run", () => {
@@ -53,17 +55,7 @@ describe("hookbox run", () => {
   });
 
   it("--step --json: a {continue} line on stdin continues that pause", async () => {
-    const { child, done } = startCli([
-      "run",
-      "--model",
-      `scripted:${echoSteps("hi")}`,
-      "--host-tools",
-      tools,
-      "--prompt",
-      "x",
-      "--step",
-      "--json",
-    ]);
+    const { child, done } = startCli(steppedRunArgs());
     let buffer = "";
     child.stdout.on("data", (chunk: string) => {
       buffer += chunk;
@@ -82,17 +74,7 @@ describe("hookbox run", () => {
   });
 
   it("SIGINT cancels a paused run at once; exit 130", async () => {
-    const { child, done } = startCli([
-      "run",
-      "--model",
-      `scripted:${echoSteps("hi")}`,
-      "--host-tools",
-      tools,
-      "--prompt",
-      "x",
-      "--step",
-      "--json",
-    ]);
+    const { child, done } = startCli(steppedRunArgs());
     child.stdout.on("data", (chunk: string) => {
       if (chunk.includes('"debugger.pause"')) child.kill("SIGINT");
     });
