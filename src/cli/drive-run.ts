@@ -48,7 +48,7 @@ function listenForContinue(handle: RunHandle, options: DriveOptions): () => void
   const lines = createInterface({ input: process.stdin });
   lines.on("line", (line) => {
     if (!options.json) {
-      const current = (handle as RunHandle & { pauseId?: string }).pauseId;
+      const current = handle.pauseId;
       if (current) handle.continue(current);
       return;
     }

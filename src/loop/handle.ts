@@ -22,6 +22,8 @@ export interface RunHandle {
   wait(): Promise<RunResult>;
   /** Cancels at once: the engine call, running tools, waiting retries, a paused step. */
   cancel(reason?: string): void;
+  /** The open pause's id while the run is paused (what a terminal's Enter continues). */
+  readonly pauseId?: string;
   /** Continues the pause with this id; false when it is not this run's current pause. */
   continue(pauseId: string): boolean;
 }
