@@ -4,7 +4,7 @@ import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
 import { PayloadKeys } from "../turns/keys.gen.js";
-import type { SandboxPool, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
+import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
@@ -49,7 +49,7 @@ export async function createTenantRuntime(
   };
   const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
-  checkToolNames(host, manifests); // duplicates fail at load, not at the first run
+  buildRegistry(host, manifests, undefined); // duplicate names and broken schemas fail at load, not at the first run
 
   const components =
     (runId: string) =>
@@ -58,18 +58,7 @@ export async function createTenantRuntime(
         sandbox && manifests.length
           ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
           : undefined;
-      const registry = new ToolRegistry();
-      for (const tool of host.tools) registry.add(hostTool(tool));
-      for (const manifest of manifests) {
-        for (const tool of manifest.tools) {
-          registry.add({
-            ...tool,
-            origin: "script",
-            owner: manifest.name,
-            invoke: (args, ctx) => run!.callTool(manifest.name, tool.name, args, ctx),
-          });
-        }
-      }
+      const registry = buildRegistry(host, manifests, run);
       return {
         registry,
         middleware: [
@@ -131,7 +120,7 @@ function hostTool(tool: HostModule["tools"][number]): RegisteredTool {
     description: tool.description,
     parameters: tool.parameters,
     origin: "host",
-    owner: "host",
+    owner: "host tools",
     ...(tool.timeoutMs !== undefined ? { timeoutMs: tool.timeoutMs } : {}),
     async invoke(args, ctx, signal) {
       const result = await tool.handler(args, ctx, { signal });
@@ -142,13 +131,22 @@ function hostTool(tool: HostModule["tools"][number]): RegisteredTool {
   };
 }
 
-function checkToolNames(host: HostModule, manifests: ScriptManifest[]): void {
-  const seen = new Map<string, string>();
-  const add = (name: string, owner: string) => {
-    const prior = seen.get(name);
-    if (prior) throw new HookboxError("CONFIG", `duplicate tool name "${name}": defined by ${prior} and by ${owner}`);
-    seen.set(name, owner);
-  };
-  host.tools.forEach((t) => add(t.name, "host tools"));
-  manifests.forEach((m) => m.tools.forEach((t) => add(t.name, `script ${m.name}`)));
+/** Host and script tools in one registry; `run` is the sandbox run that serves script tools (none when only checking). */
+function buildRegistry(host: HostModule, manifests: ScriptManifest[], run: SandboxRun | undefined): ToolRegistry {
+  const registry = new ToolRegistry();
+  for (const tool of host.tools) registry.add(hostTool(tool));
+  for (const manifest of manifests) {
+    for (const tool of manifest.tools) {
+      registry.add({
+        ...tool,
+        origin: "script",
+        owner: `script ${manifest.name}`,
+        invoke: (args, ctx) => {
+          if (!run) throw new HookboxError("SANDBOX_CRASHED", `script tool ${tool.name} called without a sandbox run`);
+          return run.callTool(manifest.name, tool.name, args, ctx);
+        },
+      });
+    }
+  }
+  return registry;
 }

@@ -7,7 +7,7 @@ import type { ToolDefinition } from "../engine/infer.js";
 /** A tool as the loop sees it, whatever its origin: one shape, one hook path, one validation. */
 export interface RegisteredTool extends ToolDefinition {
   origin: ToolOrigin;
-  /** Script name for script tools; "host" for host tools. */
+  /** Who defined it, for error messages: "host tools" or "script <name>". */
   owner: string;
   /** Per-tool timeout overriding the run's toolTimeoutMs. */
   timeoutMs?: number;

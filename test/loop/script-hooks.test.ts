@@ -374,3 +374,20 @@ describe("several scripts", () => {
     expect(ofType(events, "log").map((l) => l.message)).toContain("b sees secretOfA=undefined");
   });
 });
+
+describe("tool names", () => {
+  it("a script tool with a host tool's name fails at load, naming both owners", async () => {
+    const t = counted("order");
+    const loading = harness({
+      steps: oneCall(),
+      host: { tools: [t.tool] },
+      pool,
+      tenant: "dup-tools",
+      scripts: writeScripts({
+        "dup.ts": `import { defineScript } from "hookbox";
+          export default defineScript({ name: "dup", tools: [{ name: "order", description: "d", parameters: { type: "object" }, async handler() { return 1; } }] });`,
+      }),
+    });
+    await expect(loading).rejects.toThrow(/duplicate tool name "order": defined by host tools and by script dup/);
+  });
+});
