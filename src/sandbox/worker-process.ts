@@ -3,6 +3,7 @@ import { setPriority } from "node:os";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
 import { encodeFrame, FrameReader, writeFrame } from "./framing.js";
+import { expectReply, replySettled } from "./reply-wait.js";
 import type { BundleMessage, CloseRunMessage, DoneMessage, DropTenantMessage, RunMessage, WorkerMessage } from "./protocol.js";
 
 export type WorkerRole = "normal" | "quarantine";
@@ -133,6 +134,7 @@ export class WorkerProcess {
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       writeFrame(this.pipe, encodeFrame({ ...body, seq } as RunMessage));
+      expectReply();
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }
@@ -151,6 +153,7 @@ export class WorkerProcess {
     const head = this.queue[0];
     if (head === undefined || head.seq !== message.seq) return;
     this.queue.shift();
+    replySettled();
     this.lastRssBytes = message.rssBytes;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;
@@ -218,6 +221,7 @@ export class WorkerProcess {
     };
     this.exit = exit;
     const pending = this.queue.splice(0);
+    for (let i = 0; i < pending.length; i++) replySettled();
     for (const [index, run] of pending.entries()) {
       const overdue = exit.reason === "killed-overdue" && run.seq === exit.overdueSeq;
       // Replies come in order: only the head can have started; the rest never ran any guest code.

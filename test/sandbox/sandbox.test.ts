@@ -141,6 +141,17 @@ describe("callbacks", () => {
     await run.close();
   });
 
+  it("the host stays awake only while a reply is due: idle afterwards, it sleeps", async () => {
+    const run = await openPolicy("calls-host-idle");
+    for (let i = 0; i < 300; i++) await run.callHook("policy", "beforeToolCall", beforePayload("lookup"));
+    // An event loop that kept turning after the last reply would burn ~1000 ms of CPU in this second.
+    const before = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const used = process.cpuUsage(before);
+    expect((used.user + used.system) / 1000).toBeLessThan(300);
+    await run.close();
+  });
+
   it("names the script, the hook and the JSON path of a contract violation", async () => {
     const run = await openPolicy("calls-b");
     const missing = await rejection(run.callHook("policy", "beforeToolCall", beforePayload("broken")));
