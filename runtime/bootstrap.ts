@@ -17,7 +17,7 @@ delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
 delete (globalObject as Record<string, unknown>).Atomics;
 delete (globalObject as Record<string, unknown>).WebAssembly;
 
-export type Dispatcher = (op: string, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => string | undefined;
+export type Dispatcher = (op: string, a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown) => string | undefined;
 
 export function install(host: HostChannel, limitsJson: string): Dispatcher {
   const limits = JSONParse(limitsJson) as RuntimeLimits;
@@ -48,12 +48,12 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
     }
   }
 
-  return function dispatch(op, a, b, c, d) {
+  return function dispatch(op, a, b, c, d, e) {
     switch (op) {
       case "register":
         return register(a);
       case "call":
-        callbacks.start(a as number, b as string, c as string, d as string);
+        callbacks.start(a as number, b as string, c as string, d as string, e);
         return undefined;
       case "resume":
         callbacks.resume(a as number, b as number, c as boolean, d as string);

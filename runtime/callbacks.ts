@@ -7,11 +7,13 @@ import {
   PromisePrototypeThen,
   PromiseReject,
   PromiseResolve,
+  ObjectDefineProperty,
   ReflectApply,
   StringPrototypeSlice,
   dict,
 } from "./primordials.js";
 import type { LoadedScript } from "./script-definition.js";
+import { lazyJson, type LazyJson } from "./lazy-json.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
 interface PendingRequest {
@@ -23,6 +25,8 @@ interface ActiveCallback {
   settled: boolean;
   nextCalled: boolean;
   pending: Record<string, PendingRequest>;
+  /** A hook payload's `result`, delivered unparsed (lazy-json.ts). */
+  lazy: LazyJson | undefined;
 }
 
 type Fn = (...args: unknown[]) => unknown;
@@ -37,23 +41,25 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   const active = dict<ActiveCallback>();
   let nextRequestId = 0;
 
-  function settle(callId: number, ok: boolean, text: string): void {
+  /** `lazyKey`: the property of the value that holds the call's lazy result untouched (left out of `text`). */
+  function settle(callId: number, ok: boolean, text: string, lazyKey?: string): void {
     const call = active[callId];
     if (call === undefined || call.settled) return;
     call.settled = true;
     delete active[callId];
-    host("settle", callId, ok, text);
+    host("settle", callId, ok, text, lazyKey);
   }
 
   function settleValue(callId: number, value: unknown): void {
     let text: string;
+    const splice: { key?: string } = dict<string>();
     try {
-      text = toBoundedJson(value, limits.maxPayloadBytes);
+      text = toBoundedJson(value, limits.maxPayloadBytes, active[callId]?.lazy, splice);
     } catch (thrown) {
       settle(callId, false, describeThrown(thrown));
       return;
     }
-    settle(callId, true, text);
+    settle(callId, true, text, splice.key);
   }
 
   function makeNext(callId: number, originalTurn: string): (turn?: unknown) => Promise<unknown> {
@@ -83,9 +89,10 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     };
   }
 
-  function start(callId: number, kind: string, target: string, argsJson: string): void {
+  /** `lazyResult`: the JSON text of a hook payload's `result`, sent apart from the payload (see the host's call-args.ts). */
+  function start(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): void {
     const loaded = script();
-    const call: ActiveCallback = { settled: false, nextCalled: false, pending: dict<PendingRequest>() };
+    const call: ActiveCallback = { settled: false, nextCalled: false, pending: dict<PendingRequest>(), lazy: undefined };
     active[callId] = call;
     try {
       const table =
@@ -100,6 +107,15 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
         return;
       }
       const args = JSONParse(argsJson) as unknown[];
+      if (kind === "hook" && typeof lazyResult === "string" && args[0] !== null && typeof args[0] === "object") {
+        call.lazy = lazyJson(lazyResult);
+        const descriptor = dict<unknown>() as PropertyDescriptor;
+        descriptor.value = call.lazy.value;
+        descriptor.writable = true;
+        descriptor.enumerable = true;
+        descriptor.configurable = true;
+        ObjectDefineProperty(args[0], "result", descriptor);
+      }
       const callArgs =
         kind === "middleware"
           ? [args[0], makeNext(callId, JSONStringify(args[0])), args[1]]

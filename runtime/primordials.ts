@@ -6,6 +6,18 @@
  * (they read user-replaceable iterators or `then`); call methods through `uncurry`.
  */
 export const ReflectApply = Reflect.apply;
+export const ReflectGet = Reflect.get;
+export const ReflectSet = Reflect.set;
+export const ReflectHas = Reflect.has;
+export const ReflectDeleteProperty = Reflect.deleteProperty;
+export const ReflectOwnKeys = Reflect.ownKeys;
+export const ReflectGetOwnPropertyDescriptor = Reflect.getOwnPropertyDescriptor;
+export const ReflectDefineProperty = Reflect.defineProperty;
+export const ReflectGetPrototypeOf = Reflect.getPrototypeOf;
+export const ReflectSetPrototypeOf = Reflect.setPrototypeOf;
+export const ReflectIsExtensible = Reflect.isExtensible;
+export const ReflectPreventExtensions = Reflect.preventExtensions;
+export const ProxyCtor = Proxy;
 const uncurry =
   <T, A extends unknown[], R>(method: (this: T, ...args: A) => R) =>
   (self: T, ...args: A): R =>
@@ -25,6 +37,7 @@ export const JSONStringify = JSON.stringify;
 export const JSONParse = JSON.parse;
 export const StringCtor = String;
 export const StringPrototypeSlice = uncurry(String.prototype.slice);
+export const StringPrototypeIncludes = uncurry(String.prototype.includes);
 export const NumberIsFinite = Number.isFinite;
 export const ErrorCtor = Error;
 export const TypeErrorCtor = TypeError;

@@ -1,3 +1,4 @@
+import type { LazyJson } from "./lazy-json.js";
 import {
   ArrayIsArray,
   JSONStringify,
@@ -43,19 +44,28 @@ const NOT_JSON = ObjectCreate(null) as object;
  * anything a script can replace) refuses what JSON cannot carry, keeps a running size bound and the
  * nesting depth; only when it refuses does the slower copy walk run, to report the JSON path of the
  * culprit. Returns "" for `undefined` (a hook with no opinion). Throws GuestDataError.
+ *
+ * `lazy` (lazy-json.ts): when the returned object holds that value, untouched, as one of its own
+ * properties, the property is left out of the text and its key reported in `splice.key`: the host, which
+ * sent the value's text, puts it back (no parsing or serializing it here).
  */
-export function toBoundedJson(value: unknown, maxBytes: number): string {
+export function toBoundedJson(value: unknown, maxBytes: number, lazy?: LazyJson, splice?: { key?: string }): string {
   if (value === undefined) return "";
   // Holders on the current path (prototype-less, so Array.prototype setters cannot see them).
   const holders = dict<unknown>();
   let top = -1;
   let lastObject: unknown;
   let size = 0;
+  const spliceTarget = lazy !== undefined && splice !== undefined && !ArrayIsArray(value) ? lazy.value : undefined;
   const replacer = function (this: unknown, key: string, inner: unknown): unknown {
     const holder = this;
     if (holder !== holders[top]) {
       if (top === -1 || holder === lastObject) holders[++top] = holder;
       else while (top > 0 && holders[top] !== holder) top--;
+    }
+    if (inner === spliceTarget && holder === value && splice!.key === undefined && lazy!.untouched()) {
+      splice!.key = key;
+      return undefined; // left out: the host puts it back
     }
     switch (typeof inner) {
       case "string":

@@ -10,8 +10,8 @@ import type { Socket } from "node:net";
  * lengths in `$blobs`, in the order they were taken out (the field itself holds the marker 0).
  */
 
-/** Text fields carried raw: call args, resume values, bundle code, outcome values. */
-const BLOB_FIELDS = ["args", "value", "code"] as const;
+/** Text fields carried raw: call args and lazy results, resume values, bundle code, outcome values. */
+const BLOB_FIELDS = ["args", "lazy", "value", "code"] as const;
 
 interface Blobbed {
   $blobs?: number[];

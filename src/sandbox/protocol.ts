@@ -29,7 +29,8 @@ export interface LoadMessage {
   type: "load";
   seq: number;
   tenant: string;
-  limits: WorkerLimits;
+  /** Sent only when it differs from the last limits this worker got for the tenant (they rarely change). */
+  limits?: WorkerLimits;
   bundleHash: string;
 }
 
@@ -37,7 +38,8 @@ export interface CallMessage {
   type: "call";
   seq: number;
   tenant: string;
-  limits: WorkerLimits;
+  /** As for LoadMessage: only when changed. */
+  limits?: WorkerLimits;
   runId: string;
   script: string;
   bundleHash: string;
@@ -46,6 +48,8 @@ export interface CallMessage {
   target: string;
   /** JSON text of the argument list. */
   args: string;
+  /** JSON text of a big hook payload's `result`, taken out of `args` (call-args.ts). */
+  lazy?: string;
 }
 
 export interface ResumeMessage {
@@ -75,7 +79,12 @@ export type HostMessage = BundleMessage | RunMessage | CloseRunMessage | DropTen
 
 /** What happened to callbacks during one run message. */
 export type CallOutcome =
-  | { type: "settled"; callId: number; value: string }
+  | {
+      type: "settled";
+      callId: number;
+      value: string;
+      /** Put the call's lazy result back under this key (call-args.ts). */ lazyKey?: string;
+    }
   | { type: "failed"; callId: number; error: SerializedError }
   | { type: "request"; callId: number; requestId: number; op: "next"; value: string };
 

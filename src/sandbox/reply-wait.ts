@@ -1,3 +1,5 @@
+import { readSync } from "node:fs";
+
 /*
  * Waiting for a worker's reply without putting the host to sleep. A round trip to a sandbox worker is
  * tens of microseconds of work, but if the host's event loop sleeps meanwhile, waking it costs more than
@@ -5,30 +7,61 @@
  * back out of it (measured here: a reply after 30 us of worker time took 82 us to arrive instead of 43).
  *
  * So, for a short window after each message sent, the event loop keeps turning through setImmediate
- * instead of sleeping. This never blocks: every turn still polls all I/O (with a zero timeout), runs
- * timers and other callbacks; it only trades a bounded amount of host CPU (the window, once per message)
- * for latency. Once nothing is awaited or the window has passed, the loop sleeps as usual.
+ * instead of sleeping, and each turn reads the awaited pipes directly (non-blocking). This never blocks:
+ * every turn still polls all other I/O with a zero timeout and runs timers and callbacks; it only trades
+ * a bounded amount of host CPU (the window, once per message) for latency. Once no reply is awaited or
+ * the window has passed, the loop sleeps as usual and replies arrive through the pipes' sockets.
  */
 
 /** How long the loop stays awake after a message is sent; HOOKBOX_REPLY_SPIN_US=0 turns it off. */
 const WINDOW_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
 
-let awaited = 0;
+/** A pipe with replies due: its fd (non-blocking, opened by libuv) and where its bytes go. */
+export interface AwaitedPipe {
+  fd(): number | undefined;
+  push(chunk: Buffer): void;
+}
+
+const awaited = new Set<AwaitedPipe>();
 let awakeUntil = 0;
 let turning = false;
+/** Reused: push() copies what it keeps (FrameReader's contract). */
+const readBuffer = Buffer.allocUnsafe(256 * 1024);
+
+/**
+ * Reads what is already in the pipe, without waiting. Bytes go to the same reader as the socket's, on the
+ * same thread, so order is kept; an empty pipe (EAGAIN), end of stream or an error are left to the socket.
+ */
+function drain(pipe: AwaitedPipe): void {
+  const fd = pipe.fd();
+  if (fd === undefined) return;
+  // An empty read throws EAGAIN: without a stack trace that costs a few microseconds instead of ten.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  let bytes: number;
+  try {
+    bytes = readSync(fd, readBuffer, 0, readBuffer.length, null);
+  } catch {
+    return;
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
+  if (bytes > 0) pipe.push(readBuffer.subarray(0, bytes));
+}
 
 function turn(): void {
-  if (awaited === 0 || performance.now() >= awakeUntil) {
+  if (awaited.size === 0 || performance.now() >= awakeUntil) {
     turning = false;
     return;
   }
+  for (const pipe of awaited) drain(pipe);
   // Ref'd on purpose: only a ref'd immediate makes libuv poll with a zero timeout. It lasts the window.
   setImmediate(turn);
 }
 
-/** A message that will be answered was just sent. */
-export function expectReply(): void {
-  awaited++;
+/** A message that `pipe` will answer was just sent. */
+export function expectReply(pipe: AwaitedPipe): void {
+  awaited.add(pipe);
   if (WINDOW_MS <= 0) return;
   awakeUntil = performance.now() + WINDOW_MS;
   if (!turning) {
@@ -37,7 +70,7 @@ export function expectReply(): void {
   }
 }
 
-/** A reply arrived, or will never arrive (the worker is gone). */
-export function replySettled(): void {
-  if (awaited > 0) awaited--;
+/** Nothing more is awaited from `pipe` (all answered, or its worker is gone). */
+export function stopAwaiting(pipe: AwaitedPipe): void {
+  awaited.delete(pipe);
 }

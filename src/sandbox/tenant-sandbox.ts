@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { HookboxError, isHookboxError, type SerializedError } from "../errors.js";
 import type { ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox, LogEntry } from "./api.js";
 import { bundleScript, type Bundle } from "./bundler.js";
+import { encodeCallArgs, restoreLazy } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import type { CallKind, DoneMessage, WorkerLimits } from "./protocol.js";
@@ -34,6 +35,8 @@ interface HostCall {
   resolve: (text: string) => void;
   reject: (error: HookboxError) => void;
   next?: (turnText: string) => Promise<string>;
+  /** The text of the payload's `result` sent apart (call-args.ts), until the call ends. */
+  lazy?: string;
 }
 
 interface Task {
@@ -139,12 +142,12 @@ export class TenantSandboxImpl implements TenantSandbox {
     const entry = this.scripts.get(script);
     if (entry === undefined)
       return Promise.reject(new HookboxError("SCRIPT_ERROR", `script "${script}" is not loaded in tenant ${this.tenant}`));
-    const argsText = JSON.stringify(args);
-    if (argsText.length > this.options.maxPayloadBytes) {
+    const encoded = encodeCallArgs(kind, args);
+    if (encoded.bytes > this.options.maxPayloadBytes) {
       return Promise.reject(
         new HookboxError(
           "SANDBOX_OVERLOADED",
-          `${script}: ${kind} ${target}: payload of ${argsText.length} bytes exceeds the ${this.options.maxPayloadBytes}-byte limit`,
+          `${script}: ${kind} ${target}: payload of ${encoded.bytes} bytes exceeds the ${this.options.maxPayloadBytes}-byte limit`,
         ),
       );
     }
@@ -166,7 +169,19 @@ export class TenantSandboxImpl implements TenantSandbox {
       );
     }
     return new Promise<string>((resolve, reject) => {
-      const call: HostCall = { callId: ++lastCallId, run, script, kind, target, depth, finished: false, resolve, reject, next };
+      const call: HostCall = {
+        callId: ++lastCallId,
+        run,
+        script,
+        kind,
+        target,
+        depth,
+        finished: false,
+        resolve,
+        reject,
+        next,
+        lazy: encoded.lazy,
+      };
       this.active.set(call.callId, call);
       this.enqueue({
         call,
@@ -185,7 +200,8 @@ export class TenantSandboxImpl implements TenantSandbox {
               callId: call.callId,
               kind,
               target,
-              args: argsText,
+              args: encoded.args,
+              lazy: encoded.lazy,
             },
             2 * this.segmentBudgetMs(),
           );
@@ -337,7 +353,7 @@ export class TenantSandboxImpl implements TenantSandbox {
     for (const outcome of done.outcomes) {
       const call = this.active.get(outcome.callId);
       if (call === undefined) continue;
-      if (outcome.type === "settled") this.finish(call, outcome.value);
+      if (outcome.type === "settled") this.settle(call, outcome.value, outcome.lazyKey);
       else if (outcome.type === "failed") this.finish(call, undefined, reviveCallError(outcome.error, call));
       else this.serveRequest(call, outcome.requestId, outcome.value);
     }
@@ -399,9 +415,21 @@ export class TenantSandboxImpl implements TenantSandbox {
       );
   }
 
+  private settle(call: HostCall, text: string, lazyKey: string | undefined): void {
+    if (lazyKey === undefined) this.finish(call, text);
+    else if (call.lazy !== undefined && text.startsWith("{")) this.finish(call, restoreLazy(text, lazyKey, call.lazy));
+    else
+      this.finish(
+        call,
+        undefined,
+        new HookboxError("SANDBOX_CRASHED", `${call.script}: ${describeCall(call)}: the sandbox returned a broken value`),
+      );
+  }
+
   private finish(call: HostCall, value: string | undefined, error?: HookboxError): void {
     if (call.finished) return;
     call.finished = true;
+    call.lazy = undefined;
     this.active.delete(call.callId);
     if (error !== undefined) call.reject(error);
     else call.resolve(value ?? "");

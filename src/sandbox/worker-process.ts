@@ -3,8 +3,16 @@ import { setPriority } from "node:os";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
 import { encodeFrame, FrameReader, writeFrame } from "./framing.js";
-import { expectReply, replySettled } from "./reply-wait.js";
-import type { BundleMessage, CloseRunMessage, DoneMessage, DropTenantMessage, RunMessage, WorkerMessage } from "./protocol.js";
+import { expectReply, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
+import type {
+  BundleMessage,
+  CloseRunMessage,
+  DoneMessage,
+  DropTenantMessage,
+  RunMessage,
+  WorkerLimits,
+  WorkerMessage,
+} from "./protocol.js";
 
 export type WorkerRole = "normal" | "quarantine";
 
@@ -56,6 +64,8 @@ export class WorkerProcess {
   private ready = false;
   private nextSeq = 1;
   private readonly queue: PendingRun[] = [];
+  /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
+  private readonly limitsSent = new Map<string, WorkerLimits>();
   private headClockFrom = 0;
   private timer: NodeJS.Timeout | undefined;
   /** When the armed timer fires, and when the head of the line is overdue (Infinity: nothing watched). */
@@ -63,6 +73,8 @@ export class WorkerProcess {
   private headDeadline = Infinity;
   private exit: WorkerExit | undefined;
   private stderrTail = "";
+  /** This worker's pipe as the host reads it while a reply is due (reply-wait.ts). */
+  private readonly awaitedPipe: AwaitedPipe;
 
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
@@ -86,6 +98,10 @@ export class WorkerProcess {
     });
     const reader = new FrameReader((message) => this.onMessage(message as WorkerMessage));
     this.pipe.on("data", (chunk: Buffer) => reader.push(chunk));
+    this.awaitedPipe = {
+      fd: () => (this.pipe as unknown as { _handle?: { fd?: number } })._handle?.fd,
+      push: (chunk) => reader.push(chunk),
+    };
     this.pipe.on("error", () => this.kill({ reason: "crashed", detail: "worker pipe error" }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
     this.child.on("error", () => this.kill({ reason: "crashed", detail: "worker process error" }));
@@ -116,6 +132,7 @@ export class WorkerProcess {
 
   send(message: BundleMessage | CloseRunMessage | DropTenantMessage): void {
     if (!this.alive) return;
+    if (message.type === "drop-tenant") this.limitsSent.delete(message.tenant);
     writeFrame(this.pipe, encodeFrame(message));
   }
 
@@ -129,12 +146,18 @@ export class WorkerProcess {
   run(body: RunMessageBody, budgetMs: number): Promise<DoneMessage> {
     if (!this.alive) return Promise.reject(this.lostError());
     const seq = this.nextSeq++;
+    const message = { ...body, seq } as RunMessage;
+    if (message.type !== "resume") {
+      // The worker keeps each tenant's limits: resend them only when they changed (undefined is not encoded).
+      if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
+      else if (message.limits !== undefined) this.limitsSent.set(message.tenant, message.limits);
+    }
     return new Promise<DoneMessage>((resolve, reject) => {
       const pending: PendingRun = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
-      writeFrame(this.pipe, encodeFrame({ ...body, seq } as RunMessage));
-      expectReply();
+      writeFrame(this.pipe, encodeFrame(message));
+      expectReply(this.awaitedPipe);
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }
@@ -153,7 +176,6 @@ export class WorkerProcess {
     const head = this.queue[0];
     if (head === undefined || head.seq !== message.seq) return;
     this.queue.shift();
-    replySettled();
     this.lastRssBytes = message.rssBytes;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;
@@ -161,6 +183,7 @@ export class WorkerProcess {
     else {
       this.stopClock();
       this.setBusy(false);
+      stopAwaiting(this.awaitedPipe);
     }
     head.resolve(message);
   }
@@ -221,7 +244,7 @@ export class WorkerProcess {
     };
     this.exit = exit;
     const pending = this.queue.splice(0);
-    for (let i = 0; i < pending.length; i++) replySettled();
+    stopAwaiting(this.awaitedPipe);
     for (const [index, run] of pending.entries()) {
       const overdue = exit.reason === "killed-overdue" && run.seq === exit.overdueSeq;
       // Replies come in order: only the head can have started; the rest never ran any guest code.

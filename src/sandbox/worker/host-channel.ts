@@ -74,8 +74,12 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
         deps.calls.delete(call.callId);
         // A request made by a callback that then settled is never answered.
         collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
-        if (b && c.length <= call.maxPayloadBytes) collector.outcomes.push({ type: "settled", callId: call.callId, value: c });
-        else if (b)
+        if (b && c.length <= call.maxPayloadBytes) {
+          const outcome: CallOutcome = { type: "settled", callId: call.callId, value: c };
+          // The property holding the call's lazy result, left out of `c` for the host to put back.
+          if (typeof d === "string" && d.length <= 1024) outcome.lazyKey = d;
+          collector.outcomes.push(outcome);
+        } else if (b)
           collector.outcomes.push({
             type: "failed",
             callId: call.callId,

@@ -40,9 +40,18 @@ function readRuntime(): string {
 }
 
 const tenants = new Map<string, TenantIsolate>();
+/** Each tenant's limits, as last sent by the host (it sends them only when they change). */
+const tenantLimits = new Map<string, WorkerLimits>();
 const calls = new Map<number, WorkerCall>();
 const limiters = new Map<string, LogLimiter>();
 let collector: Collector | undefined;
+
+function limitsFor(message: LoadMessage | CallMessage): WorkerLimits {
+  if (message.limits !== undefined) tenantLimits.set(message.tenant, message.limits);
+  const limits = tenantLimits.get(message.tenant);
+  if (limits === undefined) throw new Failure("SANDBOX_CRASHED", `no limits are known for tenant ${message.tenant}`);
+  return limits;
+}
 
 function tenantFor(name: string, limits: WorkerLimits): TenantIsolate {
   let tenant = tenants.get(name);
@@ -77,10 +86,11 @@ function newContext(tenant: TenantIsolate, runId: string, script: string, bundle
 }
 
 function handleLoad(message: LoadMessage, reply: DoneMessage): void {
-  const tenant = tenantFor(message.tenant, message.limits);
+  const limits = limitsFor(message);
+  const tenant = tenantFor(message.tenant, limits);
   let context: ScriptContext | undefined;
   try {
-    context = newContext(tenant, "", "", message.bundleHash, message.limits);
+    context = newContext(tenant, "", "", message.bundleHash, limits);
     const registration = JSON.parse(context.registration) as {
       ok: boolean;
       manifest?: unknown;
@@ -107,13 +117,13 @@ function handleLoad(message: LoadMessage, reply: DoneMessage): void {
   }
 }
 
-function contextFor(message: CallMessage): ScriptContext {
-  const tenant = tenantFor(message.tenant, message.limits);
+function contextFor(message: CallMessage, limits: WorkerLimits): ScriptContext {
+  const tenant = tenantFor(message.tenant, limits);
   let contexts = tenant.runs.get(message.runId) as Map<string, ScriptContext> | undefined;
   if (contexts === undefined) tenant.runs.set(message.runId, (contexts = new Map()));
   let context = contexts.get(message.script);
   if (context === undefined) {
-    context = newContext(tenant, message.runId, message.script, message.bundleHash, message.limits);
+    context = newContext(tenant, message.runId, message.script, message.bundleHash, limits);
     const registration = JSON.parse(context.registration) as { ok: boolean; error?: { message?: string } };
     if (!registration.ok) {
       context.release();
@@ -130,8 +140,10 @@ function contextFor(message: CallMessage): ScriptContext {
 
 function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): Breach {
   let context: ScriptContext;
+  let limits: WorkerLimits;
   try {
-    context = contextFor(message);
+    limits = limitsFor(message);
+    context = contextFor(message, limits);
   } catch (error) {
     const failure = error instanceof Failure ? error : new Failure("SANDBOX_CRASHED", String((error as Error)?.message ?? error));
     sink.outcomes.push({ type: "failed", callId: message.callId, error: failure.serialize() });
@@ -144,15 +156,15 @@ function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): 
     target: message.target,
     cpuMs: 0,
     wallMs: 0,
-    cpuLimitMs: message.limits.cpuMs,
-    wallLimitMs: message.limits.wallMs,
-    maxPayloadBytes: message.limits.maxPayloadBytes,
+    cpuLimitMs: limits.cpuMs,
+    wallLimitMs: limits.wallMs,
+    maxPayloadBytes: limits.maxPayloadBytes,
     awaitingHost: false,
     finished: false,
   };
   calls.set(call.callId, call);
   void reply;
-  return runSegment(call, ["call", call.callId, message.kind, message.target, message.args], sink, calls);
+  return runSegment(call, ["call", call.callId, message.kind, message.target, message.args, message.lazy], sink, calls);
 }
 
 function handleResume(message: ResumeMessage, sink: Collector): Breach {
@@ -184,6 +196,7 @@ function onMessage(message: HostMessage): void {
     case "drop-tenant":
       tenants.get(message.tenant)?.dispose();
       tenants.delete(message.tenant);
+      tenantLimits.delete(message.tenant);
       return;
   }
   const startedAt = performance.now();
