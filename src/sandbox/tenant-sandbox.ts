@@ -299,11 +299,24 @@ export class TenantSandboxImpl implements TenantSandbox {
       this.busy = true;
       this.inFlight = task.call;
       this.inFlightTask = task;
-      task
-        .send(worker)
-        .then(
-          (done) => this.afterDone(done),
-          (error: unknown) => {
+      const release = () => {
+        this.busy = false;
+        this.inFlight = undefined;
+        this.inFlightTask = undefined;
+        this.options.supervisor.checkBudget(worker);
+        this.leaveIfIdleAndMoving();
+        this.pump();
+      };
+      task.send(worker).then(
+        (done) => {
+          try {
+            this.afterDone(done);
+          } finally {
+            release();
+          }
+        },
+        (error: unknown) => {
+          try {
             const hookboxError = isHookboxError(error) ? error : new HookboxError("SANDBOX_CRASHED", String(error));
             if (task.retryable && task.call !== undefined && hookboxError.details.started === false && !task.call.finished) {
               // Its worker died (another tenant's fault) before running it: nothing ran, send it again.
@@ -312,25 +325,21 @@ export class TenantSandboxImpl implements TenantSandbox {
               return;
             }
             task.fail(hookboxError);
-          },
-        )
-        .finally(() => {
-          this.busy = false;
-          this.inFlight = undefined;
-          this.inFlightTask = undefined;
-          this.options.supervisor.checkBudget(worker);
-          this.leaveIfIdleAndMoving();
-          this.pump();
-        });
+          } finally {
+            release();
+          }
+        },
+      );
     }
   }
 
   private ensureWorker(): WorkerProcess {
     const current = this.worker;
     if (current !== undefined && current.alive) {
-      const idle = this.active.size === 0 || [...this.active.values()].every((call) => call.worker === undefined);
       const shouldMove = current.retiring || (this.quarantined && current.role !== "quarantine");
-      if (!shouldMove || !idle) return current;
+      if (!shouldMove) return current;
+      const idle = this.active.size === 0 || [...this.active.values()].every((call) => call.worker === undefined);
+      if (!idle) return current;
       this.detach();
     }
     this.worker = this.options.supervisor.assign(this.tenant, this.quarantined);

@@ -146,7 +146,8 @@ export class WorkerProcess {
   run(body: RunMessageBody, budgetMs: number): Promise<DoneMessage> {
     if (!this.alive) return Promise.reject(this.lostError());
     const seq = this.nextSeq++;
-    const message = { ...body, seq } as RunMessage;
+    // Callers build a fresh body for every message: it becomes the message.
+    const message = Object.assign(body, { seq }) as RunMessage;
     if (message.type !== "resume") {
       // The worker keeps each tenant's limits: resend them only when they changed (undefined is not encoded).
       if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
