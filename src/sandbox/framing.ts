@@ -6,12 +6,23 @@ import type { Socket } from "node:net";
  * protocol messages: Node's channel JSON-encodes the whole message, so a 100 KB JSON text field is escaped
  * and unescaped once per direction. A frame is
  *   [u32 LE header bytes][u32 LE blob bytes][header: JSON][blobs: UTF-8 text, concatenated]
- * where the big text fields (BLOB_FIELDS) travel raw in the blob section and the header lists their byte
- * lengths in `$blobs`, in the order they were taken out (the field itself holds the marker 0).
+ * where the big text fields (BLOB_FIELDS, from BLOB_MIN_CHARS on) travel raw in the blob section and the
+ * header lists their byte lengths in `$blobs`, in the order they were taken out (the field itself holds
+ * the marker 0). Small texts stay in the header: escaping them costs less than handling a blob.
  */
 
 /** Text fields carried raw: call args and lazy results, resume values, bundle code, outcome values. */
 const BLOB_FIELDS = ["args", "lazy", "value", "code"] as const;
+const BLOB_MIN_CHARS = 2048;
+
+function isBlob(text: unknown): text is string {
+  return typeof text === "string" && text.length >= BLOB_MIN_CHARS;
+}
+
+function hasBlobs(target: Record<string, unknown>): boolean {
+  for (const field of BLOB_FIELDS) if (isBlob(target[field])) return true;
+  return false;
+}
 
 interface Blobbed {
   $blobs?: number[];
@@ -22,7 +33,7 @@ interface Blobbed {
 function takeBlobs(target: Record<string, unknown>, blobs: string[], lengths: number[]): void {
   for (const field of BLOB_FIELDS) {
     const text = target[field];
-    if (typeof text === "string" && text.length > 0) {
+    if (isBlob(text)) {
       blobs.push(text);
       lengths.push(Buffer.byteLength(text));
       target[field] = 0; // marker: the text is in the blob section
@@ -38,6 +49,15 @@ function putBlobs(target: Record<string, unknown>, read: () => string): void {
 
 /** Encodes one message as one frame. The message is not modified. */
 export function encodeFrame(message: object): Buffer {
+  const outcomes = (message as Blobbed).outcomes;
+  if (!hasBlobs(message as Blobbed) && !(Array.isArray(outcomes) && outcomes.some(hasBlobs))) {
+    const text = JSON.stringify(message);
+    const frame = Buffer.allocUnsafe(8 + Buffer.byteLength(text));
+    frame.writeUInt32LE(frame.length - 8, 0);
+    frame.writeUInt32LE(0, 4);
+    frame.write(text, 8);
+    return frame;
+  }
   const header: Blobbed = { ...(message as Blobbed) };
   const blobs: string[] = [];
   const lengths: number[] = [];

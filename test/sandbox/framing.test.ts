@@ -18,6 +18,18 @@ describe("worker pipe frames", () => {
     },
     { type: "bundle", hash: "h", code: "x".repeat(200_000), filename: "b.js" },
     { type: "ready", pid: 7 },
+    // Big texts travel as blobs, small ones inside the header: mixed in one frame.
+    { type: "call", seq: 2, args: JSON.stringify(["ü".repeat(5000)]), lazy: `{"big":"${"x".repeat(10_000)}"}`, target: "afterToolCall" },
+    {
+      type: "done",
+      seq: 2,
+      outcomes: [
+        { type: "settled", callId: 3, value: `"${"é".repeat(3000)}"` },
+        { type: "settled", callId: 4, value: '{"small":true}' },
+      ],
+      logs: [],
+      rssBytes: 1,
+    },
   ];
 
   it("round-trips messages, raw text fields included, however the pipe splits the bytes", () => {
