@@ -72,8 +72,8 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
         if (call === undefined || typeof b !== "boolean" || typeof c !== "string") return undefined;
         call.finished = true;
         deps.calls.delete(call.callId);
-        // A request made by a callback that then settled is never answered.
-        collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
+        // A request made by a callback that then settled (in this segment) is never answered.
+        if (call.awaitingHost) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
         if (b && c.length <= call.maxPayloadBytes) {
           const outcome: CallOutcome = { type: "settled", callId: call.callId, value: c };
           // The property holding the call's lazy result, left out of `c` for the host to put back.
