@@ -53,8 +53,7 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
       case "register":
         return register(a);
       case "call":
-        callbacks.start(a as number, b as string, c as string, d as string, e);
-        return undefined;
+        return callbacks.start(a as number, b as string, c as string, d as string, e);
       case "resume":
         callbacks.resume(a as number, b as number, c as boolean, d as string);
         return undefined;

@@ -41,13 +41,22 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   const active = dict<ActiveCallback>();
   let nextRequestId = 0;
 
-  /** `lazyKey`: the property of the value that holds the call's lazy result untouched (left out of `text`). */
+  /** The callback whose start() is running, and its settlement if it settled before start() returned. */
+  let startingCallId = -1;
+  let settledInStart: string | undefined;
+
+  /**
+   * `lazyKey`: the property of the value that holds the call's lazy result untouched (left out of `text`).
+   * A callback that settles while its start() still runs (a synchronous one) is answered through start()'s
+   * return value (see `directSettlement`): one crossing back to the worker fewer.
+   */
   function settle(callId: number, ok: boolean, text: string, lazyKey?: string): void {
     const call = active[callId];
     if (call === undefined || call.settled) return;
     call.settled = true;
     delete active[callId];
-    host("settle", callId, ok, text, lazyKey);
+    if (callId === startingCallId) settledInStart = directSettlement(ok, text, lazyKey);
+    else host("settle", callId, ok, text, lazyKey);
   }
 
   function settleValue(callId: number, value: unknown): void {
@@ -90,7 +99,18 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   }
 
   /** `lazyResult`: the JSON text of a hook payload's `result`, sent apart from the payload (see the host's call-args.ts). */
-  function start(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): void {
+  function start(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): string | undefined {
+    startingCallId = callId;
+    settledInStart = undefined;
+    try {
+      run(callId, kind, target, argsJson, lazyResult);
+    } finally {
+      startingCallId = -1;
+    }
+    return settledInStart;
+  }
+
+  function run(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): void {
     const loaded = script();
     const call: ActiveCallback = { settled: false, nextCalled: false, pending: dict<PendingRequest>(), lazy: undefined };
     active[callId] = call;
@@ -165,4 +185,13 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   }
 
   return { start, resume, forget };
+}
+
+/**
+ * A settlement as start() returns it: "+" text, "-" error description, or "*" JSON of the lazy key, NUL,
+ * text (the key's JSON has no raw NUL). The worker decodes it (src/sandbox/worker/host-channel.ts).
+ */
+function directSettlement(ok: boolean, text: string, lazyKey: string | undefined): string {
+  if (!ok) return "-" + text;
+  return lazyKey === undefined ? "+" + text : "*" + JSONStringify(lazyKey) + "\u0000" + text;
 }

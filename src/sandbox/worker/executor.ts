@@ -1,4 +1,4 @@
-import type { Collector, WorkerCall } from "./host-channel.js";
+import { directSettlement, settleCall, type Collector, type WorkerCall } from "./host-channel.js";
 import { Failure, isTimeoutError } from "./failure.js";
 
 export type Breach = "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY" | undefined;
@@ -17,8 +17,9 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
   const cpuBefore = tenant.cpuTimeNs();
   const started = performance.now();
   let thrown: unknown;
+  let returned: unknown;
   try {
-    call.context.dispatcher.applySync(undefined, args as never[], { timeout: Math.max(1, Math.ceil(remaining)) });
+    returned = call.context.dispatcher.applySync(undefined, args as never[], { timeout: Math.max(1, Math.ceil(remaining)) });
   } catch (error) {
     thrown = error;
   }
@@ -43,6 +44,9 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
     return fail(call, collector, calls, failure);
   }
   call.cpuMs += Number(tenant.cpuTimeNs() - cpuBefore) / 1e6;
+  // A callback that settled at once answers through the start's return value (runtime/callbacks.ts).
+  const settled = typeof returned === "string" && !call.finished ? directSettlement(returned) : undefined;
+  if (settled !== undefined) settleCall(collector, calls, call, settled.ok, settled.text, settled.lazyKey);
   if (call.finished) return undefined;
   if (thrown !== undefined) {
     if (isTimeoutError(thrown) || call.cpuMs > call.cpuLimitMs) return fail(call, collector, calls, timeoutFailure(call));

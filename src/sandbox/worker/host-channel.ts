@@ -52,6 +52,50 @@ function errorFromGuest(text: string, call: WorkerCall) {
 }
 
 /**
+ * A callback settled (through the host channel, or as its start's return value): record the outcome.
+ * `lazyKey` (untrusted, checked): the property holding the call's lazy result, left out of `text` for the
+ * host to put back.
+ */
+export function settleCall(
+  collector: Collector,
+  calls: Map<number, WorkerCall>,
+  call: WorkerCall,
+  ok: boolean,
+  text: string,
+  lazyKey: unknown,
+): void {
+  call.finished = true;
+  calls.delete(call.callId);
+  // A request made by a callback that then settled (in this segment) is never answered.
+  if (call.awaitingHost) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
+  if (ok && text.length <= call.maxPayloadBytes) {
+    const outcome: CallOutcome = { type: "settled", callId: call.callId, value: text };
+    if (typeof lazyKey === "string" && lazyKey.length <= 1024) outcome.lazyKey = lazyKey;
+    collector.outcomes.push(outcome);
+  } else if (ok)
+    collector.outcomes.push({
+      type: "failed",
+      callId: call.callId,
+      error: { code: "HOOK_CONTRACT", message: "returned a value larger than the payload limit", details: { path: "$" } },
+    });
+  else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(text.slice(0, 65536), call) });
+}
+
+/** Decodes a settlement returned by the runtime's start() (runtime/callbacks.ts); undefined if malformed. */
+export function directSettlement(encoded: string): { ok: boolean; text: string; lazyKey?: unknown } | undefined {
+  const tag = encoded[0];
+  if (tag === "+") return { ok: true, text: encoded.slice(1) };
+  if (tag === "-") return { ok: false, text: encoded.slice(1) };
+  const end = tag === "*" ? encoded.indexOf("\u0000") : -1;
+  if (end === -1) return undefined;
+  try {
+    return { ok: true, text: encoded.slice(end + 1), lazyKey: JSON.parse(encoded.slice(1, end)) as unknown };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * The function behind the runtime's host channel, one per context. It never throws into the guest (a
  * host exception would carry host paths) and checks every argument: guest code is never trusted here.
  */
@@ -70,22 +114,7 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
       if (op === "settle") {
         const call = ownCall(a);
         if (call === undefined || typeof b !== "boolean" || typeof c !== "string") return undefined;
-        call.finished = true;
-        deps.calls.delete(call.callId);
-        // A request made by a callback that then settled (in this segment) is never answered.
-        if (call.awaitingHost) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
-        if (b && c.length <= call.maxPayloadBytes) {
-          const outcome: CallOutcome = { type: "settled", callId: call.callId, value: c };
-          // The property holding the call's lazy result, left out of `c` for the host to put back.
-          if (typeof d === "string" && d.length <= 1024) outcome.lazyKey = d;
-          collector.outcomes.push(outcome);
-        } else if (b)
-          collector.outcomes.push({
-            type: "failed",
-            callId: call.callId,
-            error: { code: "HOOK_CONTRACT", message: "returned a value larger than the payload limit", details: { path: "$" } },
-          });
-        else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(c.slice(0, 65536), call) });
+        settleCall(collector, deps.calls, call, b, c, d);
       } else if (op === "request") {
         const call = ownCall(a);
         if (call === undefined || typeof b !== "number" || c !== "next" || typeof d !== "string" || call.awaitingHost) return undefined;
