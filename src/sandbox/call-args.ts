@@ -1,4 +1,6 @@
+import type { Json } from "../turns/json.js";
 import type { CallKind } from "./protocol.js";
+import { parseGuestJson } from "./validate.js";
 
 /** Below this, a hook payload's `result` travels inside the payload and is parsed in the sandbox as usual. */
 export const LAZY_RESULT_MIN_BYTES = 8192;
@@ -30,11 +32,35 @@ export function encodeCallArgs(kind: CallKind, args: unknown[]): EncodedArgs {
   return { args: text, bytes: text.length };
 }
 
-/**
- * A settled value whose `lazyKey` property held the call's lazy result untouched: the sandbox left it out
- * of `text` (an object's JSON) and the text that was sent goes back in. Key order is not kept.
- */
-export function restoreLazy(text: string, lazyKey: string, lazy: string): string {
-  const property = `${JSON.stringify(lazyKey)}:${lazy}`;
-  return text === "{}" ? `{${property}}` : `{${property},${text.slice(1)}`;
+/** A hook payload's big `result` as the host keeps it while the call runs: its text, then its value. */
+export class LazyResult {
+  private parsed: Json | undefined;
+
+  constructor(readonly text: string) {}
+
+  /** Parses now, ahead of need: the host does it while it waits for a script that returns it untouched. */
+  prefetch(): void {
+    this.parsed ??= JSON.parse(this.text) as Json;
+  }
+
+  value(): Json {
+    this.prefetch();
+    return this.parsed!;
+  }
+}
+
+/** What a callback returned: JSON text ("" = nothing), and the lazy result it returned untouched, if any. */
+export interface CallReply {
+  text: string;
+  /** The property of the returned object that held the lazy result: the sandbox left it out of `text`. */
+  restore?: { key: string; value: Json };
+}
+
+/** The reply as a value (a restored property is defined, as JSON.parse would: `__proto__` included). */
+export function replyValue(reply: CallReply): Json | undefined {
+  const value = parseGuestJson(reply.text);
+  if (reply.restore !== undefined && value !== null && typeof value === "object" && !Array.isArray(value)) {
+    Object.defineProperty(value, reply.restore.key, { value: reply.restore.value, writable: true, enumerable: true, configurable: true });
+  }
+  return value;
 }

@@ -6,6 +6,7 @@ import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { LogEntry, SandboxRun, ScriptManifest } from "./api.js";
 import type { TenantSandboxImpl } from "./tenant-sandbox.js";
+import { replyValue } from "./call-args.js";
 import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";
 
 /**
@@ -34,25 +35,25 @@ export class SandboxRunImpl implements SandboxRun {
     next: (turn: Turn) => Promise<Turn>,
   ): Promise<Turn> {
     this.check(script, "middleware", middleware);
-    const text = await this.tenant.call(this, script, "middleware", middleware, [turn, ctx], async (turnText) => {
+    const reply = await this.tenant.call(this, script, "middleware", middleware, [turn, ctx], async (turnText) => {
       // The turn a script passes to next() is checked like the one it returns.
       const passed = validateMiddlewareTurn(script, `${middleware} (the turn passed to next())`, parseGuestJson(turnText));
       return JSON.stringify(await next(passed));
     });
-    return validateMiddlewareTurn(script, middleware, parseGuestJson(text));
+    return validateMiddlewareTurn(script, middleware, replyValue(reply));
   }
 
   async callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext): Promise<Json> {
     this.check(script, "tool", tool);
-    const text = await this.tenant.call(this, script, "tool", tool, [args, ctx]);
+    const reply = await this.tenant.call(this, script, "tool", tool, [args, ctx]);
     // A handler that returns nothing produced the JSON value null.
-    return parseGuestJson(text) ?? null;
+    return replyValue(reply) ?? null;
   }
 
   async callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]> {
     this.check(script, "hook", hook);
-    const text = await this.tenant.call(this, script, "hook", hook, [payload]);
-    return validateGuestHookReturn(script, hook, parseGuestJson(text));
+    const reply = await this.tenant.call(this, script, "hook", hook, [payload]);
+    return validateGuestHookReturn(script, hook, replyValue(reply));
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { HookboxError, isHookboxError, type SerializedError } from "../errors.js";
 import type { ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox, LogEntry } from "./api.js";
 import { bundleScript, type Bundle } from "./bundler.js";
-import { encodeCallArgs, restoreLazy } from "./call-args.js";
+import { encodeCallArgs, LazyResult, type CallReply } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import type { CallKind, DoneMessage, WorkerLimits } from "./protocol.js";
@@ -32,11 +32,11 @@ interface HostCall {
   depth: number;
   worker?: WorkerProcess;
   finished: boolean;
-  resolve: (text: string) => void;
+  resolve: (reply: CallReply) => void;
   reject: (error: HookboxError) => void;
   next?: (turnText: string) => Promise<string>;
-  /** The text of the payload's `result` sent apart (call-args.ts), until the call ends. */
-  lazy?: string;
+  /** The payload's `result`, sent apart (call-args.ts), until the call ends. */
+  lazy?: LazyResult;
 }
 
 interface Task {
@@ -130,7 +130,7 @@ export class TenantSandboxImpl implements TenantSandbox {
     return new SandboxRunImpl(this, options.runId, options.scripts, options.onLog);
   }
 
-  /** Runs one callback; resolves with the JSON text it returned ("" = nothing). */
+  /** Runs one callback; resolves with what it returned (replyValue() makes it a value). */
   call(
     run: SandboxRunImpl,
     script: string,
@@ -138,7 +138,7 @@ export class TenantSandboxImpl implements TenantSandbox {
     target: string,
     args: unknown[],
     next?: (turnText: string) => Promise<string>,
-  ): Promise<string> {
+  ): Promise<CallReply> {
     const entry = this.scripts.get(script);
     if (entry === undefined)
       return Promise.reject(new HookboxError("SCRIPT_ERROR", `script "${script}" is not loaded in tenant ${this.tenant}`));
@@ -168,7 +168,8 @@ export class TenantSandboxImpl implements TenantSandbox {
         ),
       );
     }
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<CallReply>((resolve, reject) => {
+      const lazy = encoded.lazy === undefined ? undefined : new LazyResult(encoded.lazy);
       const call: HostCall = {
         callId: ++lastCallId,
         run,
@@ -180,8 +181,14 @@ export class TenantSandboxImpl implements TenantSandbox {
         resolve,
         reject,
         next,
-        lazy: encoded.lazy,
+        lazy,
       };
+      if (lazy !== undefined && this.passesThrough.has(`${script}\0${target}`)) {
+        // This hook returned the last big result untouched: parse this one while the host waits anyway.
+        setImmediate(() => {
+          if (!call.finished) lazy.prefetch();
+        });
+      }
       this.active.set(call.callId, call);
       this.enqueue({
         call,
@@ -424,9 +431,18 @@ export class TenantSandboxImpl implements TenantSandbox {
       );
   }
 
+  /** Scripts' callbacks (script NUL target) that returned their last big result untouched. */
+  private readonly passesThrough = new Set<string>();
+
   private settle(call: HostCall, text: string, lazyKey: string | undefined): void {
-    if (lazyKey === undefined) this.finish(call, text);
-    else if (call.lazy !== undefined && text.startsWith("{")) this.finish(call, restoreLazy(text, lazyKey, call.lazy));
+    if (call.lazy !== undefined) {
+      const key = `${call.script}\0${call.target}`;
+      if (lazyKey === undefined) this.passesThrough.delete(key);
+      else this.passesThrough.add(key);
+    }
+    if (lazyKey === undefined) this.finish(call, { text });
+    else if (call.lazy !== undefined && text.startsWith("{"))
+      this.finish(call, { text, restore: { key: lazyKey, value: call.lazy.value() } });
     else
       this.finish(
         call,
@@ -435,13 +451,13 @@ export class TenantSandboxImpl implements TenantSandbox {
       );
   }
 
-  private finish(call: HostCall, value: string | undefined, error?: HookboxError): void {
+  private finish(call: HostCall, reply: CallReply | undefined, error?: HookboxError): void {
     if (call.finished) return;
     call.finished = true;
     call.lazy = undefined;
     this.active.delete(call.callId);
     if (error !== undefined) call.reject(error);
-    else call.resolve(value ?? "");
+    else call.resolve(reply ?? { text: "" });
     if (!this.busy) this.leaveIfIdleAndMoving();
   }
 

@@ -65,6 +65,26 @@ describe("big results in afterToolCall", () => {
     expect(((await run.callHook("lazy", "afterToolCall", named("delete"))) as { result: object }).result).not.toHaveProperty("total");
   });
 
+  it("a hook that passes results through and then changes one returns each as it made it", async () => {
+    // After a pass-through the host parses the next big result ahead (while it waits): never used for a changed one.
+    const run = await openHooks(
+      "lazy-alternate",
+      `afterToolCall(p) { if (p.call.name === "touch") p.result.total = -1; return { result: p.result }; }`,
+    );
+    const named = (name: string, result: object) => ({
+      ...afterPayload(result),
+      call: { id: "c", name, args: {}, origin: "script" as const },
+    });
+    for (const [index, name] of ["pass", "pass", "touch", "pass", "touch"].entries()) {
+      const result = bigResult(`${name}${index}`);
+      const returned = (await run.callHook("lazy", "afterToolCall", named(name, result))) as {
+        result: { total: number; items: { id: string }[] };
+      };
+      expect(returned.result.total).toBe(name === "touch" ? -1 : 200);
+      expect(returned.result.items[0]!.id).toBe(`${name}${index}-0`);
+    }
+  });
+
   it("behaves as a plain parsed value under reflection, spreading, freezing and JSON", async () => {
     const run = await openHooks(
       "lazy-reflect",
