@@ -1,5 +1,6 @@
-import { AsyncLocalStorage } from "node:async_hooks";
-import { HookboxError, isHookboxError, type SerializedError } from "../errors.js";
+import { CallbackGate, type GateOwner } from "./callback-gate.js";
+import { nestingDepth, runNested } from "./nested-calls.js";
+import { HookboxError, isHookboxError } from "../errors.js";
 import type { ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox, LogEntry } from "./api.js";
 import { bundleScript, type Bundle } from "./bundler.js";
 import { encodeCallArgs, LazyResult, type CallReply } from "./call-args.js";
@@ -19,8 +20,6 @@ export interface TenantOptions {
   logsPerSecond: number;
 }
 
-/** How deep the current host call chain is nested in sandbox callbacks (middleware -> next -> middleware...). */
-const chain = new AsyncLocalStorage<{ depth: number }>();
 let lastCallId = 0;
 
 interface HostCall {
@@ -39,27 +38,16 @@ interface HostCall {
   lazy?: LazyResult;
 }
 
-interface Task {
-  /** The call this message belongs to; a task of a call that already ended is skipped. */
-  call?: HostCall;
-  /** A call's first message: if its worker dies before starting it, it can be sent again elsewhere. */
-  retryable?: boolean;
-  send: (worker: WorkerProcess) => Promise<DoneMessage>;
-  fail: (error: HookboxError) => void;
-}
-
 /**
- * One tenant's sandbox, host side. Holds the tenant's bundles (so a replaced worker can be refilled) and
- * the callback gate: at most one message that runs this tenant's code is at its worker at a time, so
- * callbacks run one at a time, in order. A callback awaiting the host (middleware `next()`) does not hold
- * the gate: the calls its chain makes are served, and so are calls queued behind it.
+ * One tenant's sandbox, host side. Holds the tenant's bundles (so a replaced worker can be refilled), its
+ * callbacks in progress and its callback gate (callback-gate.ts). A callback awaiting the host (middleware
+ * `next()`) does not hold the gate: the calls its chain makes are served, and so are calls queued behind it.
  */
-export class TenantSandboxImpl implements TenantSandbox {
+export class TenantSandboxImpl implements TenantSandbox, GateOwner {
   limits: SandboxLimits;
   private worker: WorkerProcess | undefined;
   private quarantined = false;
-  private busy = false;
-  private readonly queue: Task[] = [];
+  private readonly gate = new CallbackGate(this);
   private readonly active = new Map<number, HostCall>();
   readonly scripts = new Map<string, { manifest: ScriptManifest; bundle: Bundle }>();
 
@@ -84,14 +72,14 @@ export class TenantSandboxImpl implements TenantSandbox {
     const loaded: { manifest: ScriptManifest; bundle: Bundle }[] = [];
     for (const bundle of bundles) {
       const manifest = await new Promise<ScriptManifest>((resolve, reject) => {
-        this.enqueue({
+        this.gate.enqueue({
           send: async (worker) => {
             worker.ensureBundle(bundle);
             const done = await worker.run(
               { type: "load", tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash },
               this.segmentBudgetMs(),
             );
-            this.afterDone(done);
+            this.onDone(done);
             if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle));
             else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
             return done;
@@ -151,7 +139,7 @@ export class TenantSandboxImpl implements TenantSandbox {
         ),
       );
     }
-    const depth = chain.getStore()?.depth ?? 0;
+    const depth = nestingDepth();
     if (depth >= this.options.maxNestingDepth) {
       return Promise.reject(
         new HookboxError(
@@ -160,11 +148,11 @@ export class TenantSandboxImpl implements TenantSandbox {
         ),
       );
     }
-    if (this.queue.length >= this.options.maxQueueDepth) {
+    if (this.gate.waiting >= this.options.maxQueueDepth) {
       return Promise.reject(
         new HookboxError(
           "SANDBOX_OVERLOADED",
-          `tenant ${this.tenant}: ${this.queue.length} callbacks are already waiting (limit ${this.options.maxQueueDepth}); refusing ${script}: ${kind} ${target}`,
+          `tenant ${this.tenant}: ${this.gate.waiting} callbacks are already waiting (limit ${this.options.maxQueueDepth}); refusing ${script}: ${kind} ${target}`,
         ),
       );
     }
@@ -190,7 +178,7 @@ export class TenantSandboxImpl implements TenantSandbox {
         });
       }
       this.active.set(call.callId, call);
-      this.enqueue({
+      this.gate.enqueue({
         call,
         retryable: true,
         send: (worker) => {
@@ -239,8 +227,9 @@ export class TenantSandboxImpl implements TenantSandbox {
     for (const call of [...this.active.values()]) {
       if (call.worker !== worker) continue;
       // The in-flight first message of a call is settled by its own rejection (it may be retried).
-      if (this.inFlightTask?.retryable && this.inFlightTask.call === call) continue;
-      const overdue = culprit && call === this.inFlight;
+      const inFlight = this.gate.inFlight;
+      if (inFlight?.retryable && inFlight.call === call) continue;
+      const overdue = culprit && call === inFlight?.call;
       const error = overdue
         ? new HookboxError(
             "SANDBOX_TIMEOUT",
@@ -259,9 +248,6 @@ export class TenantSandboxImpl implements TenantSandbox {
   onWorkerRetiring(worker: WorkerProcess): void {
     if (this.worker === worker && this.active.size === 0) this.detach();
   }
-
-  private inFlight: HostCall | undefined;
-  private inFlightTask: Task | undefined;
 
   /** Built once per `limits` object (pool.tenant() replaces it, never mutates it): this is on every call's path. */
   private workerLimits(): WorkerLimits {
@@ -285,62 +271,8 @@ export class TenantSandboxImpl implements TenantSandbox {
     return Math.min(this.limits.cpuMs, this.limits.wallMs);
   }
 
-  private enqueue(task: Task, front = false): void {
-    if (front) this.queue.unshift(task);
-    else this.queue.push(task);
-    this.pump();
-  }
-
-  private pump(): void {
-    while (!this.busy) {
-      const task = this.queue.shift();
-      if (task === undefined) return;
-      if (task.call?.finished) continue;
-      let worker: WorkerProcess;
-      try {
-        worker = this.ensureWorker();
-      } catch (error) {
-        task.fail(new HookboxError("SANDBOX_CRASHED", `tenant ${this.tenant}: no sandbox worker: ${(error as Error).message}`));
-        continue;
-      }
-      this.busy = true;
-      this.inFlight = task.call;
-      this.inFlightTask = task;
-      const release = () => {
-        this.busy = false;
-        this.inFlight = undefined;
-        this.inFlightTask = undefined;
-        this.options.supervisor.checkBudget(worker);
-        this.leaveIfIdleAndMoving();
-        this.pump();
-      };
-      task.send(worker).then(
-        (done) => {
-          try {
-            this.afterDone(done);
-          } finally {
-            release();
-          }
-        },
-        (error: unknown) => {
-          try {
-            const hookboxError = isHookboxError(error) ? error : new HookboxError("SANDBOX_CRASHED", String(error));
-            if (task.retryable && task.call !== undefined && hookboxError.details.started === false && !task.call.finished) {
-              // Its worker died (another tenant's fault) before running it: nothing ran, send it again.
-              task.call.worker = undefined;
-              this.queue.unshift(task);
-              return;
-            }
-            task.fail(hookboxError);
-          } finally {
-            release();
-          }
-        },
-      );
-    }
-  }
-
-  private ensureWorker(): WorkerProcess {
+  /** GateOwner: the tenant's worker, or a new assignment when it should move and nothing of it runs there. */
+  workerForNext(): WorkerProcess {
     const current = this.worker;
     if (current !== undefined && current.alive) {
       const shouldMove = current.retiring || (this.quarantined && current.role !== "quarantine");
@@ -361,7 +293,8 @@ export class TenantSandboxImpl implements TenantSandbox {
     this.options.supervisor.release(this.tenant, worker);
   }
 
-  private afterDone(done: DoneMessage): void {
+  /** GateOwner: a reply came back. */
+  onDone(done: DoneMessage): void {
     if (done.breach !== undefined) this.quarantined = true;
     for (const log of done.logs) {
       this.runLogs(log.runId)?.({ script: log.script, tenant: log.tenant, level: log.level, message: log.message });
@@ -391,8 +324,8 @@ export class TenantSandboxImpl implements TenantSandbox {
 
   /** The callback awaits next(): run it on the host, inside the caller's chain, and resume with the result. */
   private serveRequest(call: HostCall, requestId: number, turnText: string): void {
-    const resume = (ok: boolean, value: string) =>
-      this.enqueue(
+    void runNested(call.next, turnText, call.depth, this.options.maxPayloadBytes).then(({ ok, value }) =>
+      this.gate.enqueue(
         {
           call,
           send: (worker) => {
@@ -402,33 +335,8 @@ export class TenantSandboxImpl implements TenantSandbox {
           fail: (error) => this.finish(call, undefined, error),
         },
         true,
-      );
-    const next = call.next;
-    if (next === undefined) {
-      resume(false, JSON.stringify({ code: "SCRIPT_ERROR", message: "this callback cannot call next()" }));
-      return;
-    }
-    chain
-      .run({ depth: call.depth + 1 }, () => next(turnText))
-      .then(
-        (text) => {
-          if (text.length > this.options.maxPayloadBytes)
-            resume(
-              false,
-              JSON.stringify({
-                code: "SANDBOX_OVERLOADED",
-                message: `the turn from next() exceeds the ${this.options.maxPayloadBytes}-byte limit`,
-              }),
-            );
-          else resume(true, text);
-        },
-        (error: unknown) => {
-          const serialized: SerializedError = isHookboxError(error)
-            ? { code: error.code, message: error.message }
-            : { code: "MIDDLEWARE", message: (error as Error)?.message ?? String(error) };
-          resume(false, JSON.stringify({ code: serialized.code, message: serialized.message }));
-        },
-      );
+      ),
+    );
   }
 
   /** Scripts' callbacks (script NUL target) that returned their last big result untouched. */
@@ -458,7 +366,13 @@ export class TenantSandboxImpl implements TenantSandbox {
     this.active.delete(call.callId);
     if (error !== undefined) call.reject(error);
     else call.resolve(reply ?? { text: "" });
-    if (!this.busy) this.leaveIfIdleAndMoving();
+    if (this.gate.isOpen) this.leaveIfIdleAndMoving();
+  }
+
+  /** GateOwner: the gate opened again after a message to `worker`. */
+  onReleased(worker: WorkerProcess): void {
+    this.options.supervisor.checkBudget(worker);
+    this.leaveIfIdleAndMoving();
   }
 
   /** A tenant leaves a retiring worker (or a normal one, once quarantined) as soon as nothing of it runs there. */
