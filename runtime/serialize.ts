@@ -63,7 +63,7 @@ export function toBoundedJson(value: unknown, maxBytes: number, lazy?: LazyJson,
       if (top === -1 || holder === lastObject) holders[++top] = holder;
       else while (top > 0 && holders[top] !== holder) top--;
     }
-    if (inner === spliceTarget && holder === value && splice!.key === undefined && lazy!.untouched()) {
+    if (spliceTarget !== undefined && inner === spliceTarget && holder === value && splice!.key === undefined && lazy!.untouched()) {
       splice!.key = key;
       return undefined; // left out: the host puts it back
     }

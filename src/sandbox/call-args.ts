@@ -18,9 +18,9 @@ export interface EncodedArgs {
  * parses it only if the script looks inside, and splices the text back if the script returns it untouched
  * (runtime/lazy-json.ts), so passing a big tool result through a hook costs no parsing in the sandbox.
  */
-export function encodeCallArgs(kind: CallKind, args: unknown[]): EncodedArgs {
+export function encodeCallArgs(kind: CallKind, args: unknown[], lazyResult = true): EncodedArgs {
   const payload = args[0] as { result?: unknown } | null | undefined;
-  if (kind === "hook" && args.length === 1 && typeof payload?.result === "object" && payload.result !== null) {
+  if (lazyResult && kind === "hook" && args.length === 1 && typeof payload?.result === "object" && payload.result !== null) {
     const lazy = JSON.stringify(payload.result) as string | undefined;
     if (typeof lazy === "string" && lazy.length >= LAZY_RESULT_MIN_BYTES && (lazy[0] === "{" || lazy[0] === "[")) {
       // An undefined property is left out by JSON.stringify: the payload without its result.
@@ -46,6 +46,35 @@ export class LazyResult {
   value(): Json {
     this.prefetch();
     return this.parsed!;
+  }
+}
+
+/** What a hook did with the last big result it got lazily. */
+type ResultUseKind = "passes" | "ignores" | "reads";
+
+/**
+ * Decides, per script hook, how its next big result travels, from what it did with the last one: lazily
+ * (the default, and for a hook that returned nothing), lazily and parsed ahead by the host while it waits
+ * (a hook that passed the last one through untouched), or inside the payload (a hook that read it: the
+ * proxy would only add work there). A hook that reads gets a lazy result again every 16th call, to notice
+ * when it stops reading.
+ */
+export class ResultUse {
+  private readonly hooks = new Map<string, { use: ResultUseKind; eagerCalls: number }>();
+
+  /** How the next big result for `script`'s `hook` travels. */
+  plan(script: string, hook: string): { lazy: boolean; prefetch: boolean } {
+    const seen = this.hooks.get(`${script}\0${hook}`);
+    if (seen === undefined || seen.use === "ignores") return { lazy: true, prefetch: false };
+    if (seen.use === "passes") return { lazy: true, prefetch: true };
+    seen.eagerCalls++;
+    return { lazy: seen.eagerCalls % 16 === 0, prefetch: false };
+  }
+
+  /** A hook that got a lazy result settled: `text` as returned ("" = nothing), `passed` if it returned the result untouched. */
+  record(script: string, hook: string, text: string, passed: boolean): void {
+    const use: ResultUseKind = passed ? "passes" : text === "" ? "ignores" : "reads";
+    this.hooks.set(`${script}\0${hook}`, { use, eagerCalls: 0 });
   }
 }
 

@@ -6,7 +6,8 @@ import { readSync } from "node:fs";
  * the work on a virtual machine: the worker's write must interrupt an idle CPU, and the host must come
  * back out of it (measured here: a reply after 30 us of worker time took 82 us to arrive instead of 43).
  *
- * So, for a short window after each message sent, the event loop keeps turning through setImmediate
+ * So, for a short window after each message sent (when this worker's replies usually come within it), the
+ * event loop keeps turning through setImmediate
  * instead of sleeping, and each turn reads the awaited pipes directly (non-blocking). This never blocks:
  * every turn still polls all other I/O with a zero timeout and runs timers and callbacks; it only trades
  * a bounded amount of host CPU (the window, once per message) for latency. Once no reply is awaited or
@@ -14,7 +15,7 @@ import { readSync } from "node:fs";
  */
 
 /** How long the loop stays awake after a message is sent; HOOKBOX_REPLY_SPIN_US=0 turns it off. */
-const WINDOW_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
+export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
 
 /** A pipe with replies due: its fd (non-blocking, opened by libuv) and where its bytes go. */
 export interface AwaitedPipe {
@@ -59,11 +60,14 @@ function turn(): void {
   setImmediate(turn);
 }
 
-/** A message that `pipe` will answer was just sent. */
-export function expectReply(pipe: AwaitedPipe): void {
+/**
+ * A message that `pipe` will answer was just sent; `windowMs`: how long to stay awake for the reply (0 when
+ * this worker's replies usually take longer than the window: see poll-policy.ts).
+ */
+export function expectReply(pipe: AwaitedPipe, windowMs: number): void {
   awaited.add(pipe);
-  if (WINDOW_MS <= 0) return;
-  awakeUntil = performance.now() + WINDOW_MS;
+  if (windowMs <= 0) return;
+  awakeUntil = Math.max(awakeUntil, performance.now() + windowMs);
   if (!turning) {
     turning = true;
     setImmediate(turn);

@@ -3,7 +3,7 @@ import { nestingDepth, runNested } from "./nested-calls.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox, LogEntry } from "./api.js";
 import { bundleScript, type Bundle } from "./bundler.js";
-import { encodeCallArgs, LazyResult, type CallReply } from "./call-args.js";
+import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import type { CallKind, DoneMessage, WorkerLimits } from "./protocol.js";
@@ -130,7 +130,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
     const entry = this.scripts.get(script);
     if (entry === undefined)
       return Promise.reject(new HookboxError("SCRIPT_ERROR", `script "${script}" is not loaded in tenant ${this.tenant}`));
-    const encoded = encodeCallArgs(kind, args);
+    const plan = kind === "hook" ? this.resultUse.plan(script, target) : undefined;
+    const encoded = encodeCallArgs(kind, args, plan?.lazy);
     if (encoded.bytes > this.options.maxPayloadBytes) {
       return Promise.reject(
         new HookboxError(
@@ -171,7 +172,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
         next,
         lazy,
       };
-      if (lazy !== undefined && this.passesThrough.has(`${script}\0${target}`)) {
+      if (lazy !== undefined && plan?.prefetch) {
         // This hook returned the last big result untouched: parse this one while the host waits anyway.
         setImmediate(() => {
           if (!call.finished) lazy.prefetch();
@@ -339,15 +340,11 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
     );
   }
 
-  /** Scripts' callbacks (script NUL target) that returned their last big result untouched. */
-  private readonly passesThrough = new Set<string>();
+  /** How each hook used its big results: decides how the next one travels (call-args.ts). */
+  private readonly resultUse = new ResultUse();
 
   private settle(call: HostCall, text: string, lazyKey: string | undefined): void {
-    if (call.lazy !== undefined) {
-      const key = `${call.script}\0${call.target}`;
-      if (lazyKey === undefined) this.passesThrough.delete(key);
-      else this.passesThrough.add(key);
-    }
+    if (call.lazy !== undefined) this.resultUse.record(call.script, call.target, text, lazyKey !== undefined);
     if (lazyKey === undefined) this.finish(call, { text });
     else if (call.lazy !== undefined && text.startsWith("{"))
       this.finish(call, { text, restore: { key: lazyKey, value: call.lazy.value() } });

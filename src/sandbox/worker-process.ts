@@ -3,7 +3,8 @@ import { setPriority } from "node:os";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
 import { encodeFrame, FrameReader, writeFrame } from "./framing.js";
-import { expectReply, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
+import { PollPolicy } from "./poll-policy.js";
+import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
   BundleMessage,
   CloseRunMessage,
@@ -73,8 +74,9 @@ export class WorkerProcess {
   private headDeadline = Infinity;
   private exit: WorkerExit | undefined;
   private stderrTail = "";
-  /** This worker's pipe as the host reads it while a reply is due (reply-wait.ts). */
+  /** This worker's pipe as the host reads it while a reply is due (reply-wait.ts), and whether to. */
   private readonly awaitedPipe: AwaitedPipe;
+  private readonly replyPolling = new PollPolicy(REPLY_SPIN_MS);
 
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
@@ -158,7 +160,7 @@ export class WorkerProcess {
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       writeFrame(this.pipe, encodeFrame(message));
-      expectReply(this.awaitedPipe);
+      expectReply(this.awaitedPipe, this.replyPolling.pollMs);
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }
@@ -177,6 +179,7 @@ export class WorkerProcess {
     const head = this.queue[0];
     if (head === undefined || head.seq !== message.seq) return;
     this.queue.shift();
+    this.replyPolling.record(performance.now() - this.headClockFrom);
     this.lastRssBytes = message.rssBytes;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;

@@ -150,6 +150,17 @@ describe("big results in afterToolCall", () => {
     expect(await run.callHook("lazy", "afterToolCall", named("plain", array))).toEqual({ result: array });
   });
 
+  it("an undefined property next to the result (or in any returned object) is left out, as JSON does", async () => {
+    const run = await openHooks(
+      "lazy-undefined",
+      `afterToolCall(p) { return p.call.name === "small" ? { result: { a: 1, b: undefined }, note: undefined } : { result: p.result, note: undefined }; }`,
+    );
+    const result = bigResult();
+    expect(await run.callHook("lazy", "afterToolCall", afterPayload(result))).toEqual({ result });
+    const small = { ...afterPayload({ a: 1 }), call: { id: "c", name: "small", args: {}, origin: "script" as const } };
+    expect(await run.callHook("lazy", "afterToolCall", small)).toEqual({ result: { a: 1 } });
+  });
+
   it("a script may keep the value and read it in a later call", async () => {
     const run = await openHooks(
       "lazy-keep",

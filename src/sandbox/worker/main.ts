@@ -17,6 +17,7 @@ import { createHostChannel, type Collector, type WorkerCall } from "./host-chann
 import { LogLimiter } from "./log-limiter.js";
 import { watchParent } from "./parent-watch.js";
 import { ScriptContext } from "./script-context.js";
+import { PollPolicy } from "../poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
 
 const RUNTIME_HASH = "hookbox-runtime";
@@ -220,23 +221,32 @@ function onMessage(message: HostMessage): void {
   reply.rssBytes = currentRss();
   reply.workerMs = performance.now() - startedAt;
   writeFrame(pipe, encodeFrame(reply));
+  repliedAt = performance.now();
 }
 
 /*
  * After answering, poll the pipe for a short while before going back to the event loop: a host making
  * sequential calls sends the next one within tens of microseconds, and catching it here saves the
- * worker's wake-up (epoll + scheduler) on the critical path. Bounded, and only after a message: an idle
- * worker sleeps in the event loop and burns no CPU. Only the worker spins, never the host.
+ * worker's wake-up (epoll + scheduler) on the critical path. Bounded, only after a message, and only while
+ * the next message usually comes within the window (poll-policy.ts): an idle worker sleeps in the event
+ * loop and burns no CPU. (The host does its part while a reply is due: reply-wait.ts.)
  */
-const POLL_WINDOW_MS = Number(process.env.HOOKBOX_WORKER_POLL_US ?? 200) / 1000;
+const messagePolling = new PollPolicy(Number(process.env.HOOKBOX_WORKER_POLL_US ?? 200) / 1000);
+/** When the last reply was written: the wait for the next message starts there. */
+let repliedAt = -1;
+function messageArrived(): void {
+  if (repliedAt >= 0) messagePolling.record(performance.now() - repliedAt);
+  repliedAt = -1;
+}
 /** Longest stretch spent away from the event loop while messages keep arriving (its other events wait). */
 const POLL_MAX_MS = 20;
 /** Reused: the reader copies what it keeps of a chunk (framing.ts), so nothing refers to it after push(). */
 const pollBuffer = Buffer.allocUnsafe(256 * 1024);
 function pollForMore(): void {
-  if (POLL_WINDOW_MS <= 0) return;
+  const window = messagePolling.pollMs;
+  if (window <= 0) return;
   const startedAt = performance.now();
-  let deadline = startedAt + POLL_WINDOW_MS;
+  let deadline = startedAt + window;
   // Each empty poll throws an EAGAIN error: without a stack trace it costs 5 us instead of 8.5 here.
   const stackTraceLimit = Error.stackTraceLimit;
   Error.stackTraceLimit = 0;
@@ -252,9 +262,10 @@ function pollForMore(): void {
       }
       if (bytes === 0) return; // end of stream: the socket reports it
       Error.stackTraceLimit = stackTraceLimit;
+      messageArrived();
       reader.push(pollBuffer.subarray(0, bytes));
       Error.stackTraceLimit = 0;
-      deadline = performance.now() + POLL_WINDOW_MS;
+      deadline = performance.now() + window;
     }
   } finally {
     Error.stackTraceLimit = stackTraceLimit;
@@ -265,6 +276,7 @@ function pollForMore(): void {
 const pipe = new Socket({ fd: 4, readable: true, writable: true });
 const reader = new FrameReader((message) => onMessage(message as HostMessage));
 pipe.on("data", (chunk: Buffer) => {
+  messageArrived();
   reader.push(chunk);
   pollForMore();
 });
