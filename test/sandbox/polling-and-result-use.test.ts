@@ -3,11 +3,15 @@ import { ResultUse } from "../../src/sandbox/call-args.js";
 import { PollPolicy } from "../../src/sandbox/poll-policy.js";
 
 describe("when to poll instead of sleeping", () => {
-  it("polls while messages come within the window; one pause between bursts does not stop it; slow ones do", () => {
+  it("polls while messages come within the window; stalls and pauses now and then do not stop it; slow ones do", () => {
     const policy = new PollPolicy(0.2);
     expect(policy.pollMs).toBe(0.2);
     for (let i = 0; i < 20; i++) policy.record(0.03);
     policy.record(500); // a pause between bursts of calls
+    policy.record(0.03);
+    policy.record(2); // a stall of the VM
+    expect(policy.pollMs).toBe(0.2);
+    for (let i = 0; i < 20; i++) policy.record(i % 5 === 0 ? 1.5 : 0.05); // one in five waits stalled
     expect(policy.pollMs).toBe(0.2);
     for (let i = 0; i < 20; i++) policy.record(3); // replies that take milliseconds (big payloads)
     expect(policy.pollMs).toBe(0);
