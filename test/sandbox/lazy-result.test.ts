@@ -174,6 +174,21 @@ describe("big results in afterToolCall", () => {
     expect(await run.callHook("lazy", "afterToolCall", named("read"))).toEqual({ result: { keptTotal: 200, first: "keep-0" } });
   });
 
+  it("a getter a script defines on it runs once, inside the sandbox; its value is what goes back", async () => {
+    // The getter returns how many times it has run: 1 means it was read exactly once, while serializing.
+    const run = await openHooks(
+      "lazy-getter",
+      `afterToolCall(p) {
+        let reads = 0;
+        Object.defineProperty(p.result, "total", { get() { return ++reads; }, enumerable: true, configurable: true });
+        return { result: p.result };
+      }`,
+    );
+    const returned = (await run.callHook("lazy", "afterToolCall", afterPayload(bigResult()))) as { result: { total: number } };
+    expect(returned.result.total).toBe(1);
+    expect(returned.result).toHaveProperty("items");
+  });
+
   it("a polluted Object.prototype.toJSON applies to it as to any object", async () => {
     const run = await openHooks(
       "lazy-polluted",
