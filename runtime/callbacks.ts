@@ -17,6 +17,7 @@ import { lazyJson, type LazyJson } from "./lazy-json.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
 interface PendingRequest {
+  requestId: number;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
@@ -24,7 +25,8 @@ interface PendingRequest {
 interface ActiveCallback {
   settled: boolean;
   nextCalled: boolean;
-  pending: Record<string, PendingRequest>;
+  /** The host request it awaits (next() can be called once per call, so there is at most one). */
+  pending: PendingRequest | undefined;
   /** A hook payload's `result`, delivered unparsed (lazy-json.ts). */
   lazy: LazyJson | undefined;
 }
@@ -61,14 +63,15 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
 
   function settleValue(callId: number, value: unknown): void {
     let text: string;
-    const splice: { key?: string } = dict<string>();
+    const lazy = active[callId]?.lazy;
+    const splice: { key?: string } | undefined = lazy === undefined ? undefined : dict<string>();
     try {
-      text = toBoundedJson(value, limits.maxPayloadBytes, active[callId]?.lazy, splice);
+      text = toBoundedJson(value, limits.maxPayloadBytes, lazy, splice);
     } catch (thrown) {
       settle(callId, false, describeThrown(thrown));
       return;
     }
-    settle(callId, true, text, splice.key);
+    settle(callId, true, text, splice?.key);
   }
 
   function makeNext(callId: number, originalTurn: string): (turn?: unknown) => Promise<unknown> {
@@ -91,7 +94,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
       call.nextCalled = true;
       const requestId = ++nextRequestId;
       const promise = new PromiseCtor((resolve, reject) => {
-        call.pending[requestId] = { resolve, reject };
+        call.pending = { requestId, resolve, reject };
       });
       host("request", callId, requestId, "next", text);
       return promise;
@@ -112,7 +115,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
 
   function run(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): void {
     const loaded = script();
-    const call: ActiveCallback = { settled: false, nextCalled: false, pending: dict<PendingRequest>(), lazy: undefined };
+    const call: ActiveCallback = { settled: false, nextCalled: false, pending: undefined, lazy: undefined };
     active[callId] = call;
     try {
       const table =
@@ -164,9 +167,9 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   function resume(callId: number, requestId: number, ok: boolean, text: string): void {
     const call = active[callId];
     if (call === undefined) return;
-    const request = call.pending[requestId];
-    if (request === undefined) return;
-    delete call.pending[requestId];
+    const request = call.pending;
+    if (request === undefined || request.requestId !== requestId) return;
+    call.pending = undefined;
     if (ok) {
       request.resolve(JSONParse(text));
     } else {
