@@ -19,14 +19,13 @@
 import { randomUUID } from "node:crypto";
 import { HookboxError } from "../errors.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle, RunResult } from "../loop/handle.js";
-import type { RunOptions, StartRunRequest, TenantRuntime } from "../host/types.js";
-import type { Block, Turn } from "../turns/turn.js";
+import type { RunHandle } from "../loop/handle.js";
+import type { RunOptions, TenantRuntime } from "../host/types.js";
+import type { Turn } from "../turns/turn.js";
 import type { RunRecord, SessionRecord, SessionSummary, Store } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
-import { StoredRunPersistence } from "./persistence.js";
-import { RunFeed } from "./run-feed.js";
+import { LiveRuns } from "./live-runs.js";
 import { readRunEvents } from "./read-events.js";
 import { Session, type CreateSessionOptions } from "./session.js";
 
@@ -34,15 +33,6 @@ export interface SessionManagerOptions {
   store: Store;
   /** The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume). */
   runtimeFor(tenant: string, session: SessionRecord): Promise<TenantRuntime>;
-}
-
-interface LiveRun {
-  runId: string;
-  sessionId: string;
-  feed: RunFeed;
-  persistence: StoredRunPersistence;
-  handle?: RunHandle;
-  done?: Promise<void>;
 }
 
 export interface SessionView {
@@ -57,14 +47,12 @@ export interface SessionView {
 export class SessionManager {
   readonly store: Store;
   private readonly runtimeFor: SessionManagerOptions["runtimeFor"];
-  /** By session id: the run that makes it busy ("starting" while the run is being set up). */
-  private readonly busy = new Map<string, LiveRun | "starting">();
-  /** By run id: runs executing in this process. */
-  private readonly live = new Map<string, LiveRun>();
+  private readonly runs: LiveRuns;
 
   constructor(options: SessionManagerOptions) {
     this.store = options.store;
     this.runtimeFor = options.runtimeFor;
+    this.runs = new LiveRuns(options.store);
   }
 
   async create(options: CreateSessionOptions): Promise<Session> {
@@ -89,7 +77,7 @@ export class SessionManager {
   }
 
   async startRun(sessionId: string, prompt: string, options: RunOptions = {}): Promise<RunHandle> {
-    return this.claim(sessionId, async () => {
+    return this.runs.claim(sessionId, async () => {
       const record = await this.requireSession(sessionId);
       const runtime = await this.runtimeFor(record.tenant, record);
       const history = await this.history(sessionId);
@@ -107,13 +95,13 @@ export class SessionManager {
         lastSeq: 0,
         ownerPid: process.pid,
       });
-      return this.launch(runtime, { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged }, new Map());
+      return this.runs.launch(runtime, { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged }, new Map());
     });
   }
 
   /** Continues the session's interrupted run (default its latest) from its last committed snapshot. */
   async resume(sessionId: string, runId?: string): Promise<RunHandle> {
-    return this.claim(sessionId, async () => {
+    return this.runs.claim(sessionId, async () => {
       const record = await this.requireSession(sessionId);
       const runs = await this.store.listRuns(sessionId);
       const run = runId ? runs.find((candidate) => candidate.id === runId) : runs.at(-1);
@@ -133,7 +121,7 @@ export class SessionManager {
       const iterations = snapshot?.iterations ?? 0;
       const inferenceId = run.inferenceId || randomUUID();
       await this.store.reopenRun(run.id, { ownerPid: process.pid, iterations });
-      return this.launch(
+      return this.runs.launch(
         runtime,
         {
           sessionId,
@@ -174,18 +162,17 @@ export class SessionManager {
   }
 
   activeRun(sessionId: string): RunHandle | undefined {
-    const entry = this.busy.get(sessionId);
-    return entry === "starting" ? undefined : entry?.handle;
+    return this.runs.activeRun(sessionId);
   }
 
   /** The live handle of a run executing in this process. */
   liveRun(runId: string): RunHandle | undefined {
-    return this.live.get(runId)?.handle;
+    return this.runs.handle(runId);
   }
 
   /** Committed events with seq > afterSeq, then live ones; ends after the run's final `run-finished` (or when `signal` aborts). */
   events(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<HookboxEvent> {
-    return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.live.get(runId)?.feed, ...(signal ? { signal } : {}) });
+    return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
   }
 
   async describe(sessionId: string): Promise<SessionView | undefined> {
@@ -202,7 +189,7 @@ export class SessionManager {
         ...(snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}),
       });
     }
-    const status = this.busy.has(sessionId) ? "running" : runs.at(-1)?.status === "interrupted" ? "interrupted" : "idle";
+    const status = this.runs.isBusy(sessionId) ? "running" : runs.at(-1)?.status === "interrupted" ? "interrupted" : "idle";
     return {
       sessionId,
       tenant: record.tenant,
@@ -214,121 +201,21 @@ export class SessionManager {
   }
 
   get liveRunCount(): number {
-    return this.live.size;
+    return this.runs.count;
   }
 
   /** Resolves when no run is executing in this process, or after `timeoutMs`. */
-  async waitForIdle(timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (this.live.size > 0 && Date.now() < deadline) {
-      await withTimeout(Promise.race([...this.live.values()].map((run) => run.done)), deadline - Date.now());
-    }
+  waitForIdle(timeoutMs: number): Promise<void> {
+    return this.runs.waitForIdle(timeoutMs);
   }
 
-  /**
-   * Stops every live run as `interrupted`, keeping what was committed: later writes of the run are dropped,
-   * the run is cancelled, and a final interrupted event tells readers to stop. `hookbox resume` continues it.
-   */
-  async interruptAll(reason: string): Promise<void> {
-    const runs = [...this.live.values()];
-    for (const run of runs) {
-      run.persistence.freeze();
-      this.live.delete(run.runId);
-      this.release(run);
-      run.handle?.cancel(reason);
-      const before = await this.store.getRun(run.runId);
-      await this.store.markInterrupted(run.runId, reason);
-      for (const event of await this.store.listEvents(run.runId, before?.lastSeq ?? 0)) run.feed.publish(event);
-    }
-    if (runs.length > 0) await withTimeout(Promise.all(runs.map((run) => run.done)), 2000);
+  /** Stops every live run as `interrupted`, keeping what was committed (`hookbox resume` continues it). */
+  interruptAll(reason: string): Promise<void> {
+    return this.runs.interruptAll(reason);
   }
 
   async close(): Promise<void> {
     await this.interruptAll("the session manager was closed while the run was in flight");
-  }
-
-  private async claim(sessionId: string, start: () => Promise<RunHandle>): Promise<RunHandle> {
-    const entry = this.busy.get(sessionId);
-    if (entry) {
-      const runId = entry === "starting" ? "being started" : entry.runId;
-      throw new HookboxError(
-        "SESSION_BUSY",
-        `session ${sessionId} already has an active run (${runId}); wait for it to finish or cancel it first`,
-        { sessionId, runId },
-      );
-    }
-    this.busy.set(sessionId, "starting");
-    try {
-      return await start();
-    } catch (error) {
-      if (this.busy.get(sessionId) === "starting") this.busy.delete(sessionId);
-      throw error;
-    }
-  }
-
-  private launch(
-    runtime: TenantRuntime,
-    request: Omit<StartRunRequest, "persistence"> & { runId: string },
-    journal: Map<string, Block>,
-  ): RunHandle {
-    const feed = new RunFeed();
-    const run: LiveRun = {
-      runId: request.runId,
-      sessionId: request.sessionId,
-      feed,
-      persistence: new StoredRunPersistence(this.store, request.runId, feed, journal),
-    };
-    // The session is free for its next run as soon as the final event is committed.
-    feed.subscribe((event) => {
-      if (event.type === "run-finished" && event.status !== "interrupted") this.release(run);
-    });
-    this.live.set(run.runId, run);
-    this.busy.set(run.sessionId, run);
-    let handle: RunHandle;
-    try {
-      handle = runtime.start({ ...request, persistence: run.persistence });
-    } catch (error) {
-      this.live.delete(run.runId);
-      this.release(run);
-      void this.store.markInterrupted(run.runId, `the run could not start: ${(error as Error)?.message ?? String(error)}`);
-      throw error;
-    }
-    run.handle = handle;
-    run.done = handle.wait().then(
-      (result) => this.settle(run, result),
-      () => this.settle(run, undefined),
-    );
-    return handle;
-  }
-
-  /** After the loop returns: a run that ended without committing its final event still gets one. */
-  private async settle(run: LiveRun, result: RunResult | undefined): Promise<void> {
-    if (this.live.get(run.runId) === run) {
-      const stored = await this.store.getRun(run.runId).catch(() => undefined);
-      if (stored?.status === "running") {
-        const event: HookboxEvent = {
-          type: "run-finished",
-          seq: stored.lastSeq + 1,
-          timestampMs: Date.now(),
-          sessionId: run.sessionId,
-          inferenceId: stored.inferenceId,
-          status: result?.status ?? "failed",
-          iterations: result?.iterations ?? stored.iterations,
-          ...(result?.reason ? { reason: result.reason } : {}),
-          ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
-        };
-        await this.store.appendEvent(run.runId, event).then(
-          () => run.feed.publish(event),
-          () => undefined,
-        );
-      }
-      this.live.delete(run.runId);
-    }
-    this.release(run);
-  }
-
-  private release(run: LiveRun): void {
-    if (this.busy.get(run.sessionId) === run) this.busy.delete(run.sessionId);
   }
 
   private async requireSession(sessionId: string): Promise<SessionRecord> {
@@ -345,13 +232,6 @@ export class SessionManager {
     }
     return record.initialTurn;
   }
-}
-
-/** Waits for `promise` at most `ms` (never rejects; the timer does not keep the process alive). */
-async function withTimeout(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
-  clearTimeout(timer);
 }
 
 /** A run cut off before its first snapshot resumes from its history plus its user message. */
