@@ -1,4 +1,4 @@
-import { writeSync } from "node:fs";
+import { readSync, writeSync } from "node:fs";
 import type { Socket } from "node:net";
 
 /*
@@ -165,8 +165,8 @@ function decodeFrame(frame: Buffer): unknown {
  * so order is kept and errors are reported by the socket as before.
  */
 export function writeFrame(socket: Socket, frame: Buffer): void {
-  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-  if (socket.writableLength === 0 && typeof fd === "number" && fd >= 0) {
+  const fd = socketFd(socket);
+  if (socket.writableLength === 0 && fd !== undefined) {
     let written = 0;
     try {
       written = writeSync(fd, frame);
@@ -177,4 +177,29 @@ export function writeFrame(socket: Socket, frame: Buffer): void {
     frame = frame.subarray(written);
   }
   socket.write(frame);
+}
+
+/** The (non-blocking, libuv-opened) fd under a pipe socket, for reads and writes that skip the stream. */
+export function socketFd(socket: Socket): number | undefined {
+  const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  return typeof fd === "number" && fd >= 0 ? fd : undefined;
+}
+
+/**
+ * Reads what the non-blocking `fd` holds now, without waiting: the byte count, 0 when nothing is there yet
+ * (EAGAIN), or -1 at the end of the stream or on an error (which the socket on the fd reports). Bytes read
+ * here must go to the same reader as the socket's, on the same thread, so order is kept.
+ */
+export function readAvailable(fd: number, buffer: Buffer): number {
+  // An empty read throws EAGAIN: without a stack trace that costs ~5 us instead of ~8.5.
+  const stackTraceLimit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    const bytes = readSync(fd, buffer, 0, buffer.length, null);
+    return bytes > 0 ? bytes : -1;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EAGAIN" ? 0 : -1;
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit;
+  }
 }

@@ -1,4 +1,4 @@
-import { readSync } from "node:fs";
+import { readAvailable } from "./framing.js";
 
 /*
  * Waiting for a worker's reply without putting the host to sleep. A round trip to a sandbox worker is
@@ -29,24 +29,11 @@ let turning = false;
 /** Reused: push() copies what it keeps (FrameReader's contract). */
 const readBuffer = Buffer.allocUnsafe(256 * 1024);
 
-/**
- * Reads what is already in the pipe, without waiting. Bytes go to the same reader as the socket's, on the
- * same thread, so order is kept; an empty pipe (EAGAIN), end of stream or an error are left to the socket.
- */
+/** Reads what is already in the pipe, without waiting; an empty pipe, end of stream or error is the socket's. */
 function drain(pipe: AwaitedPipe): void {
   const fd = pipe.fd();
   if (fd === undefined) return;
-  // An empty read throws EAGAIN: without a stack trace that costs a few microseconds instead of ten.
-  const stackTraceLimit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  let bytes: number;
-  try {
-    bytes = readSync(fd, readBuffer, 0, readBuffer.length, null);
-  } catch {
-    return;
-  } finally {
-    Error.stackTraceLimit = stackTraceLimit;
-  }
+  const bytes = readAvailable(fd, readBuffer);
   if (bytes > 0) pipe.push(readBuffer.subarray(0, bytes));
 }
 

@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { setPriority } from "node:os";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
-import { encodeFrame, FrameReader, writeFrame } from "./framing.js";
+import { encodeFrame, FrameReader, socketFd, writeFrame } from "./framing.js";
 import { PollPolicy } from "./poll-policy.js";
 import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
@@ -101,7 +101,7 @@ export class WorkerProcess {
     const reader = new FrameReader((message) => this.onMessage(message as WorkerMessage));
     this.pipe.on("data", (chunk: Buffer) => reader.push(chunk));
     this.awaitedPipe = {
-      fd: () => (this.pipe as unknown as { _handle?: { fd?: number } })._handle?.fd,
+      fd: () => socketFd(this.pipe),
       push: (chunk) => reader.push(chunk),
     };
     this.pipe.on("error", () => this.kill({ reason: "crashed", detail: "worker pipe error" }));
