@@ -7,9 +7,9 @@ import {
   PromisePrototypeThen,
   PromiseReject,
   PromiseResolve,
-  ObjectDefineProperty,
   ReflectApply,
   StringPrototypeSlice,
+  defineData,
   dict,
 } from "./primordials.js";
 import type { LoadedScript } from "./script-definition.js";
@@ -132,12 +132,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
       const args = JSONParse(argsJson) as unknown[];
       if (kind === "hook" && typeof lazyResult === "string" && args[0] !== null && typeof args[0] === "object") {
         call.lazy = lazyJson(lazyResult);
-        const descriptor = dict<unknown>() as PropertyDescriptor;
-        descriptor.value = call.lazy.value;
-        descriptor.writable = true;
-        descriptor.enumerable = true;
-        descriptor.configurable = true;
-        ObjectDefineProperty(args[0], "result", descriptor);
+        defineData(args[0], "result", call.lazy.value);
       }
       const callArgs =
         kind === "middleware"

@@ -5,7 +5,7 @@ import {
   ObjectFreeze,
   StringCtor,
   StringPrototypeSlice,
-  arraySet,
+  defineData,
   globalObject,
 } from "./primordials.js";
 import { toBoundedJson } from "./serialize.js";
@@ -31,7 +31,7 @@ export function installConsole(host: HostChannel, limits: RuntimeLimits): void {
     const level = LEVELS[names[i]];
     methods[names[i]] = function (...values: unknown[]): void {
       const parts: string[] = [];
-      for (let j = 0; j < values.length; j++) arraySet(parts, j, formatOne(values[j], limits.maxLogChars));
+      for (let j = 0; j < values.length; j++) defineData(parts, j, formatOne(values[j], limits.maxLogChars));
       const message = StringPrototypeSlice(ArrayPrototypeJoin(parts, " "), 0, limits.maxLogChars);
       host("log", level, message);
     };

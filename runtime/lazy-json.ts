@@ -16,7 +16,6 @@ import {
   ArrayIsArray,
   JSONParse,
   ObjectCreate,
-  ObjectDefineProperty,
   ObjectKeys,
   ProxyCtor,
   ReflectDefineProperty,
@@ -31,6 +30,7 @@ import {
   ReflectSet,
   ReflectSetPrototypeOf,
   StringPrototypeIncludes,
+  defineData,
 } from "./primordials.js";
 
 export interface LazyJson {
@@ -53,21 +53,11 @@ export function lazyJson(text: string): LazyJson {
     const parsed = JSONParse(pending) as Record<string, unknown>;
     pending = undefined;
     // Defined, not assigned: setters a script put on a prototype never run here.
-    const descriptor = ObjectCreate(null) as PropertyDescriptor;
-    descriptor.writable = true;
-    descriptor.enumerable = true;
-    descriptor.configurable = true;
     if (ArrayIsArray(parsed)) {
-      for (let i = 0; i < parsed.length; i++) {
-        descriptor.value = parsed[i];
-        ObjectDefineProperty(target, i, descriptor);
-      }
+      for (let i = 0; i < parsed.length; i++) defineData(target, i, parsed[i]);
     } else {
       const keys = ObjectKeys(parsed);
-      for (let i = 0; i < keys.length; i++) {
-        descriptor.value = parsed[keys[i]!];
-        ObjectDefineProperty(target, keys[i]!, descriptor);
-      }
+      for (let i = 0; i < keys.length; i++) defineData(target, keys[i]!, parsed[keys[i]!]);
     }
   }
 

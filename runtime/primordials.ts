@@ -62,14 +62,15 @@ export function dict<V>(): Record<string, V> {
 export const RegExpPrototypeExec = uncurry(RegExp.prototype.exec);
 
 /**
- * Stores `value` at `index` without running setters a script may have put on Array.prototype or
- * Object.prototype (plain assignment would; so would a descriptor inheriting a polluted `get`).
+ * Stores `value` as a plain data property (an array element or an object key) without running setters a
+ * script may have put on Array.prototype or Object.prototype (plain assignment would; so would a
+ * descriptor inheriting a polluted `get`).
  */
-export function arraySet(array: unknown[], index: number, value: unknown): void {
+export function defineData(target: object, key: string | number, value: unknown): void {
   const descriptor = ObjectCreate(null) as PropertyDescriptor;
   descriptor.value = value;
   descriptor.writable = true;
   descriptor.enumerable = true;
   descriptor.configurable = true;
-  ObjectDefineProperty(array, index, descriptor);
+  ObjectDefineProperty(target, key, descriptor);
 }

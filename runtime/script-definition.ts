@@ -5,7 +5,7 @@ import {
   ObjectHasOwn,
   ObjectKeys,
   StringPrototypeSlice,
-  arraySet,
+  defineData,
   dict,
 } from "./primordials.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
@@ -70,7 +70,7 @@ function readList(value: unknown, where: string): unknown[] {
   if (!ArrayIsArray(value)) fail(where + " must be an array");
   const out: unknown[] = [];
   const length = (value as unknown[]).length;
-  for (let i = 0; i < length; i++) arraySet(out, i, (value as unknown[])[i]);
+  for (let i = 0; i < length; i++) defineData(out, i, (value as unknown[])[i]);
   return out;
 }
 
@@ -101,7 +101,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
     if (typeof run !== "function") fail("middleware[" + i + "] (" + mwName + "): run must be a function");
     if (ObjectHasOwn(script.middleware, mwName as string)) fail("middleware name " + JSONStringify(mwName) + " is used twice");
     script.middleware[mwName as string] = run as Fn;
-    arraySet(manifest.middleware, i, mwName);
+    defineData(manifest.middleware, i, mwName);
   }
 
   const tools = readList(exported.tools, "tools");
@@ -124,7 +124,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
       }
     }
     script.tools[tool.name] = tool.handler as Fn;
-    arraySet(manifest.tools, i, { name: tool.name, description: (tool.description as string | undefined) ?? "", parameters });
+    defineData(manifest.tools, i, { name: tool.name, description: (tool.description as string | undefined) ?? "", parameters });
   }
 
   const hooks = exported.hooks;
@@ -139,7 +139,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
       if (fn === undefined) continue;
       if (typeof fn !== "function") fail("hooks." + hookName + " must be a function");
       script.hooks[hookName] = fn as Fn;
-      arraySet(manifest.hooks, manifest.hooks.length, hookName);
+      defineData(manifest.hooks, manifest.hooks.length, hookName);
     }
   }
   return { script, manifest };
