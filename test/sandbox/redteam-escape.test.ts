@@ -1,18 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandboxPool } from "../../src/sandbox/index.js";
+import { describe, expect, it } from "vitest";
 import { afterPayload, beforePayload, script, toolCtx } from "./helpers.js";
-import { assertHostIntact, attacker, victim } from "./redteam-helpers.js";
+import { assertHostIntact, attacker, redTeamPool } from "./redteam-helpers.js";
 
 /* Red team: escapes and pollution. Each case is a real script through the real sandbox. */
-const pool = createSandboxPool({ workers: 2 });
-let good: Awaited<ReturnType<typeof victim>>;
-beforeAll(async () => {
-  good = await victim(pool);
-});
-afterAll(async () => {
-  assertHostIntact();
-  await pool.close();
-});
+const { pool, good } = redTeamPool({ workers: 2 });
 
 const skipWith = (expr: string) => `{ hooks: { beforeToolCall() { return { action: "skip", result: ${expr} }; } } }`;
 

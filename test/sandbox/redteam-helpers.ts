@@ -1,5 +1,5 @@
-import { expect } from "vitest";
-import type { SupervisedSandboxPool } from "../../src/sandbox/index.js";
+import { afterAll, beforeAll, expect } from "vitest";
+import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
 import type { SandboxLimits, SandboxRun } from "../../src/sandbox/api.js";
 import { beforePayload, rejection, script } from "./helpers.js";
 
@@ -55,4 +55,24 @@ export function assertHostIntact(): void {
   expect(JSON.stringify({ a: 1 })).toBe('{"a":1}');
   expect([1, 2].map((x) => x * 2)).toEqual([2, 4]);
   expect((globalThis as Record<string, unknown>).escaped).toBeUndefined();
+}
+
+/**
+ * The pool of one red-team file and its well-behaved tenant, set up before the file's cases; after them, it
+ * checks that nothing a script did reached the host realm, then closes the pool.
+ */
+export function redTeamPool(options: SandboxPoolOptions): {
+  pool: SupervisedSandboxPool;
+  good: { served(boundMs?: number): Promise<number> };
+} {
+  const pool = createSandboxPool(options);
+  let good: Awaited<ReturnType<typeof victim>> | undefined;
+  beforeAll(async () => {
+    good = await victim(pool);
+  });
+  afterAll(async () => {
+    assertHostIntact();
+    await pool.close();
+  });
+  return { pool, good: { served: (boundMs) => good!.served(boundMs) } };
 }

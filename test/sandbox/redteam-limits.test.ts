@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import { afterPayload, beforePayload, middlewareCtx, toolCtx, turn } from "./helpers.js";
-import { assertHostIntact, attackLimits, attacker, timedRejection, victim } from "./redteam-helpers.js";
+import { assertHostIntact, attackLimits, attacker, redTeamPool, timedRejection, victim } from "./redteam-helpers.js";
 
 /*
  * Red team: resource attacks. Limits: 100 ms CPU, 1 s wall, 32 MB per callback/tenant; the supervisor's
  * grace is 500 ms. Each case asserts the code, the bound, a prompt victim, and a working next call.
  */
-const pool = createSandboxPool({ workers: 2, killGraceMs: 500, maxPayloadBytes: 1_000_000 });
-let good: Awaited<ReturnType<typeof victim>>;
-beforeAll(async () => {
-  good = await victim(pool);
-});
-afterAll(async () => {
-  assertHostIntact();
-  await pool.close();
-});
+const { pool, good } = redTeamPool({ workers: 2, killGraceMs: 500, maxPayloadBytes: 1_000_000 });
 
 /** A hook that attacks when the call is named "attack" and behaves otherwise (to prove recovery). */
 const hook = (attack: string) =>
