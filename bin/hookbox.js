@@ -1,5 +1,14 @@
 #!/usr/bin/env node
 // The CLI lives in dist/cli.js, built by `npm run build` (and by `prepare`, so `npm ci` builds it).
-import { main } from "../dist/cli.js";
-
+// The Node check comes first and is written for any Node: the sandbox's V8 must be a line that still gets
+// security fixes, and older lines cannot even load isolated-vm 7.
+const major = Number(process.versions.node.split(".")[0]);
+if (major < 24) {
+  process.stderr.write(
+    `hookbox: Node ${process.versions.node} is not supported; hookbox needs Node 24 or 26 (LTS lines whose V8 still ` +
+      `gets security fixes; older V8 lines have public sandbox escapes). Get one with: bash scripts/fetch-node.sh 26\n`,
+  );
+  process.exit(2);
+}
+const { main } = await import("../dist/cli.js");
 process.exitCode = await main(process.argv.slice(2));

@@ -14,7 +14,7 @@ const nodeCommon = {
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node24",
   packages: "external",
   sourcemap: "linked",
   logLevel: "warning",

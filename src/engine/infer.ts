@@ -1,4 +1,4 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3Usage } from "@ai-sdk/provider";
+import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Content, LanguageModelV4Usage } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
@@ -18,24 +18,24 @@ export interface InferenceResult {
   usage: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
 }
 
-/** One model call through the AI SDK's LanguageModelV3 interface (any provider plugs in). */
+/** One model call through the AI SDK's LanguageModelV4 interface (any provider plugs in). */
 export async function infer(
-  model: LanguageModelV3,
+  model: LanguageModelV4,
   turn: Turn,
   options: { tools: ToolDefinition[]; signal: AbortSignal; stream?: boolean },
 ): Promise<InferenceResult> {
-  const call: LanguageModelV3CallOptions = {
+  const call: LanguageModelV4CallOptions = {
     prompt: turnToPrompt(turn),
     tools: options.tools.map((t) => ({ type: "function", name: t.name, description: t.description, inputSchema: t.parameters as never })),
     abortSignal: options.signal,
   };
-  const content: LanguageModelV3Content[] = [];
-  let usage: LanguageModelV3Usage | undefined;
+  const content: LanguageModelV4Content[] = [];
+  let usage: LanguageModelV4Usage | undefined;
   let finishReason = "stop";
   if (options.stream) {
     const { stream } = await model.doStream(call);
     let text = "";
-    for await (const part of stream as unknown as AsyncIterable<import("@ai-sdk/provider").LanguageModelV3StreamPart>) {
+    for await (const part of stream as unknown as AsyncIterable<import("@ai-sdk/provider").LanguageModelV4StreamPart>) {
       if (part.type === "text-delta") text += part.delta;
       else if (part.type === "tool-call") content.push(part);
       else if (part.type === "finish") {
@@ -53,7 +53,7 @@ export async function infer(
   return collect(content, usage, finishReason);
 }
 
-function collect(content: LanguageModelV3Content[], usage: LanguageModelV3Usage | undefined, finishReason: string): InferenceResult {
+function collect(content: LanguageModelV4Content[], usage: LanguageModelV4Usage | undefined, finishReason: string): InferenceResult {
   const texts: string[] = [];
   const reasoning: string[] = [];
   const toolCalls: InferenceResult["toolCalls"] = [];

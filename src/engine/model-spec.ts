@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { ModelSpec } from "../host/types.js";
 import { loadScriptedSteps, ScriptedModel } from "./scripted.js";
@@ -22,7 +22,7 @@ export function parseModelFlag(flag: string, options: { baseUrl?: string; apiKey
  * A factory, not a model: a scripted model replays its steps from the first for every run,
  * so each run gets its own instance. The steps file is read and validated once, up front.
  */
-export function modelFactory(spec: ModelSpec): (resumeAfterIterations?: number) => LanguageModelV3 {
+export function modelFactory(spec: ModelSpec): (resumeAfterIterations?: number) => LanguageModelV4 {
   if (spec.kind === "scripted") {
     const steps = loadScriptedSteps(spec.file);
     // A resumed run continues with the step after the inferences it already finished.

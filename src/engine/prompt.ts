@@ -1,10 +1,10 @@
-import type { LanguageModelV3Message, LanguageModelV3Prompt } from "@ai-sdk/provider";
+import type { LanguageModelV4Message, LanguageModelV4Prompt } from "@ai-sdk/provider";
 import type { Json } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
 import { PayloadKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
 
-type AssistantPart = Extract<LanguageModelV3Message, { role: "assistant" }>["content"][number];
-type ToolResultPart = Extract<LanguageModelV3Message, { role: "tool" }>["content"][number];
+type AssistantPart = Extract<LanguageModelV4Message, { role: "assistant" }>["content"][number];
+type ToolResultPart = Extract<LanguageModelV4Message, { role: "tool" }>["content"][number];
 
 const text = (value: Json | undefined): string => (typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value));
 
@@ -12,8 +12,8 @@ const text = (value: Json | undefined): string => (typeof value === "string" ? v
  * Turns a Turn into the AI SDK prompt. The user's original request (user context) goes in as a
  * system message on every call, so the model always sees the unabridged request.
  */
-export function turnToPrompt(turn: Turn): LanguageModelV3Prompt {
-  const messages: LanguageModelV3Message[] = [];
+export function turnToPrompt(turn: Turn): LanguageModelV4Prompt {
+  const messages: LanguageModelV4Message[] = [];
   const userContext = TurnMetadataKeys.userContext.find(turn.metadata);
   if (userContext) {
     messages.push({ role: "system", content: `The user's original request (user context): ${JSON.stringify(userContext)}` });

@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3GenerateResult,
-  LanguageModelV3StreamPart,
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4StreamPart,
 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import { JsonObjectSchema } from "../turns/json.js";
@@ -45,13 +45,13 @@ const zeroUsage = {
 
 /**
  * The offline, deterministic engine: each inference consumes the next step. It implements the AI SDK's
- * LanguageModelV3 like any provider, and records every call's options so tests can see what the model saw.
+ * LanguageModelV4 like any provider, and records every call's options so tests can see what the model saw.
  */
-export class ScriptedModel implements LanguageModelV3 {
-  readonly specificationVersion = "v3" as const;
+export class ScriptedModel implements LanguageModelV4 {
+  readonly specificationVersion = "v4" as const;
   readonly provider = "hookbox.scripted";
   readonly supportedUrls = {};
-  readonly calls: LanguageModelV3CallOptions[] = [];
+  readonly calls: LanguageModelV4CallOptions[] = [];
   private next = 0;
 
   constructor(
@@ -59,9 +59,9 @@ export class ScriptedModel implements LanguageModelV3 {
     readonly modelId = "scripted",
   ) {}
 
-  async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+  async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     const step = await this.take(options);
-    const content: LanguageModelV3Content[] = [];
+    const content: LanguageModelV4Content[] = [];
     if (step.reasoning) content.push({ type: "reasoning", text: step.reasoning });
     if (step.text !== undefined) content.push({ type: "text", text: step.text });
     for (const call of step.toolCalls ?? []) {
@@ -71,9 +71,9 @@ export class ScriptedModel implements LanguageModelV3 {
     return { content, finishReason: { unified: finish, raw: finish }, usage: zeroUsage, warnings: [] };
   }
 
-  async doStream(options: LanguageModelV3CallOptions) {
+  async doStream(options: LanguageModelV4CallOptions) {
     const result = await this.doGenerate(options);
-    const parts: LanguageModelV3StreamPart[] = [{ type: "stream-start", warnings: [] }];
+    const parts: LanguageModelV4StreamPart[] = [{ type: "stream-start", warnings: [] }];
     for (const part of result.content) {
       if (part.type === "text") {
         parts.push({ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: part.text }, { type: "text-end", id: "t" });
@@ -83,7 +83,7 @@ export class ScriptedModel implements LanguageModelV3 {
     }
     parts.push({ type: "finish", usage: result.usage, finishReason: result.finishReason });
     return {
-      stream: new ReadableStream<LanguageModelV3StreamPart>({
+      stream: new ReadableStream<LanguageModelV4StreamPart>({
         start(c) {
           for (const p of parts) c.enqueue(p);
           c.close();
@@ -92,7 +92,7 @@ export class ScriptedModel implements LanguageModelV3 {
     };
   }
 
-  private async take(options: LanguageModelV3CallOptions): Promise<ScriptedStep> {
+  private async take(options: LanguageModelV4CallOptions): Promise<ScriptedStep> {
     this.calls.push(options);
     const step = this.steps[this.next];
     if (!step) {

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
@@ -24,10 +24,10 @@ export interface TenantRuntimeExtras {
   /** Stream model responses (doStream) instead of doGenerate. */
   stream?: boolean;
   /**
-   * Any AI SDK language model (LanguageModelV3), or a factory called once per run with the number of
+   * Any AI SDK language model (LanguageModelV4), or a factory called once per run with the number of
    * inferences a resumed run already made; overrides `config.model`.
    */
-  model?: LanguageModelV3 | ((completedInferences: number) => LanguageModelV3);
+  model?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { Turn, Block } from "../turns/turn.js";
 import { BlockMetadataKeys, PayloadKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
 import { infer, type ToolDefinition } from "../engine/infer.js";
@@ -7,7 +7,7 @@ import type { Middleware } from "./middleware-chain.js";
 import { newId } from "./ids.js";
 
 /** The innermost link: one model call; the answer is appended as blocks to a copy of the turn. */
-export function engineStep(options: { model: LanguageModelV3; tools: () => ToolDefinition[]; signal: AbortSignal; stream?: boolean }) {
+export function engineStep(options: { model: LanguageModelV4; tools: () => ToolDefinition[]; signal: AbortSignal; stream?: boolean }) {
   return async (turn: Turn): Promise<Turn> => {
     const result = await infer(options.model, turn, { tools: options.tools(), signal: options.signal, stream: options.stream });
     const blocks: Block[] = [];

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
 import type { ErrorPolicy, RetryBounds, RunPersistence } from "../host/types.js";
@@ -41,7 +41,7 @@ export interface LoopComponents {
 }
 
 export interface LoopOptions {
-  model: LanguageModelV3;
+  model: LanguageModelV4;
   stream?: boolean;
   components(events: EventLog): Promise<LoopComponents>;
   limits: LoopLimits;
