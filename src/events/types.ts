@@ -1,6 +1,7 @@
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ErrorCode, RunStatus } from "../turns/keys.gen.js";
 import type { ToolOrigin } from "../contracts/context.js";
+import type { RunUsage } from "../loop/usage-meter.js";
 
 /** Fields every event carries; `seq` is gap-free from 1 within a run. */
 export interface EventBase {
@@ -15,7 +16,25 @@ export type FinalStatus = RunStatus | "interrupted";
 export type EventBody =
   | { type: "run-started"; prompt: string; runId: string }
   | { type: "inference-started"; iteration: number }
-  | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
+  | {
+      type: "inference-finished";
+      iteration: number;
+      text?: string;
+      toolCalls: { id: string; name: string; args: JsonObject }[];
+      /** This inference's tokens and cost (absent in events stored before usage was recorded). */
+      usage?: RunUsage;
+    }
+  | {
+      type: "inference-retry";
+      iteration: number;
+      /** The attempt about to be made (2 for the first retry). */
+      attempt: number;
+      delayMs: number;
+      status?: number;
+      model: string;
+      message: string;
+      fallback?: boolean;
+    }
   | { type: "hook-decision"; hook: string; script: string; callId: string; decision: JsonObject }
   | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
   | {
@@ -38,7 +57,16 @@ export type EventBody =
     }
   | { type: "debugger.continue"; pauseId: string; reason: "continued" | "timeout" | "cancelled" | "disabled" }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
-  | { type: "run-finished"; status: FinalStatus; reason?: string; errorCode?: ErrorCode | string; text?: string; iterations: number };
+  | {
+      type: "run-finished";
+      status: FinalStatus;
+      reason?: string;
+      errorCode?: ErrorCode | string;
+      text?: string;
+      iterations: number;
+      /** The whole run's tokens and cost, and the CPU its sandboxed scripts used. */
+      usage?: RunUsage & { sandboxCpuMs?: number };
+    };
 
 export type HookboxEvent = EventBase & EventBody;
 export type EventType = HookboxEvent["type"];

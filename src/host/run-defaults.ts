@@ -33,5 +33,6 @@ export function loopLimits(options: RunOptions): LoopLimits {
     maxContextRestarts: options.maxContextRestarts ?? 5,
     maxConsecutiveToolErrors: 10,
     defaultBackoffMs: 100,
+    modelRetries: options.modelRetries ?? 2,
   };
 }

@@ -16,6 +16,10 @@ import { newId } from "../loop/ids.js";
 import { loadHostModule, type HostModule } from "./host-module.js";
 import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-defaults.js";
 import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
+import type { Pricing } from "../loop/usage-meter.js";
+import type { RunTrace } from "../telemetry/run-trace.js";
+import { loadTracing, startRunTrace } from "../telemetry/tracing.js";
+import { tracedHookProvider } from "../telemetry/traced-hooks.js";
 
 export interface TenantRuntimeExtras {
   /** Host code given in-process (library use) in addition to `config.hostToolsModule`. */
@@ -28,6 +32,10 @@ export interface TenantRuntimeExtras {
    * inferences a resumed run already made; overrides `config.model`.
    */
   model?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /** As `model`, for the fallback; overrides `config.fallbackModel`. */
+  fallbackModel?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /** Overrides `config.pricing`. */
+  pricing?: Pricing;
 }
 
 /**
@@ -39,8 +47,10 @@ export async function createTenantRuntime(
   pool: SandboxPool,
   extras: TenantRuntimeExtras = {},
 ): Promise<TenantRuntime> {
-  const given = extras.model;
-  const newModel = given === undefined ? modelFactory(config.model) : typeof given === "function" ? given : () => given;
+  const newModel = modelSource(extras.model, config.model)!;
+  const newFallback = modelSource(extras.fallbackModel, config.fallbackModel);
+  const pricing = extras.pricing ?? config.pricing;
+  const tracing = await loadTracing();
   const fromModule = config.hostToolsModule ? await loadHostModule(config.hostToolsModule) : { tools: [], hooks: [], middleware: [] };
   const host: HostModule = {
     tools: [...fromModule.tools, ...(extras.host?.tools ?? [])],
@@ -52,7 +62,7 @@ export async function createTenantRuntime(
   buildRegistry(host, manifests, undefined); // duplicate names and broken schemas fail at load, not at the first run
 
   const components =
-    (runId: string) =>
+    (runId: string, trace: RunTrace) =>
     async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
       const run =
         sandbox && manifests.length
@@ -65,8 +75,12 @@ export async function createTenantRuntime(
           ...host.middleware.map(hostMiddleware),
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
         ],
-        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
+        hooks: [
+          ...host.hooks.map((hooks) => tracedHookProvider(hostHookProvider(hooks), trace)),
+          ...manifests.map((m) => tracedHookProvider(scriptHookProvider(m, run!), trace, m.bundleHash)),
+        ],
         close: async () => run?.close(),
+        sandboxCpuMs: () => run?.cpuMs() ?? 0,
       };
     };
 
@@ -79,16 +93,24 @@ export async function createTenantRuntime(
       const userContext = { originalUserRequest: request.prompt, timestampMs: now, ...options.userContext } as UserContext;
       const resume = request.resumeFrom;
       const turn = resume ? resume.turn : newTurn(request.history, request.prompt);
+      const trace = startRunTrace(tracing, { sessionId: request.sessionId, runId, tenant: config.name, traceparent: options.traceparent });
       return startLoop(turn, {
         model: newModel(resume?.iterations ?? 0),
+        ...(newFallback ? { fallbackModel: newFallback(resume?.iterations ?? 0) } : {}),
         stream: extras.stream,
-        components: components(runId),
+        components: components(runId, trace),
+        trace,
+        usage: {
+          ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
+          ...(options.maxCostUsd !== undefined ? { maxCostUsd: options.maxCostUsd } : {}),
+          ...(pricing ? { pricing } : {}),
+        },
         limits: loopLimits(options),
         ids: {
           runId,
           sessionId: request.sessionId,
           inferenceId: resume?.inferenceId ?? newId("inf"),
-          traceId: newId("trace"),
+          traceId: trace.traceId,
           turnId: turn.id,
         },
         prompt: request.prompt,
@@ -98,13 +120,22 @@ export async function createTenantRuntime(
         step: { enabled: options.step ?? false, pauseTimeoutMs: options.pauseTimeoutMs ?? DEFAULT_PAUSE_TIMEOUT_MS },
         restartHandlers: extras.restartHandlers,
         persistence: request.persistence,
-        ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations } } : {}),
+        ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations, usage: resume.usage } } : {}),
       });
     },
     async close() {
       /* the pool is shared and closed by its owner */
     },
   };
+}
+
+/** A model given in code (an instance or a per-run factory) wins over the configured spec. */
+function modelSource(
+  given: TenantRuntimeExtras["model"],
+  spec: TenantConfig["model"] | undefined,
+): ((completedInferences: number) => LanguageModelV4) | undefined {
+  if (given !== undefined) return typeof given === "function" ? given : () => given;
+  return spec ? modelFactory(spec) : undefined;
 }
 
 function newTurn(history: Turn | undefined, prompt: string): Turn {

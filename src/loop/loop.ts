@@ -12,12 +12,14 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall, type PendingCall } from "./tool-call.js";
+import { executeToolCall, type CallOutcome, type PendingCall } from "./tool-call.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
+import { UsageMeter, type RunUsage, type UsageLimits } from "./usage-meter.js";
+import { noopRunTrace, type RunTrace } from "../telemetry/run-trace.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -30,6 +32,8 @@ export interface LoopLimits {
   maxConsecutiveToolErrors: number;
   /** Backoff for retries the error policy asks for (hooks give their own). */
   defaultBackoffMs: number;
+  /** Retries per model for 429, 5xx and network errors (default 2). */
+  modelRetries: number;
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
@@ -38,10 +42,14 @@ export interface LoopComponents {
   middleware: Middleware[];
   hooks: HookProvider[];
   close?(): Promise<void>;
+  /** CPU the run's sandboxed callbacks used so far, ms. */
+  sandboxCpuMs?(): number;
 }
 
 export interface LoopOptions {
   model: LanguageModelV4;
+  /** Answers once the model's retries are spent. */
+  fallbackModel?: LanguageModelV4;
   stream?: boolean;
   components(events: EventLog): Promise<LoopComponents>;
   limits: LoopLimits;
@@ -53,8 +61,12 @@ export interface LoopOptions {
   step: { enabled: boolean; pauseTimeoutMs: number };
   restartHandlers?: RestartHandlers;
   persistence?: RunPersistence;
-  /** Resume: events continue at this seq; iterations already done. */
-  resume?: { nextSeq: number; iterations: number };
+  /** maxTokens, maxCostUsd and the pricing that turns tokens into cost. */
+  usage?: UsageLimits;
+  /** The run's trace (spans); the no-op one when absent. `ids.traceId` must be its traceId. */
+  trace?: RunTrace;
+  /** Resume: events continue at this seq; iterations already done, and what they used. */
+  resume?: { nextSeq: number; iterations: number; usage?: RunUsage };
 }
 
 /** Tool calls in the turn without a matching tool_use block, in call order. */
@@ -102,6 +114,9 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
   let turn: Turn = structuredClone(initial);
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
+  const trace = options.trace ?? noopRunTrace({});
+  const meter = new UsageMeter(options.usage ?? {}, options.resume?.usage);
+  const budget = new RetryBudget(limits.retry);
   const snapshot = async (phase: SnapshotPhase) => {
     await options.persistence?.onSnapshot(phase, structuredClone(turn));
   };
@@ -114,6 +129,12 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     tags: options.tags,
     userContext: options.userContext,
     ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+    budget: meter.budget({
+      iteration: iterations,
+      maxIterations: limits.maxIterations,
+      retriesLeft: budget.retriesLeft(),
+      deadlineMs: options.deadlineMs,
+    }),
   });
 
   const finish = async (ending: Ending): Promise<RunResult> => {
@@ -122,6 +143,8 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     } catch {
       /* closing a sandbox run cannot change how the run ended */
     }
+    const sandboxCpuMs = components?.sandboxCpuMs?.();
+    const usage = { ...meter.total, ...(sandboxCpuMs !== undefined ? { sandboxCpuMs: Math.round(sandboxCpuMs * 1000) / 1000 } : {}) };
     const text = ending.text ?? (ending.status === "completed" ? lastText(turn) : undefined);
     const result: RunResult = { ...ending, ...(text !== undefined ? { text } : {}), turn, iterations };
     try {
@@ -137,7 +160,9 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
       ...(result.reason !== undefined ? { reason: result.reason } : {}),
       ...(result.errorCode !== undefined ? { errorCode: result.errorCode } : {}),
       ...(result.text !== undefined ? { text: result.text } : {}),
+      usage,
     });
+    trace.end({ status: result.status, errorCode: result.errorCode, reason: result.reason, usage });
     return result;
   };
 
@@ -163,10 +188,22 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const hooks = new HookChain(components.hooks, events);
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
-      engineStep({ model: options.model, tools: () => registry.definitions(), signal, stream: options.stream }),
+      engineStep({
+        models: options.fallbackModel ? [options.model, options.fallbackModel] : [options.model],
+        retries: limits.modelRetries,
+        tools: () => registry.definitions(),
+        signal,
+        stream: options.stream,
+        deadlineMs: options.deadlineMs,
+        trace,
+        onRetry: (retry) => events.emit({ type: "inference-retry", iteration: iterations, ...retry }),
+        onAnswer: (answer) => {
+          inferenceUsage = meter.record(answer.model.modelId, answer.usage);
+        },
+      }),
       context,
     );
-    const budget = new RetryBudget(limits.retry);
+    let inferenceUsage: RunUsage | undefined;
     let restarts = 0;
     let consecutiveErrors = 0;
 
@@ -183,11 +220,22 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         iterations += 1;
         await snapshot("pre_inference");
         events.emit({ type: "inference-started", iteration: iterations });
+        inferenceUsage = undefined;
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
         const text = lastText(turn);
-        events.emit({ type: "inference-finished", iteration: iterations, ...(text !== undefined ? { text } : {}), toolCalls: pending });
+        // A middleware that answers without calling next() made no model call: it used nothing.
+        const usage = inferenceUsage ?? { inputTokens: 0, outputTokens: 0, costUsd: 0 };
+        events.emit({
+          type: "inference-finished",
+          iteration: iterations,
+          ...(text !== undefined ? { text } : {}),
+          toolCalls: pending,
+          usage,
+        });
         await snapshot("post_inference");
+        const over = meter.exceeded();
+        if (over) return finish({ status: "failed", reason: over, errorCode: "BUDGET" });
         if (pending.length === 0) return finish({ status: "completed" });
         await stepper.pause("after_inference", pending);
         if (signal.aborted) throw signal.reason;
@@ -195,18 +243,20 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
 
       const journal = options.persistence?.journal;
       const outcomes = await runBatch(pending, limits.maxParallelTools, signal, async (call, batchSignal) => {
-        const outcome = await executeToolCall(call, {
-          registry,
-          hooks,
-          events,
-          budget,
-          signal: batchSignal,
-          context,
-          errorPolicy: limits.errorPolicy,
-          toolTimeoutMs: limits.toolTimeoutMs,
-          defaultBackoffMs: limits.defaultBackoffMs,
-          journal,
-        });
+        const outcome = await traceToolCall(trace, call, () =>
+          executeToolCall(call, {
+            registry,
+            hooks,
+            events,
+            budget,
+            signal: batchSignal,
+            context,
+            errorPolicy: limits.errorPolicy,
+            toolTimeoutMs: limits.toolTimeoutMs,
+            defaultBackoffMs: limits.defaultBackoffMs,
+            journal,
+          }),
+        );
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
         if (outcome.kind === "result" && journal && !journal.lookup(call.id)) await journal.record(call.id, outcome.block);
         return outcome;
@@ -244,6 +294,17 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
+}
+
+/** One `execute_tool` span around a call's whole life, so its hook calls are its children. */
+function traceToolCall(trace: RunTrace, call: PendingCall, work: () => Promise<CallOutcome>): Promise<CallOutcome> {
+  return trace.tool(call, async (span) => {
+    const outcome = await work();
+    if (outcome.kind === "result" && outcome.failed)
+      span.failed(String((outcome.block.payload[PayloadKeys.error] as { message?: string })?.message ?? "failed"));
+    if (outcome.kind === "abort") span.failed(outcome.reason);
+    return outcome;
+  });
 }
 
 /** The loop as an object: options once, then `start(turn)` per run. */
