@@ -8,6 +8,8 @@ import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
+import { registerUsageRoute, withinTenantBudget } from "./usage-route.js";
+import { parseTraceparent } from "../telemetry/run-trace.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -74,7 +76,7 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     const session = await manager.create({
       tenant: tenant.config.name,
       tenantConfig: tenant.config,
-      defaults: (body.defaults ?? {}) as RunOptions,
+      defaults: withinTenantBudget((body.defaults ?? {}) as RunOptions, tenant.config.runDefaults),
     });
     return c.json({ sessionId: session.id }, 201);
   });
@@ -91,7 +93,11 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     const body = await readBody(c, StartRunBody);
     admitRun(session.tenant);
     const { prompt, ...options } = body;
-    const handle = await session.run(prompt, options as RunOptions);
+    // A malformed traceparent is ignored, as W3C Trace Context asks: the run starts a trace of its own.
+    const traceparent = c.req.header("traceparent");
+    const traced = traceparent && parseTraceparent(traceparent) ? { traceparent: traceparent.trim() } : {};
+    const runOptions = withinTenantBudget({ ...(options as RunOptions), ...traced }, tenants.get(session.tenant)!.config.runDefaults);
+    const handle = await session.run(prompt, runOptions);
     return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
   });
 
@@ -145,6 +151,8 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     handle.cancel("cancelled over HTTP");
     return c.json({ cancelled: true });
   });
+
+  registerUsageRoute(app, manager);
 
   return app;
 }

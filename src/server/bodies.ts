@@ -15,6 +15,8 @@ const RunDefaultsSchema = z.strictObject({
   pauseTimeoutMs: z.number().int().positive().optional(),
   tags: TagsSchema.optional(),
   userContext: UserContextInput.optional(),
+  maxTokens: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
 });
 
 export const CreateSessionBody = z.strictObject({ defaults: RunDefaultsSchema.optional() });
@@ -26,6 +28,8 @@ export const StartRunBody = z.strictObject({
   tags: TagsSchema.optional(),
   maxIterations: z.number().int().positive().max(1000).optional(),
   pauseTimeoutMs: z.number().int().positive().optional(),
+  maxTokens: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
 });
 
 export const ContinueBody = z.strictObject({ pauseId: z.string().min(1).max(200) });

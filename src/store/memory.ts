@@ -3,6 +3,8 @@ import type { HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
+import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
+import type { RunUsage } from "../loop/usage-meter.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 
 interface RunState {
@@ -21,6 +23,7 @@ export class MemoryStore implements Store {
   readonly location = ":memory:";
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
+  private readonly ledger: (UsageDelta & { tenant: string; runId: string; atMs: number })[] = [];
 
   async createSession(session: SessionRecord): Promise<void> {
     if (this.sessions.has(session.id)) throw new HookboxError("STORE", `session ${session.id} already exists`, { sessionId: session.id });
@@ -84,6 +87,9 @@ export class MemoryStore implements Store {
       });
     }
     state.events.push(structuredClone(event));
+    const usage = usageDelta(event);
+    const tenant = this.sessions.get(run.sessionId)?.tenant;
+    if (usage && tenant !== undefined) this.ledger.push({ ...usage, tenant, runId, atMs: event.timestampMs });
     run.lastSeq = event.seq;
     if (run.inferenceId === "") run.inferenceId = event.inferenceId;
     if (event.type === "inference-finished") run.iterations += 1;
@@ -150,6 +156,14 @@ export class MemoryStore implements Store {
     const run = this.runs.get(runId)?.record;
     if (!run || run.status !== "running") return;
     await this.appendEvent(runId, interruptedEvent(run, reason));
+  }
+
+  async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
+    return totalsOf(this.ledger.filter((row) => row.tenant === tenant && row.atMs >= sinceMs));
+  }
+
+  async runUsage(runId: string): Promise<RunUsage> {
+    return runUsageOf(totalsOf(this.ledger.filter((row) => row.runId === runId)));
   }
 
   async close(): Promise<void> {}

@@ -6,6 +6,8 @@ import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
 import { interruptedEvent } from "./interrupted.js";
+import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
+import type { RunUsage } from "../loop/usage-meter.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 import {
   rowToPause,
@@ -17,6 +19,16 @@ import {
   type SessionRow,
   type SnapshotRow,
 } from "./rows.js";
+
+const USAGE_SUMS = [
+  "coalesce(sum(runs), 0) AS runs",
+  "coalesce(sum(inferences), 0) AS inferences",
+  "coalesce(sum(input_tokens), 0) AS inputTokens",
+  "coalesce(sum(output_tokens), 0) AS outputTokens",
+  "coalesce(sum(cost_usd), 0) AS costUsd",
+  "coalesce(sum(tool_calls), 0) AS toolCalls",
+  "coalesce(sum(sandbox_cpu_ms), 0) AS sandboxCpuMs",
+].join(", ");
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
 export class SqliteStore implements Store {
@@ -62,6 +74,13 @@ export class SqliteStore implements Store {
       recordToolResult: db.prepare("INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)"),
       listToolResults: db.prepare("SELECT call_id, block FROM tool_results WHERE run_id = ?"),
       runningRuns: db.prepare("SELECT * FROM runs WHERE status = 'running'"),
+      // The tenant comes from the run's session, so the ledger can be summed per tenant without a join.
+      insertUsage: db.prepare(
+        `INSERT INTO usage_ledger (tenant, run_id, at_ms, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms)
+         SELECT s.tenant, r.id, ?, ?, ?, ?, ?, ?, ?, ? FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?`,
+      ),
+      usageSince: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`),
+      usageOfRun: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`),
     };
     this.interruptOrphanedRuns();
   }
@@ -157,6 +176,21 @@ export class SqliteStore implements Store {
         );
       }
       s.insertEvent.run(runId, event.seq, event.type, JSON.stringify(event));
+      const usage = usageDelta(event);
+      if (usage) {
+        const u = usage;
+        s.insertUsage.run(
+          event.timestampMs,
+          u.runs,
+          u.inferences,
+          u.inputTokens,
+          u.outputTokens,
+          u.costUsd,
+          u.toolCalls,
+          u.sandboxCpuMs,
+          runId,
+        );
+      }
       if (event.type === "debugger.pause") {
         s.openPause.run(event.pauseId, runId, event.phase, event.deadlineMs, JSON.stringify(event.pendingToolCalls), event.timestampMs);
       } else if (event.type === "debugger.continue") {
@@ -233,6 +267,14 @@ export class SqliteStore implements Store {
         this.markInterruptedNow(row.id, "the process running it ended while it was in flight"),
       );
     }
+  }
+
+  async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
+    return totalsOf([this.statements.usageSince.get(tenant, sinceMs) as UsageDelta]);
+  }
+
+  async runUsage(runId: string): Promise<RunUsage> {
+    return runUsageOf(totalsOf([this.statements.usageOfRun.get(runId) as UsageDelta]));
   }
 
   async close(): Promise<void> {
