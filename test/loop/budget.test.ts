@@ -139,4 +139,24 @@ describe("usage and budgets", () => {
     expect(result.status).toBe("completed");
     expect(ofType(events, "run-finished")[0].usage).toEqual({ inputTokens: 5_000_000, outputTokens: 1, costUsd: 0, sandboxCpuMs: 0 });
   });
+  it("a resumed run's budget starts from what the run had already used", async () => {
+    const h = await harness({ steps: [{ text: "hi", usage: { inputTokens: 150, outputTokens: 50 } }] });
+    const turn = {
+      id: "turn_r",
+      blocks: [{ id: "b1", kind: "user", role: "user", payload: { [PayloadKeys.text]: "x" }, metadata: {} }],
+      metadata: {},
+      data: {},
+    };
+    const resumeFrom = {
+      turn,
+      nextSeq: 7,
+      inferenceId: "inf_r",
+      iterations: 0,
+      usage: { inputTokens: 700, outputTokens: 200, costUsd: 0 },
+    };
+    const { result, events } = await h.run("x", { maxTokens: 1000 }, { resumeFrom: resumeFrom as never });
+    expect(result).toMatchObject({ status: "failed", errorCode: "BUDGET" });
+    expect(result.reason).toContain("1100 tokens");
+    expect(ofType(events, "run-finished")[0].usage).toMatchObject({ inputTokens: 850, outputTokens: 250 });
+  });
 });
