@@ -22,8 +22,10 @@ type Protocol = "http/protobuf" | "http/json";
 
 /** The OTLP protocol from the standard variables; the SDK's default is http/protobuf. */
 export function otlpProtocol(env: NodeJS.ProcessEnv): Protocol {
-  const name = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
-  const value = (env[name] ?? "http/protobuf").trim();
+  // As the OTel spec says, an empty variable counts as unset.
+  const specific = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim();
+  const name = specific ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const value = specific || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || "http/protobuf";
   if (value === "http/protobuf" || value === "http/json") return value;
   throw new HookboxError(
     "CONFIG",
