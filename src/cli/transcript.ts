@@ -1,4 +1,5 @@
 import type { HookboxEvent } from "../events/types.js";
+import { formatUsd } from "../loop/usage-meter.js";
 
 const short = (value: unknown, max = 160): string => {
   const text = typeof value === "string" ? value : JSON.stringify(value);
@@ -7,7 +8,7 @@ const short = (value: unknown, max = 160): string => {
 
 /** Shown only when something was used: a scripted model without `usage` reports none. */
 function usageLine(usage: NonNullable<Extract<HookboxEvent, { type: "run-finished" }>["usage"]>): string {
-  const cost = usage.costUsd > 0 ? `, $${usage.costUsd.toFixed(6)}` : "";
+  const cost = usage.costUsd > 0 ? `, ${formatUsd(usage.costUsd)}` : "";
   const cpu = usage.sandboxCpuMs ? `, sandbox CPU ${usage.sandboxCpuMs.toFixed(1)} ms` : "";
   return `${usage.inputTokens} in + ${usage.outputTokens} out tokens${cost}${cpu}`;
 }

@@ -26,6 +26,11 @@ export interface UsageLimits {
   pricing?: Pricing;
 }
 
+/** `$0.15`: at most six decimals (a millionth of a dollar), no trailing zeros. */
+export function formatUsd(amount: number): string {
+  return `$${Number(amount.toFixed(6))}`;
+}
+
 /**
  * Counts a run's tokens and cost, inference by inference, and says which limit a run went past.
  * A resumed run starts from what the stored run had used, so a restart does not refill the budget.
@@ -72,7 +77,7 @@ export class UsageMeter {
     if (maxTokens !== undefined && this.tokensUsed > maxTokens)
       return `the run used ${this.tokensUsed} tokens, past its limit maxTokens (${maxTokens})`;
     if (maxCostUsd !== undefined && this.used.costUsd > maxCostUsd)
-      return `the run cost $${this.used.costUsd.toFixed(6)}, past its limit maxCostUsd ($${maxCostUsd})`;
+      return `the run cost ${formatUsd(this.used.costUsd)}, past its limit maxCostUsd (${formatUsd(maxCostUsd)})`;
     return undefined;
   }
 
