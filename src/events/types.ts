@@ -2,6 +2,7 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { ErrorCode, RunStatus } from "../turns/keys.gen.js";
 import type { ToolOrigin } from "../contracts/context.js";
 import type { RunUsage } from "../loop/usage-meter.js";
+import type { ModelRetry } from "../loop/model-call.js";
 
 /** Fields every event carries; `seq` is gap-free from 1 within a run. */
 export interface EventBase {
@@ -24,17 +25,7 @@ export type EventBody =
       /** This inference's tokens and cost (absent in events stored before usage was recorded). */
       usage?: RunUsage;
     }
-  | {
-      type: "inference-retry";
-      iteration: number;
-      /** The attempt about to be made (2 for the first retry). */
-      attempt: number;
-      delayMs: number;
-      status?: number;
-      model: string;
-      message: string;
-      fallback?: boolean;
-    }
+  | ({ type: "inference-retry"; iteration: number } & ModelRetry)
   | { type: "hook-decision"; hook: string; script: string; callId: string; decision: JsonObject }
   | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
   | {

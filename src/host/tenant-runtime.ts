@@ -8,7 +8,7 @@ import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
-import { hostHookProvider, scriptHookProvider } from "../loop/hook-provider.js";
+import { hostHookProvider, scriptHookProvider, type HookProvider } from "../loop/hook-provider.js";
 import { hostMiddleware, scriptMiddleware } from "../loop/middleware-chain.js";
 import type { RunHandle } from "../loop/handle.js";
 import type { RestartHandlers } from "../loop/context-restart.js";
@@ -19,7 +19,7 @@ import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
 import type { Pricing } from "../loop/usage-meter.js";
 import type { RunTrace } from "../telemetry/run-trace.js";
 import { loadTracing, startRunTrace } from "../telemetry/tracing.js";
-import { tracedHookProvider } from "../telemetry/traced-hooks.js";
+import { tracedHookProvider } from "../telemetry/traced-calls.js";
 
 export interface TenantRuntimeExtras {
   /** Host code given in-process (library use) in addition to `config.hostToolsModule`. */
@@ -64,6 +64,9 @@ export async function createTenantRuntime(
   const components =
     (runId: string, trace: RunTrace) =>
     async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+      // Without export the hook providers stay as they are: the hook round trip pays nothing for tracing.
+      const traced = (provider: HookProvider, bundleHash?: string) =>
+        tracing ? tracedHookProvider(provider, trace, bundleHash) : provider;
       const run =
         sandbox && manifests.length
           ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
@@ -76,8 +79,8 @@ export async function createTenantRuntime(
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
         ],
         hooks: [
-          ...host.hooks.map((hooks) => tracedHookProvider(hostHookProvider(hooks), trace)),
-          ...manifests.map((m) => tracedHookProvider(scriptHookProvider(m, run!), trace, m.bundleHash)),
+          ...host.hooks.map((hooks) => traced(hostHookProvider(hooks))),
+          ...manifests.map((m) => traced(scriptHookProvider(m, run!), m.bundleHash)),
         ],
         close: async () => run?.close(),
         sandboxCpuMs: () => run?.cpuMs() ?? 0,

@@ -12,7 +12,7 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall, type CallOutcome, type PendingCall } from "./tool-call.js";
+import { executeToolCall, type PendingCall } from "./tool-call.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
@@ -20,6 +20,7 @@ import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
 import { UsageMeter, type RunUsage, type UsageLimits } from "./usage-meter.js";
 import { noopRunTrace, type RunTrace } from "../telemetry/run-trace.js";
+import { traceToolCall } from "../telemetry/traced-calls.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -294,17 +295,6 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
-}
-
-/** One `execute_tool` span around a call's whole life, so its hook calls are its children. */
-function traceToolCall(trace: RunTrace, call: PendingCall, work: () => Promise<CallOutcome>): Promise<CallOutcome> {
-  return trace.tool(call, async (span) => {
-    const outcome = await work();
-    if (outcome.kind === "result" && outcome.failed)
-      span.failed(String((outcome.block.payload[PayloadKeys.error] as { message?: string })?.message ?? "failed"));
-    if (outcome.kind === "abort") span.failed(outcome.reason);
-    return outcome;
-  });
 }
 
 /** The loop as an object: options once, then `start(turn)` per run. */
