@@ -21,7 +21,8 @@ describe("examples", () => {
 
   it("every example runs through the CLI with its expected outcome (scripts/smoke.mjs)", () => {
     const r = spawnSync(process.execPath, [join(repoRoot, "scripts/smoke.mjs")], { encoding: "utf8" });
-    expect(r.stdout).toContain("3 passed, 0 failed");
+    // One smoke check per example directory: an example the smoke run does not check fails here.
+    expect(r.stdout).toContain(`${exampleDirs.length} passed, 0 failed`);
     expect(r.status).toBe(0);
   });
 });
