@@ -24,4 +24,8 @@ export { HookboxError } from "./errors.js";
 export type { Turn, Block } from "./turns/turn.js";
 export * from "./turns/keys.gen.js";
 export { openStore } from "./store/index.js";
+export type { Budget } from "./contracts/context.js";
+export type { Pricing, ModelPricing, RunUsage } from "./loop/usage-meter.js";
+export type { UsageTotals } from "./store/usage.js";
+export { shutdownTracing } from "./telemetry/tracing.js";
 export { SessionManager } from "./session/manager.js";
