@@ -74,6 +74,38 @@ describe("model calls: retries with backoff, Retry-After, fallback (real CLI, lo
     }
   });
 
+  it("the human transcript shows each retry, the switch to the fallback and the usage with its cost", async () => {
+    const primary = await startOpenAIServer([], { afterReplies: { status: 503 } });
+    const fallback = await startOpenAIServer([{ text: "fallback here", usage: { input: 1000, output: 500 } }]);
+    try {
+      const r = await runCli([
+        "run",
+        "--model",
+        "openai-compatible:primary-model",
+        "--base-url",
+        primary.url,
+        "--prompt",
+        "hello",
+        "--model-retries",
+        "1",
+        "--fallback-model",
+        "openai-compatible:backup-model",
+        "--fallback-base-url",
+        fallback.url,
+        "--pricing",
+        "*=2,4",
+      ]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("↻ model 503: retrying openai-compatible.chat:primary-model as attempt 2 in 500 ms");
+      expect(r.stdout).toContain("↻ falling back to openai-compatible.chat:backup-model (attempt 3)");
+      // 1000 * 2 / 1e6 + 500 * 4 / 1e6 = $0.004
+      expect(r.stdout).toContain("usage: 1000 in + 500 out tokens, $0.004");
+    } finally {
+      await primary.close();
+      await fallback.close();
+    }
+  });
+
   it("with no fallback, the run fails with MODEL and the provider's status and message", async () => {
     const provider = await startOpenAIServer([], { afterReplies: { status: 500 } });
     try {
