@@ -187,6 +187,8 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
 
     const hooks = new HookChain(components.hooks, events);
+    /** What the engine reported for the current inference (none when a middleware answered without a model call). */
+    let inferenceUsage: RunUsage | undefined;
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
       engineStep({
@@ -204,7 +206,6 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
       }),
       context,
     );
-    let inferenceUsage: RunUsage | undefined;
     let restarts = 0;
     let consecutiveErrors = 0;
 

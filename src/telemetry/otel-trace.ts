@@ -47,7 +47,8 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
   });
   const tracer = provider.getTracer("hookbox");
   const propagator = new W3CTraceContextPropagator();
-  const current = new AsyncLocalStorage<Context>();
+  // "The span we are in", tagged with its run: a run started from inside another run's tool does not nest under it.
+  const current = new AsyncLocalStorage<{ run: Span; context: Context }>();
 
   const parentFrom = (traceparent: string | undefined): Context =>
     traceparent
@@ -69,8 +70,11 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
         parentFrom(start.traceparent),
       );
       const runContext = trace.setSpan(ROOT_CONTEXT, runSpan);
-      const parent = () => current.getStore() ?? runContext;
-      const child = <T>(span: Span, work: () => Promise<T>) => current.run(trace.setSpan(parent(), span), work);
+      const parent = () => {
+        const store = current.getStore();
+        return store?.run === runSpan ? store.context : runContext;
+      };
+      const child = <T>(span: Span, work: () => Promise<T>) => current.run({ run: runSpan, context: trace.setSpan(parent(), span) }, work);
       return {
         traceId: runSpan.spanContext().traceId,
         async inference(requestModel, work) {
