@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { harness } from "../helpers/harness.js";
+import { harness, ofType } from "../helpers/harness.js";
 import { startOtlpReceiver } from "../helpers/otlp-receiver.js";
 import { shutdownTracing } from "../../src/telemetry/tracing.js";
 import { TurnMetadataKeys } from "../../src/turns/keys.gen.js";
@@ -44,7 +44,7 @@ describe("spans of a run started inside another run's tool call", () => {
     });
     const { result, events } = await outer.run("question");
     expect(result.status).toBe("completed");
-    const innerTraceId = (events.find((e) => e.type === "tool-finished") as { result: { innerTraceId: string } }).result.innerTraceId;
+    const innerTraceId = String((ofType(events, "tool-finished")[0].result as { innerTraceId?: string }).innerTraceId);
     const outerTraceId = TurnMetadataKeys.traceId.get(result.turn.metadata);
     expect(innerTraceId).not.toBe(outerTraceId);
 
