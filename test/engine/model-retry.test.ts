@@ -6,9 +6,29 @@ import { startOpenAIServer } from "../helpers/openai-server.js";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { parseRetryAfter } from "../../src/loop/model-call.js";
 
-/** `hookbox run` against an OpenAI-compatible server, JSON events. */
-const runAgainst = (url: string, extra: string[] = []) =>
-  runCli(["run", "--model", "openai-compatible:primary-model", "--base-url", url, "--prompt", "hello", "--json", ...extra]);
+/** `hookbox run` against an OpenAI-compatible server (JSON events unless `human`). */
+const runAgainst = (url: string, extra: string[] = [], human = false) =>
+  runCli([
+    "run",
+    "--model",
+    "openai-compatible:primary-model",
+    "--base-url",
+    url,
+    "--prompt",
+    "hello",
+    ...(human ? [] : ["--json"]),
+    ...extra,
+  ]);
+
+/** One retry of the primary, then the fallback on its own server. */
+const withFallback = (url: string) => [
+  "--model-retries",
+  "1",
+  "--fallback-model",
+  "openai-compatible:backup-model",
+  "--fallback-base-url",
+  url,
+];
 
 /** A loopback port with nothing listening: connecting to it is refused (a network error). */
 async function closedPort(): Promise<number> {
@@ -49,14 +69,7 @@ describe("model calls: retries with backoff, Retry-After, fallback (real CLI, lo
     const primary = await startOpenAIServer([], { afterReplies: { status: 503 } });
     const fallback = await startOpenAIServer([{ text: "fallback here" }]);
     try {
-      const r = await runAgainst(primary.url, [
-        "--model-retries",
-        "1",
-        "--fallback-model",
-        "openai-compatible:backup-model",
-        "--fallback-base-url",
-        fallback.url,
-      ]);
+      const r = await runAgainst(primary.url, withFallback(fallback.url));
       expect(r.code, r.stderr).toBe(0);
       const events = jsonLines(r.stdout);
       expect(primary.requests).toHaveLength(2); // the first attempt and one retry
@@ -78,23 +91,7 @@ describe("model calls: retries with backoff, Retry-After, fallback (real CLI, lo
     const primary = await startOpenAIServer([], { afterReplies: { status: 503 } });
     const fallback = await startOpenAIServer([{ text: "fallback here", usage: { input: 1000, output: 500 } }]);
     try {
-      const r = await runCli([
-        "run",
-        "--model",
-        "openai-compatible:primary-model",
-        "--base-url",
-        primary.url,
-        "--prompt",
-        "hello",
-        "--model-retries",
-        "1",
-        "--fallback-model",
-        "openai-compatible:backup-model",
-        "--fallback-base-url",
-        fallback.url,
-        "--pricing",
-        "*=2,4",
-      ]);
+      const r = await runAgainst(primary.url, [...withFallback(fallback.url), "--pricing", "*=2,4"], true);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toContain("↻ model 503: retrying openai-compatible.chat:primary-model as attempt 2 in 500 ms");
       expect(r.stdout).toContain("↻ falling back to openai-compatible.chat:backup-model (attempt 3)");
