@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import { afterPayload, beforePayload, middlewareCtx, toolCtx, turn } from "./helpers.js";
-import { assertHostIntact, attackLimits, attacker, redTeamPool, timedRejection, victim } from "./redteam-helpers.js";
+import { assertWorkerIntact, attackLimits, attacker, redTeamPool, timedRejection, victim } from "./redteam-helpers.js";
 
 /*
  * Red team: resource attacks. Limits: 100 ms CPU, 1 s wall, 32 MB per callback/tenant; the supervisor's
@@ -14,7 +14,7 @@ const hook = (attack: string) =>
   `{ hooks: { beforeToolCall(p) { if (p.call.name === "attack") { ${attack} } return { action: "deny", reason: "fine" }; } } }`;
 
 async function expectContained(body: string, code: string, boundMs: number, messagePart?: string, limits = attackLimits) {
-  const { run } = await attacker(pool, body, limits);
+  const { run, tenant } = await attacker(pool, body, limits);
   const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
   const victimDuring = good.served(1500);
   const error = await timedRejection(attack);
@@ -25,7 +25,7 @@ async function expectContained(body: string, code: string, boundMs: number, mess
   await good.served(); // and after
   // The same tenant's next callback works.
   expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
-  assertHostIntact();
+  await assertWorkerIntact(pool, tenant);
   return error;
 }
 
