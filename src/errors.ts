@@ -56,8 +56,3 @@ export function hookContractError(script: string, hook: string, path: string, pr
 export function isHookboxError(value: unknown): value is HookboxError {
   return value instanceof HookboxError;
 }
-
-/** Rebuilds an error that crossed a process boundary. */
-export function reviveError(serialized: SerializedError): HookboxError {
-  return new HookboxError(serialized.code as ErrorCode, serialized.message, serialized.details ?? {});
-}

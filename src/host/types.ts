@@ -85,5 +85,4 @@ export interface TenantConfig {
 export interface TenantRuntime {
   readonly name: string;
   start(request: StartRunRequest): RunHandle;
-  close(): Promise<void>;
 }

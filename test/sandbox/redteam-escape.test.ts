@@ -50,6 +50,7 @@ describe("red team: escapes", () => {
     };
     expect(decision.result.runtimeFunctions).toBe(0);
     expect(decision.result.runtimeThis).toBe(0);
+    expect(decision.result.files.length).toBeGreaterThan(0); // the hook did see frames
     for (const file of decision.result.files) expect(file).not.toMatch(/\/work\/|node_modules|dist\//);
     await good.served();
   });
