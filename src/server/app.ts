@@ -8,6 +8,7 @@ import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
+import { openApiDocument } from "./openapi.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -32,6 +33,9 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
   app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`)));
 
   app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
+  // The API's description is public (no key), like /healthz: registered before the key check.
+  const openapi = openApiDocument();
+  app.get("/v1/openapi.json", (c) => c.json(openapi));
 
   app.use("/v1/*", async (c, next) => {
     const header = c.req.header("authorization") ?? "";
