@@ -1,4 +1,4 @@
-// `npm run bench [-- --json]`: measures the sandbox against the goals of contract.md section 4, in one
+// `npm run bench [-- --json]`: measures the sandbox against the goals recorded in BENCHMARKS.md (keys: docs/bench.md), in one
 // run on this machine. With --json, stdout carries exactly one JSON object; progress goes to stderr.
 // Method and figures: BENCHMARKS.md.
 import { execFileSync, spawnSync } from "node:child_process";

@@ -1,8 +1,9 @@
 import type { ErrorCode } from "./turns/keys.gen.js";
 
 /**
- * Every failure the host reports carries a stable `code` (the event `errorCode`s of contract.md) that
- * survives the worker-process boundary: errors cross as `{code, message, details}` and are rebuilt here.
+ * Every failure the host reports carries a stable `code` (the event `errorCode`s of docs/events.md) that
+ * survives the worker-process boundary: errors cross as `{code, message, details}` and are rebuilt by
+ * sandbox/call-errors.ts.
  */
 export class HookboxError extends Error {
   constructor(

@@ -20,7 +20,7 @@ export interface AppOptions {
 }
 
 /**
- * The HTTP API of contract.md section 5. A key sees only its own tenant: another tenant's session,
+ * The HTTP API of docs/http-api.md (described to clients by openapi.ts). A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
 export function createApp({ config, manager, draining }: AppOptions): Hono<Env> {
