@@ -14,10 +14,13 @@ export async function attacker(
   limits = attackLimits,
 ): Promise<{ run: SandboxRun; tenant: string; manifests: ScriptManifest[] }> {
   const tenant = `attacker-${++counter}`;
-  const sandbox = pool.tenant(tenant, limits);
+  // Loaded under the default limits (the attacks are in the hooks, not at load, and a loaded machine can take
+  // more than a tight CPU limit to evaluate a bundle); the attack limits apply from the first call on.
+  const sandbox = pool.tenant(tenant);
   const manifests = await sandbox.load([
     script("attack", `import { defineScript } from "hookbox";\nexport default defineScript(${body});`),
   ]);
+  pool.tenant(tenant, limits);
   return { run: await sandbox.openRun({ runId: `run-${tenant}`, scripts: manifests }), tenant, manifests };
 }
 
