@@ -1,5 +1,5 @@
 /*
- * The script API of hookbox (contract.md section 1): what `import ... from "hookbox"` gives a script.
+ * The script API of hookbox (docs/script-api.md): what `import ... from "hookbox"` gives a script.
  * The module exists only inside the sandbox; editors and `hookbox check` resolve "hookbox" to this file.
  * Hand-written. Keys, block kinds and enums come from the generated ./turns.d.ts (codegen/spec.json).
  * The host validates the same shapes with zod (src/contracts/hook-returns.ts); test/contracts proves they agree.

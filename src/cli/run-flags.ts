@@ -71,7 +71,7 @@ function parseUserContext(value: string | undefined): RunOptions["userContext"] 
   return parsed as RunOptions["userContext"];
 }
 
-/** `hookbox run` flags (contract.md section 2); any mistake is a USAGE error naming the flag. */
+/** `hookbox run` flags (docs/cli.md); any mistake is a USAGE error naming the flag. */
 export function parseRunFlags(argv: string[]): RunFlags {
   let parsed;
   try {

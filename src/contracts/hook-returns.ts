@@ -3,7 +3,7 @@ import { JsonObjectSchema, JsonSchema } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 
 /*
- * What each lifecycle hook may return (contract.md section 1). `undefined` means "no opinion".
+ * What each lifecycle hook may return (docs/script-api.md). `undefined` means "no opinion".
  * Strict objects: an unknown key is a contract error, not silently ignored.
  * types/hookbox.d.ts declares the same unions for script authors; test/contracts proves they agree.
  */

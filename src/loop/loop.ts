@@ -12,7 +12,8 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall, type PendingCall } from "./tool-call.js";
+import { executeToolCall } from "./tool-call.js";
+import { describeCall, pendingCalls } from "./pending-calls.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
@@ -55,18 +56,6 @@ export interface LoopOptions {
   persistence?: RunPersistence;
   /** Resume: events continue at this seq; iterations already done. */
   resume?: { nextSeq: number; iterations: number };
-}
-
-/** Tool calls in the turn without a matching tool_use block, in call order. */
-export function pendingCalls(turn: Turn): PendingCall[] {
-  const done = new Set(turn.blocks.filter((b) => b.kind === "tool_use").map((b) => String(b.payload[PayloadKeys.id])));
-  return turn.blocks
-    .filter((b) => b.kind === "tool_call" && !done.has(String(b.payload[PayloadKeys.id])))
-    .map((b) => ({
-      id: String(b.payload[PayloadKeys.id]),
-      name: String(b.payload[PayloadKeys.name]),
-      args: (b.payload[PayloadKeys.args] ?? {}) as PendingCall["args"],
-    }));
 }
 
 function lastText(turn: Turn): string | undefined {
@@ -186,7 +175,12 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
         const text = lastText(turn);
-        events.emit({ type: "inference-finished", iteration: iterations, ...(text !== undefined ? { text } : {}), toolCalls: pending });
+        events.emit({
+          type: "inference-finished",
+          iteration: iterations,
+          ...(text !== undefined ? { text } : {}),
+          toolCalls: pending.map(describeCall),
+        });
         await snapshot("post_inference");
         if (pending.length === 0) return finish({ status: "completed" });
         await stepper.pause("after_inference", pending);
@@ -208,7 +202,7 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           journal,
         });
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
-        if (outcome.kind === "result" && journal && !journal.lookup(call.id)) await journal.record(call.id, outcome.block);
+        if (outcome.kind === "result" && journal && !journal.lookup(call.blockId)) await journal.record(call.blockId, outcome.block);
         return outcome;
       });
       for (const outcome of outcomes) {
@@ -244,9 +238,4 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
-}
-
-/** The loop as an object: options once, then `start(turn)` per run. */
-export function createLoop(options: LoopOptions): { start(turn: Turn): RunHandle } {
-  return { start: (turn) => startLoop(turn, options) };
 }

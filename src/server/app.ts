@@ -8,6 +8,7 @@ import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
+import { openApiDocument } from "./openapi.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -19,7 +20,7 @@ export interface AppOptions {
 }
 
 /**
- * The HTTP API of contract.md section 5. A key sees only its own tenant: another tenant's session,
+ * The HTTP API of docs/http-api.md (described to clients by openapi.ts). A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
 export function createApp({ config, manager, draining }: AppOptions): Hono<Env> {
@@ -32,6 +33,9 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
   app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`)));
 
   app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
+  // The API's description is public (no key), like /healthz: registered before the key check.
+  const openapi = openApiDocument();
+  app.get("/v1/openapi.json", (c) => c.json(openapi));
 
   app.use("/v1/*", async (c, next) => {
     const header = c.req.header("authorization") ?? "";

@@ -7,7 +7,7 @@ import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 
 /*
- * The `hookbox serve --config FILE` file (contract.md section 5). Paths are relative to the file.
+ * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
  * Every problem is a CONFIG error naming the file and the field (`tenants[1].apiKeys[0].env`).
  */
 

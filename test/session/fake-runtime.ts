@@ -29,8 +29,6 @@ export class FakeRuntime implements TenantRuntime {
     this.requests.push(request);
     return new FakeRun(this, this.steps, request);
   }
-
-  async close(): Promise<void> {}
 }
 
 class FakeRun implements RunHandle {
