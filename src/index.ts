@@ -13,6 +13,7 @@ export type {
 export { createSandboxPool } from "./sandbox/index.js";
 export type { SandboxPool, SandboxLimits, ScriptSource, ScriptManifest, TenantSandbox, SandboxRun } from "./sandbox/api.js";
 export type { RunHandle, RunResult, SnapshotPhase } from "./loop/handle.js";
+export type { ApprovalAnswer, AnswerResult, OpenApproval } from "./loop/approvals.js";
 export type { HookboxEvent, EventType } from "./events/types.js";
 export type { HostTool } from "./loop/tool-registry.js";
 export type { HostHooks } from "./loop/hook-provider.js";
