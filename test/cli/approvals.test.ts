@@ -97,7 +97,6 @@ describe("hookbox run: approvals answered on stdin (--json)", () => {
   });
 
   it("timeout: --approval-timeout-ms, or the hook's shorter timeoutMs, ends it as a rejection", async () => {
-    const started = Date.now();
     const run = await runAnswering({ extra: ["--approval-timeout-ms", "400"] });
     expect(run.code).toBe(0);
     expect(ofType(run.events, "approval.resolved")[0]).toMatchObject({
@@ -112,7 +111,6 @@ describe("hookbox run: approvals answered on stdin (--json)", () => {
     const [requested] = ofType(short.events, "approval.requested");
     expect(requested.deadlineMs - requested.timestampMs).toBeLessThan(1000);
     expect(ofType(short.events, "approval.resolved")[0]).toMatchObject({ decision: "timeout" });
-    expect(Date.now() - started).toBeLessThan(60_000);
   });
 
   it("SIGINT while an approval is open cancels at once: resolved as cancelled, run cancelled, exit 130", async () => {
@@ -127,6 +125,29 @@ describe("hookbox run: approvals answered on stdin (--json)", () => {
     expect(ofType(events, "approval.resolved")[0]).toMatchObject({ decision: "cancelled" });
     expect(ofType(events, "tool-started")).toHaveLength(0);
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "cancelled" });
+  });
+
+  it("works in step mode too: pauses and approvals are answered by their own lines", async () => {
+    const fixture = writeRefundFixture();
+    const cli = startCli(["run", ...fixture.args, "--json", "--step"]);
+    onJsonEvents(cli.child, (event) => {
+      if (event.type === "debugger.pause") cli.child.stdin.write(`${JSON.stringify({ continue: event.pauseId })}\n`);
+      if (event.type === "approval.requested") cli.child.stdin.write(`${JSON.stringify({ approve: event.pauseId })}\n`);
+    });
+    const result = await cli.done;
+    const events = jsonLines(result.stdout) as HookboxEvent[];
+    expect(result.code).toBe(0);
+    expect(
+      events.map((e) => e.type).filter((t) => t.startsWith("debugger.") || t.startsWith("approval.") || t === "tool-finished"),
+    ).toEqual([
+      "debugger.pause",
+      "debugger.continue",
+      "approval.requested",
+      "approval.resolved",
+      "tool-finished",
+      "debugger.pause",
+      "debugger.continue",
+    ]);
   });
 
   it("an open approval is a stored pause until it is answered", async () => {

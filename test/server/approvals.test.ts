@@ -107,6 +107,19 @@ describe("POST /v1/runs/:runId/approvals/:pauseId", () => {
     expect(readLog(fixture.log).filter((line) => line.startsWith("tool "))).toEqual([]);
   });
 
+  it("the tenant limit approvalTimeoutMs makes an unanswered approval a rejection", async () => {
+    const fixture = writeFixture([
+      { name: "acme", key: "acme-key", steps, scripts: { "policy.ts": policy }, limits: { approvalTimeoutMs: 300 } },
+    ]);
+    const server = await serve(fixture);
+    const { runId, requested } = await startRun(server, "acme-key");
+    expect(requested.deadlineMs - requested.timestampMs).toBeLessThanOrEqual(300);
+    const events = (await readEvents(server.url, "acme-key", runId)).messages.map((m) => m.event);
+    expect(events.find((e) => e.type === "approval.resolved")).toMatchObject({ decision: "timeout" });
+    expect(events.some((e) => e.type === "tool-started")).toBe(false);
+    expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
+  });
+
   it("a server SIGKILLed with an approval open loses nothing; hookbox resume asks again and the approved call runs once", async () => {
     const fixture = writeFixture([{ name: "acme", key: "acme-key", steps, scripts: { "policy.ts": policy } }]);
     const server = await serve(fixture);
