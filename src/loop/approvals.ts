@@ -12,10 +12,12 @@ export interface ApprovalRequest {
   script: string;
   /** The hook's own timeout; never longer than the run's approval timeout. */
   timeoutMs?: number;
+  /** Ends the approval as cancelled (the call's batch was stopped); the run's signal does in any case. */
+  signal?: AbortSignal;
 }
 
 /** An open approval as the answering side sees it (the `approval.requested` event's fields). */
-export interface OpenApproval extends Omit<ApprovalRequest, "timeoutMs"> {
+export interface OpenApproval extends Omit<ApprovalRequest, "timeoutMs" | "signal"> {
   pauseId: string;
   deadlineMs: number;
 }
@@ -62,10 +64,11 @@ export class Approvals {
   }
 
   async ask(request: ApprovalRequest): Promise<ApprovalOutcome> {
-    const { events, signal } = this.options;
+    const { events } = this.options;
+    const signal = request.signal ?? this.options.signal;
     if (signal.aborted) throw signal.reason;
     const timeoutMs = Math.min(request.timeoutMs ?? this.options.timeoutMs, this.options.timeoutMs);
-    const { timeoutMs: _own, ...shown } = request;
+    const { timeoutMs: _own, signal: _signal, ...shown } = request;
     const open: OpenApproval = { pauseId: newPauseId(), ...shown, deadlineMs: Date.now() + timeoutMs };
     let timer: NodeJS.Timeout | undefined;
     let onAbort = () => {};

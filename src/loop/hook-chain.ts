@@ -56,7 +56,8 @@ export class HookChain {
     private readonly approvals?: Approvals,
   ) {}
 
-  async beforeToolCall(payload: BeforeToolCallPayload): Promise<BeforeOutcome> {
+  /** `signal` ends an open approval of this call when its batch stops (another call aborted the run). */
+  async beforeToolCall(payload: BeforeToolCallPayload, options: { signal?: AbortSignal } = {}): Promise<BeforeOutcome> {
     let args = payload.call.args;
     for (const provider of this.with("beforeToolCall")) {
       const current = { ...payload, call: { ...payload.call, args } };
@@ -86,6 +87,7 @@ export class HookChain {
           reason: decision.reason,
           script: provider.name,
           ...(decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
         });
         if (approval.decision === "approved") {
           args = approval.args;

@@ -175,3 +175,32 @@ export default defineScript({ name: "cite", hooks: { beforeFinish() { throw new 
     expect(result.reason).toContain("checker down");
   });
 });
+
+describe("approvals in a batch", () => {
+  it("another call's abort ends an open approval at once (cancelled) instead of waiting for its timeout", async () => {
+    const { result, events } = await run({
+      hostHooks: [
+        {
+          name: "gate",
+          beforeToolCall: async (p) => {
+            if (p.call.id === "c1") return { action: "ask", reason: "check c1" };
+            await new Promise((resolve) => setTimeout(resolve, 50)); // c1's approval is open by now
+            return { action: "abort", reason: "c2 is fraud" };
+          },
+        },
+      ],
+      steps: [
+        {
+          toolCalls: [
+            { id: "c1", name: "t", args: {} },
+            { id: "c2", name: "t", args: {} },
+          ],
+        },
+        { text: "never" },
+      ],
+    });
+    expect(result).toMatchObject({ status: "aborted", reason: "gate: c2 is fraud" });
+    expect(ofType(events, "approval.requested")).toHaveLength(1);
+    expect(ofType(events, "approval.resolved")).toEqual([expect.objectContaining({ callId: "c1", decision: "cancelled" })]);
+  }, 20_000);
+});
