@@ -64,6 +64,15 @@ describe("POST /v1/runs/:runId/approvals/:pauseId", () => {
     expect((await client.request("POST", `/v1/runs/${runId}/approvals/pause_unknown`, { decision: "approve" })).status).toBe(404);
     const foreign = await api(server.url, "other-key").request("POST", path, { decision: "approve" });
     expect(foreign.status).toBe(404);
+    // The same tenant's other run: its pause id is not this run's approval, and the other way round.
+    const sibling = await startRun(server, "acme-key");
+    expect((await client.request("POST", `/v1/runs/${sibling.runId}/approvals/${requested.pauseId}`, { decision: "approve" })).status).toBe(
+      404,
+    );
+    expect((await client.request("POST", `/v1/runs/${runId}/approvals/${sibling.requested.pauseId}`, { decision: "approve" })).status).toBe(
+      404,
+    );
+    expect((await client.request("POST", `/v1/runs/${sibling.runId}/cancel`)).status).toBe(200);
     const badBody = await client.request("POST", path, { decision: "maybe" });
     expect(badBody).toMatchObject({ status: 400, body: { error: { code: "VALIDATION", path: "$.decision" } } });
     const badArgs = await client.request("POST", path, { decision: "approve", args: { id: 5 } });
