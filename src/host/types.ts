@@ -31,6 +31,10 @@ export interface RunOptions {
   maxContextRestarts?: number;
   step?: boolean;
   pauseTimeoutMs?: number;
+  /** How long an approval (`ask`) waits before it counts as a rejection (default 300000). */
+  approvalTimeoutMs?: number;
+  /** How many more inferences beforeFinish may ask for in one run (default 3). */
+  maxFinishContinues?: number;
   tags?: Tags;
   /** Merged over `{originalUserRequest: prompt, timestampMs: now}`. */
   userContext?: Partial<UserContext> & { [key: string]: Json | undefined };

@@ -19,6 +19,8 @@ import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
+import { Approvals } from "./approvals.js";
+import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -31,6 +33,10 @@ export interface LoopLimits {
   maxConsecutiveToolErrors: number;
   /** Backoff for retries the error policy asks for (hooks give their own). */
   defaultBackoffMs: number;
+  /** How long an `ask` waits for an answer (a hook may ask for less, never more); then it is a rejection. */
+  approvalTimeoutMs: number;
+  /** How many more inferences beforeFinish may ask for in one run. */
+  maxFinishContinues: number;
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
@@ -82,8 +88,6 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   if (options.deadlineMs !== undefined) controller.enforceDeadline(options.deadlineMs);
   return controller;
 }
-
-type Ending = Omit<RunResult, "turn" | "iterations">;
 
 async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, run: RunController, stepper: Stepper): Promise<RunResult> {
   const { limits, ids } = options;
@@ -149,7 +153,22 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
     TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
 
-    const hooks = new HookChain(components.hooks, events);
+    const approvals = new Approvals({
+      events,
+      signal,
+      timeoutMs: limits.approvalTimeoutMs,
+      checkArgs: (name, args) => {
+        const tool = registry.get(name);
+        return tool ? registry.argsIssue(tool, args) : undefined;
+      },
+    });
+    run.attachApprovals(approvals);
+    const hooks = new HookChain(components.hooks, events, approvals);
+    const finishGuard = new FinishGuard(hooks, events, limits);
+    if (!options.resume) {
+      const denied = await guardRunStart(turn, hooks, { ...context(), prompt: options.prompt, userContext: options.userContext });
+      if (denied) return finish(denied);
+    }
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
       engineStep({ model: options.model, tools: () => registry.definitions(), signal, stream: options.stream }),
@@ -182,7 +201,11 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           toolCalls: pending.map(describeCall),
         });
         await snapshot("post_inference");
-        if (pending.length === 0) return finish({ status: "completed" });
+        if (pending.length === 0) {
+          const verdict = await finishGuard.check(turn, text ?? "", iterations, context());
+          if (verdict === "continue") continue;
+          return finish(verdict);
+        }
         await stepper.pause("after_inference", pending);
         if (signal.aborted) throw signal.reason;
       }

@@ -57,7 +57,10 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const ref = (args: JsonObject): ToolCallRef => ({ id: call.id, name: call.name, args, origin });
   const base = () => ({ ...services.context(), timestampMs: Date.now() });
 
-  const before = await hooks.beforeToolCall({ ...base(), phase: "beforeToolCall", call: ref(call.args), attempt: 1 });
+  const before = await hooks.beforeToolCall(
+    { ...base(), phase: "beforeToolCall", call: ref(call.args), attempt: 1 },
+    { signal: services.signal },
+  );
   if (before.kind === "abort") return before;
   if (before.kind === "skip") return finished(call, origin, before.result, undefined);
   if (before.kind === "deny") return finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" });

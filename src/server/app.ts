@@ -9,6 +9,7 @@ import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } fro
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
 import { openApiDocument } from "./openapi.js";
+import { approvalRoute } from "./approval-route.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -141,6 +142,8 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
       throw new ApiError(404, "NOT_FOUND", `run ${run.id} has no open pause ${pauseId}`, "$.pauseId");
     return c.json({ continued: true });
   });
+
+  approvalRoute(app, { manager, ownedRun });
 
   app.post("/v1/runs/:runId/cancel", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { packageRoot } from "../../codegen/package-root.js";
 import { JsonSchema } from "../turns/json.js";
-import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
+import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
 
 /*
  * The server's OpenAPI 3.1 document, served at GET /v1/openapi.json. Request bodies are the very zod schemas
@@ -34,10 +34,12 @@ const schemas = {
   CreateSessionBody,
   StartRunBody,
   ContinueBody,
+  ApprovalBody,
   ForkBody,
   SessionCreated,
   RunStarted,
   Continued: z.object({ continued: z.literal(true) }),
+  ApprovalAnswered: z.object({ pauseId: z.string(), decision: z.enum(["approved", "rejected"]) }),
   Cancelled: z.object({ cancelled: z.literal(true) }),
 };
 type Schema = keyof typeof schemas;
@@ -165,6 +167,13 @@ export const operations: Operation[] = [
     summary: "Continue a step pause",
     body: { schema: "ContinueBody", example: { pauseId: "pause_AAAAAAAAAAAAAAAAAAAAAA" } },
     responses: { 200: { description: "continued", schema: "Continued" }, ...errorResponses(400, 401, 404, 429) },
+  },
+  {
+    method: "post",
+    path: "/v1/runs/{runId}/approvals/{pauseId}",
+    summary: "Answer an open approval (approve, perhaps with edited arguments, or reject)",
+    body: { schema: "ApprovalBody", example: { decision: "approve" } },
+    responses: { 200: { description: "answered", schema: "ApprovalAnswered" }, ...errorResponses(400, 401, 404, 429) },
   },
   {
     method: "post",
