@@ -39,6 +39,8 @@ const spec = {
   "cpu-ms": { type: "string" },
   "wall-ms": { type: "string" },
   "pause-timeout-ms": { type: "string" },
+  "approval-timeout-ms": { type: "string" },
+  "max-finish-continues": { type: "string" },
   step: { type: "boolean" },
   json: { type: "boolean" },
   store: { type: "string" },
@@ -115,7 +117,7 @@ function parseUserContext(value: string | undefined): RunOptions["userContext"] 
   return parsed as RunOptions["userContext"];
 }
 
-/** `hookbox run` flags (contract.md section 2); any mistake is a USAGE error naming the flag. */
+/** `hookbox run` flags (docs/cli.md); any mistake is a USAGE error naming the flag. */
 export function parseRunFlags(argv: string[]): RunFlags {
   let parsed;
   try {
@@ -131,6 +133,8 @@ export function parseRunFlags(argv: string[]): RunFlags {
     maxParallelTools: positiveInt("max-parallel-tools", v["max-parallel-tools"]),
     toolTimeoutMs: positiveInt("tool-timeout-ms", v["tool-timeout-ms"]),
     pauseTimeoutMs: positiveInt("pause-timeout-ms", v["pause-timeout-ms"]),
+    approvalTimeoutMs: positiveInt("approval-timeout-ms", v["approval-timeout-ms"]),
+    maxFinishContinues: nonNegativeInt("max-finish-continues", v["max-finish-continues"]),
     step: v.step ?? false,
     tags: parseTags(v.tags),
     userContext: parseUserContext(v["user-context"]),

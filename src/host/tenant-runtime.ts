@@ -126,9 +126,6 @@ export async function createTenantRuntime(
         ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations, usage: resume.usage } } : {}),
       });
     },
-    async close() {
-      /* the pool is shared and closed by its owner */
-    },
   };
 }
 

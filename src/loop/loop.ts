@@ -12,7 +12,8 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall, type PendingCall } from "./tool-call.js";
+import { executeToolCall } from "./tool-call.js";
+import { describeCall, pendingCalls } from "./pending-calls.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
@@ -21,6 +22,8 @@ import { RunController } from "./run-controller.js";
 import { UsageMeter, type RunUsage, type UsageLimits } from "./usage-meter.js";
 import { noopRunTrace, type RunTrace } from "../telemetry/run-trace.js";
 import { traceToolCall } from "../telemetry/traced-calls.js";
+import { Approvals } from "./approvals.js";
+import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -35,6 +38,10 @@ export interface LoopLimits {
   defaultBackoffMs: number;
   /** Retries per model for 429, 5xx and network errors (default 2). */
   modelRetries: number;
+  /** How long an `ask` waits for an answer (a hook may ask for less, never more); then it is a rejection. */
+  approvalTimeoutMs: number;
+  /** How many more inferences beforeFinish may ask for in one run. */
+  maxFinishContinues: number;
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
@@ -70,18 +77,6 @@ export interface LoopOptions {
   resume?: { nextSeq: number; iterations: number; usage?: RunUsage };
 }
 
-/** Tool calls in the turn without a matching tool_use block, in call order. */
-export function pendingCalls(turn: Turn): PendingCall[] {
-  const done = new Set(turn.blocks.filter((b) => b.kind === "tool_use").map((b) => String(b.payload[PayloadKeys.id])));
-  return turn.blocks
-    .filter((b) => b.kind === "tool_call" && !done.has(String(b.payload[PayloadKeys.id])))
-    .map((b) => ({
-      id: String(b.payload[PayloadKeys.id]),
-      name: String(b.payload[PayloadKeys.name]),
-      args: (b.payload[PayloadKeys.args] ?? {}) as PendingCall["args"],
-    }));
-}
-
 function lastText(turn: Turn): string | undefined {
   for (let i = turn.blocks.length - 1; i >= 0; i--) {
     const block = turn.blocks[i];
@@ -106,8 +101,6 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   if (options.deadlineMs !== undefined) controller.enforceDeadline(options.deadlineMs);
   return controller;
 }
-
-type Ending = Omit<RunResult, "turn" | "iterations">;
 
 async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, run: RunController, stepper: Stepper): Promise<RunResult> {
   const { limits, ids } = options;
@@ -186,7 +179,22 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
     TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
 
-    const hooks = new HookChain(components.hooks, events);
+    const approvals = new Approvals({
+      events,
+      signal,
+      timeoutMs: limits.approvalTimeoutMs,
+      checkArgs: (name, args) => {
+        const tool = registry.get(name);
+        return tool ? registry.argsIssue(tool, args) : undefined;
+      },
+    });
+    run.attachApprovals(approvals);
+    const hooks = new HookChain(components.hooks, events, approvals);
+    const finishGuard = new FinishGuard(hooks, events, limits);
+    if (!options.resume) {
+      const denied = await guardRunStart(turn, hooks, { ...context(), prompt: options.prompt, userContext: options.userContext });
+      if (denied) return finish(denied);
+    }
     /** What the engine reported for the current inference (none when a middleware answered without a model call). */
     let inferenceUsage: RunUsage | undefined;
     const chain = composeMiddleware(
@@ -232,13 +240,17 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           type: "inference-finished",
           iteration: iterations,
           ...(text !== undefined ? { text } : {}),
-          toolCalls: pending,
+          toolCalls: pending.map(describeCall),
           usage,
         });
         await snapshot("post_inference");
         const over = meter.exceeded();
         if (over) return finish({ status: "failed", reason: over, errorCode: "BUDGET" });
-        if (pending.length === 0) return finish({ status: "completed" });
+        if (pending.length === 0) {
+          const verdict = await finishGuard.check(turn, text ?? "", iterations, context());
+          if (verdict === "continue") continue;
+          return finish(verdict);
+        }
         await stepper.pause("after_inference", pending);
         if (signal.aborted) throw signal.reason;
       }
@@ -260,7 +272,7 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           }),
         );
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
-        if (outcome.kind === "result" && journal && !journal.lookup(call.id)) await journal.record(call.id, outcome.block);
+        if (outcome.kind === "result" && journal && !journal.lookup(call.blockId)) await journal.record(call.blockId, outcome.block);
         return outcome;
       });
       for (const outcome of outcomes) {
@@ -296,9 +308,4 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
-}
-
-/** The loop as an object: options once, then `start(turn)` per run. */
-export function createLoop(options: LoopOptions): { start(turn: Turn): RunHandle } {
-  return { start: (turn) => startLoop(turn, options) };
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { HookPayload, ToolContext, MiddlewareContext } from "../../src/contracts/context.js";
+import type { BeforeToolCallPayload, HookPayload, ToolContext, MiddlewareContext } from "../../src/contracts/context.js";
 import type { Turn } from "../../src/turns/turn.js";
 
 export const scriptDir = mkdtempSync(join(tmpdir(), "hookbox-sandbox-test-"));
@@ -32,7 +32,7 @@ const common = {
   budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
 };
 
-export function beforePayload(name = "lookup", args: Record<string, unknown> = {}): HookPayload {
+export function beforePayload(name = "lookup", args: Record<string, unknown> = {}): BeforeToolCallPayload {
   return {
     phase: "beforeToolCall",
     call: { id: "call-1", name, args: args as never, origin: "script" },
