@@ -22,7 +22,6 @@ export type { RunHandle, RunResult, SnapshotPhase } from "./loop/handle.js";
 // Trusted host code given in-process.
 export type { HostModule } from "./host/host-module.js";
 export type { ApprovalAnswer, AnswerResult, OpenApproval } from "./loop/approvals.js";
-export type { HookboxEvent, EventType } from "./events/types.js";
 export type { HostTool } from "./loop/tool-registry.js";
 export type { HostHooks } from "./loop/hook-provider.js";
 export type { HostMiddleware, Next } from "./loop/middleware-chain.js";

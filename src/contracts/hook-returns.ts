@@ -34,7 +34,7 @@ export const OnToolErrorReturnSchema = z.union([
   z.strictObject({ action: z.literal("abort"), reason: z.string() }),
 ]);
 
-/* Run hooks (contract.md section 8): before the first inference, and before a run finishes. */
+/* Run hooks (docs/script-api.md): before the first inference, and before a run finishes. */
 
 export const BeforeRunReturnSchema = z.union([
   z.undefined(),
