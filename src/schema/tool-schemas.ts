@@ -54,12 +54,24 @@ export class ToolSchemas {
 
   /** Checks `args`; anything but `true` from the validator (a promise, a throw) counts as invalid. */
   check(schema: object, args: unknown): ArgsCheck {
+    let validate: ValidateFunction;
     try {
-      const validate = this.validator(schema);
-      if (validate(args) === true) return { valid: true };
+      validate = this.validator(schema);
+    } catch (error) {
+      return {
+        valid: false,
+        issue: undefined,
+        problem: `its parameters schema cannot be compiled: ${(error as Error).message.slice(0, 200)}`,
+      };
+    }
+    try {
+      const outcome: unknown = validate(args);
+      if (outcome === true) return { valid: true };
+      // A promise (an asynchronous schema the rules missed) must not become an unhandled rejection.
+      if (outcome instanceof Promise) outcome.catch(() => undefined);
       return { valid: false, issue: validate.errors?.[0] ?? undefined };
     } catch (error) {
-      return { valid: false, issue: undefined, problem: (error as Error).message.slice(0, 200) };
+      return { valid: false, issue: undefined, problem: `the check failed: ${(error as Error).message.slice(0, 200)}` };
     }
   }
 
