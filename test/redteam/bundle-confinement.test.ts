@@ -2,6 +2,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { bundleScript } from "../../src/sandbox/bundler.js";
+import { DEFAULT_BUNDLE_BOUNDS } from "../../src/sandbox/bundle-guard.js";
 import { runCli } from "../helpers/cli.js";
 import { writeSteps } from "../helpers/harness.js";
 import { beforePayload, rejection, scriptDir } from "../sandbox/helpers.js";
@@ -158,6 +160,31 @@ describe("red team: bundling reads nothing outside the script's directory", () =
     const run = await sandbox.openRun({ runId: "allowed", scripts: manifests });
     expect(await run.callHook("main", "beforeToolCall", beforePayload())).toEqual({ action: "skip", result: "hello inside" });
     await run.close();
+  });
+});
+
+describe("bundling bounds", () => {
+  const bounded = (dir: string, bounds: Partial<typeof DEFAULT_BUNDLE_BOUNDS>) =>
+    rejection(bundleScript({ path: join(dir, "main.ts") }, { ...DEFAULT_BUNDLE_BOUNDS, ...bounds }));
+
+  it("an entry file that is a symlink to a file outside its directory is refused", async () => {
+    const dir = mkdtempSync(join(outside, "entry-"));
+    symlinkSync(join(outside, "secret.ts"), join(dir, "main.ts"));
+    const error = await rejection(pool.tenant("bundle-entry-link").load([{ path: join(dir, "main.ts") }]));
+    expect(error.code).toBe("SCRIPT_LOAD");
+    expect(error.message).toContain("the entry file is refused: it resolves outside the script's directory");
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it("bounds the time, the files' total size and the bundle's size", async () => {
+    const dir = project(`import { a } from "./a";\nimport { b } from "./b";\nconst loot = a + b;`, {
+      "a.ts": `export const a = "${"a".repeat(4000)}";`,
+      "b.ts": `export const b = "${"b".repeat(4000)}";`,
+    });
+    expect((await bounded(dir, { timeoutMs: 0 })).message).toContain("bundling took longer than 0 ms");
+    expect((await bounded(dir, { maxInputBytes: 6000 })).message).toContain("add up to more than 6000 bytes");
+    expect((await bounded(dir, { maxBundleBytes: 6000 })).message).toMatch(/the bundle is \d+ bytes, over the 6000-byte limit/);
+    expect((await bundleScript({ path: join(dir, "main.ts") })).code).toContain("a".repeat(4000));
   });
 });
 

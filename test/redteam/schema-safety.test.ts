@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { ScriptedStep } from "../../src/engine/scripted.js";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import { harness, ofType, writeScripts } from "../helpers/harness.js";
@@ -51,6 +51,21 @@ async function refusedAtLoad(attack: string, source: string, mentions: string[])
 }
 
 describe("red team: tool schemas", () => {
+  // The host's first run loads code lazily (the loop's modules, ajv's code paths): start-up, not an attack.
+  beforeAll(async () => {
+    const schema = {
+      type: "object",
+      properties: { code: { type: "string", pattern: "^a+$" }, list: { type: "array", uniqueItems: true } },
+    };
+    const warm = await harness({
+      steps: callsOf({ code: "aa", list: [1, 2] }),
+      pool,
+      tenant: "warmup",
+      scripts: writeScripts({ "warm.ts": toolScript(schema) }),
+    });
+    await warm.run();
+  });
+
   it("a catastrophic-backtracking pattern runs in linear time on a 40-character string", async () => {
     const schema = { type: "object", properties: { code: { type: "string", pattern: "^(a+)+$" } }, required: ["code"] };
     const finished = await attackRun(
