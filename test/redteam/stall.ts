@@ -1,4 +1,5 @@
 import { appendFileSync } from "node:fs";
+import { PERIOD_MS, startStallProbe } from "./stall-probe.mjs";
 
 /** The bound every attack is held to: the host's event loop never waits longer than this on one. */
 export const MAX_STALL_MS = 100;
@@ -34,41 +35,23 @@ export function report(figure: StallFigure): void {
   if (file) appendFileSync(file, JSON.stringify(figure) + "\n");
 }
 
-const threadCpuMs = () => {
-  const { user, system } = process.threadCpuUsage();
-  return (user + system) / 1000;
-};
-
 /**
- * Runs `work` in this process (the host) while a 5 ms interval timer measures how late it fires: any
- * synchronous work on the event loop (a regex, a compile, a parse) shows up as that timer's drift, and as
- * main-thread CPU time inside the gap.
+ * Runs `work` in this process (the host) under the stall probe (stall-probe.mjs): any synchronous work on
+ * the event loop (a regex, a compile, a parse) shows up as the probe timer's lateness, and as main-thread
+ * CPU time inside the gap.
  */
 export async function measureStall<T>(attack: string, work: () => Promise<T>): Promise<Measured<T>> {
-  const period = 5;
-  let last = performance.now();
-  let lastCpu = threadCpuMs();
-  let stallMs = 0;
-  let busyStallMs = 0;
-  const tick = () => {
-    const now = performance.now();
-    const cpu = threadCpuMs();
-    stallMs = Math.max(stallMs, now - last - period);
-    busyStallMs = Math.max(busyStallMs, Math.min(cpu - lastCpu, now - last));
-    last = now;
-    lastCpu = cpu;
-  };
-  const probe = setInterval(tick, period);
+  const probe = startStallProbe();
   const started = performance.now();
   try {
     const value = await work();
     const elapsedMs = performance.now() - started;
-    // One more tick, so a stall at the very end is seen too.
-    await new Promise((resolve) => setTimeout(resolve, period * 2));
-    tick();
-    report({ attack, where: "host process", stallMs, busyStallMs, elapsedMs });
-    return { value, stallMs, busyStallMs, elapsedMs };
+    // Two more periods, so a stall at the very end is seen too.
+    await new Promise((resolve) => setTimeout(resolve, PERIOD_MS * 2));
+    const figures = probe.read();
+    report({ attack, where: "host process", ...figures, elapsedMs });
+    return { value, ...figures, elapsedMs };
   } finally {
-    clearInterval(probe);
+    probe.stop();
   }
 }
