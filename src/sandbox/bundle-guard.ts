@@ -22,6 +22,15 @@ export const DEFAULT_BUNDLE_BOUNDS: BundleBounds = {
   timeoutMs: 10_000,
 };
 
+/** A file as it was read for a bundle: the cache is valid while every input still has this identity. */
+export interface InputIdentity {
+  path: string;
+  dev: number;
+  ino: number;
+  mtimeMs: number;
+  size: number;
+}
+
 /** The only files a script may import, and how each is compiled: code, and JSON data inside the root. */
 const LOADERS: Record<string, Loader> = {
   ".ts": "ts",
@@ -74,6 +83,8 @@ class Refusal extends Error {}
  */
 export class BundleGuard {
   private inputBytes = 0;
+  /** Every file read, with its identity at the time of the read. */
+  readonly inputs: InputIdentity[] = [];
   private readonly deadline: number;
 
   constructor(private readonly options: { root: string; entry: string | undefined; bounds: BundleBounds }) {
@@ -185,6 +196,7 @@ export class BundleGuard {
         if (info.size > this.options.bounds.maxFileBytes) throw this.tooBig(where, info.size);
         const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => path);
         if (!isInside(this.options.root, opened)) throw new Refusal(`${where} is refused: it resolves outside the script's directory`);
+        this.inputs.push({ path, dev: info.dev, ino: info.ino, mtimeMs: info.mtimeMs, size: info.size });
         const buffer = Buffer.alloc(info.size);
         const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
         this.inputBytes += bytesRead;

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { realpathSync, statSync } from "node:fs";
+import { lstatSync, realpathSync } from "node:fs";
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { context, type BuildOptions, type BuildResult, type Message } from "esbuild";
-import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type BundleBounds } from "./bundle-guard.js";
+import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type BundleBounds, type InputIdentity } from "./bundle-guard.js";
 import { HookboxError } from "../errors.js";
 import type { ScriptSource } from "./api.js";
 import { SourceMap, type RawSourceMap } from "./source-map.js";
@@ -20,9 +20,15 @@ export interface Bundle {
   map: SourceMap;
 }
 
+function identity(path: string): InputIdentity {
+  const stat = lstatSync(path);
+  return { path, dev: stat.dev, ino: stat.ino, mtimeMs: stat.mtimeMs, size: stat.size };
+}
+
 interface CacheEntry {
   bundle: Bundle;
-  inputs: { path: string; mtimeMs: number; size: number }[];
+  /** Each input's real path and identity: a file replaced (or swapped for a symlink) is never a cache hit. */
+  inputs: InputIdentity[];
 }
 
 const cache = new Map<string, CacheEntry>();
@@ -57,8 +63,8 @@ function scriptName(file: string): string {
 function inputsUnchanged(entry: CacheEntry): boolean {
   for (const input of entry.inputs) {
     try {
-      const stat = statSync(input.path);
-      if (stat.mtimeMs !== input.mtimeMs || stat.size !== input.size) return false;
+      const now = identity(input.path);
+      if (now.dev !== input.dev || now.ino !== input.ino || now.mtimeMs !== input.mtimeMs || now.size !== input.size) return false;
     } catch {
       return false;
     }
@@ -178,15 +184,8 @@ export async function bundleScript(source: ScriptSource, bounds: BundleBounds = 
     displayPath,
     map: new SourceMap(JSON.parse(mapFile.text) as RawSourceMap),
   };
-  // Files the bundle was built from (source text itself is part of the cache key, not a file).
-  const inputs = Object.keys(result.metafile.inputs)
-    .filter((input) => !input.includes(":") && (isPath || resolve(root, input) !== join(root, basename(entry))))
-    .map((input) => {
-      const path = resolve(root, input);
-      const stat = statSync(path);
-      return { path, mtimeMs: stat.mtimeMs, size: stat.size };
-    });
-  cache.set(key, { bundle, inputs });
+  // The files as the guard read them (source text itself is part of the cache key, not a file).
+  cache.set(key, { bundle, inputs: guard.inputs });
   byFilename.set(bundle.filename, bundle);
   return bundle;
 }

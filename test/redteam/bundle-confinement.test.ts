@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { bundleScript } from "../../src/sandbox/bundler.js";
@@ -173,6 +173,18 @@ describe("bundling bounds", () => {
     const error = await rejection(pool.tenant("bundle-entry-link").load([{ path: join(dir, "main.ts") }]));
     expect(error.code).toBe("SCRIPT_LOAD");
     expect(error.message).toContain("the entry file is refused: it resolves outside the script's directory");
+    expect(error.message).not.toContain(SECRET);
+  });
+
+  it("the bundle cache holds while the files stay, and never survives a file swapped for a symlink", async () => {
+    const dir = project(`import { x as loot } from "./lib";`, { "lib.ts": `export const x = "inside";` });
+    const first = await bundleScript({ path: join(dir, "main.ts") });
+    expect(await bundleScript({ path: join(dir, "main.ts") })).toBe(first);
+    rmSync(join(dir, "lib.ts"));
+    symlinkSync(join(outside, "secret.ts"), join(dir, "lib.ts"));
+    utimesSync(join(dir, "lib.ts"), new Date(), new Date()); // even with a fresh time on the target
+    const error = await rejection(bundleScript({ path: join(dir, "main.ts") }));
+    expect(error.message).toContain("resolves outside the script's directory");
     expect(error.message).not.toContain(SECRET);
   });
 
