@@ -79,7 +79,8 @@ class SchemaWalk {
       const at = `${path}/${pointerPart(keyword)}`;
       const refused = REFUSED_KEYWORDS[keyword];
       if (refused !== undefined) return this.refuse(at, refused);
-      if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, "$data")) {
+      const isDataRef = value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, "$data");
+      if (isDataRef && !SCHEMA_MAP_KEYWORDS.has(keyword)) {
         return this.refuse(at, REFUSED_KEYWORDS.$data!);
       }
       this.keyword(keyword, value, at, path === "#");
