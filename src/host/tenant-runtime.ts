@@ -8,6 +8,7 @@ import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
+import { ToolSchemas } from "../schema/tool-schemas.js";
 import { hostHookProvider, scriptHookProvider, type HookProvider } from "../loop/hook-provider.js";
 import { hostMiddleware, scriptMiddleware } from "../loop/middleware-chain.js";
 import type { RunHandle } from "../loop/handle.js";
@@ -59,7 +60,8 @@ export async function createTenantRuntime(
   };
   const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
-  buildRegistry(host, manifests, undefined); // duplicate names and broken schemas fail at load, not at the first run
+  const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
+  buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run
 
   const components =
     (runId: string, trace: RunTrace) =>
@@ -71,7 +73,7 @@ export async function createTenantRuntime(
         sandbox && manifests.length
           ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
           : undefined;
-      const registry = buildRegistry(host, manifests, run);
+      const registry = buildRegistry(host, manifests, schemas, run);
       return {
         registry,
         middleware: [
@@ -163,8 +165,8 @@ function hostTool(tool: HostModule["tools"][number]): RegisteredTool {
 }
 
 /** Host and script tools in one registry; `run` is the sandbox run that serves script tools (none when only checking). */
-function buildRegistry(host: HostModule, manifests: ScriptManifest[], run: SandboxRun | undefined): ToolRegistry {
-  const registry = new ToolRegistry();
+function buildRegistry(host: HostModule, manifests: ScriptManifest[], schemas: ToolSchemas, run: SandboxRun | undefined): ToolRegistry {
+  const registry = new ToolRegistry(schemas);
   for (const tool of host.tools) registry.add(hostTool(tool));
   for (const manifest of manifests) {
     for (const tool of manifest.tools) {

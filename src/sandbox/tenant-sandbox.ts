@@ -6,6 +6,7 @@ import { bundleScript, type Bundle } from "./bundler.js";
 import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
+import { ToolSchemas } from "../schema/tool-schemas.js";
 import type { CallKind, DoneMessage, WorkerLimits } from "./protocol.js";
 import { SandboxRunImpl } from "./sandbox-run.js";
 import type { Supervisor } from "./supervisor.js";
@@ -50,6 +51,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
   private readonly gate = new CallbackGate(this);
   private readonly active = new Map<number, HostCall>();
   readonly scripts = new Map<string, { manifest: ScriptManifest; bundle: Bundle }>();
+  /** This tenant's own schema checker: nothing of one tenant's schemas is visible to another's. */
+  private readonly schemas = new ToolSchemas();
 
   constructor(
     readonly tenant: string,
@@ -80,7 +83,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
               this.segmentBudgetMs(),
             );
             this.onDone(done);
-            if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle));
+            if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle, this.schemas));
             else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
             return done;
           },
