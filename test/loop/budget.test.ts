@@ -159,4 +159,29 @@ describe("usage and budgets", () => {
     expect(result.reason).toContain("1100 tokens");
     expect(ofType(events, "run-finished")[0].usage).toMatchObject({ inputTokens: 850, outputTokens: 250 });
   });
+  it("beforeRun and beforeFinish payloads carry the budget too", async () => {
+    const seen: Record<string, Budget> = {};
+    const h = await harness({
+      steps: [{ text: "done", usage: { inputTokens: 40, outputTokens: 2 } }],
+      host: {
+        hooks: [
+          {
+            name: "watch",
+            beforeRun: (p) => {
+              seen.beforeRun = p.budget;
+            },
+            beforeFinish: (p) => {
+              seen.beforeFinish = p.budget;
+            },
+          },
+        ],
+      },
+      extras: { pricing: { scripted: { inputPerMTok: 1000, outputPerMTok: 0 } } },
+    });
+    const { result } = await h.run("x", { maxTokens: 500, maxCostUsd: 1 });
+    expect(result.status).toBe("completed");
+    expect(seen.beforeRun).toMatchObject({ iteration: 0, tokensUsed: 0, costUsd: 0, maxTokens: 500, maxCostUsd: 1 });
+    expect(seen.beforeFinish).toMatchObject({ iteration: 1, tokensUsed: 42, maxTokens: 500 });
+    expect(seen.beforeFinish.costUsd).toBeCloseTo(0.04, 9);
+  });
 });
