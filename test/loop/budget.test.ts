@@ -169,9 +169,11 @@ describe("usage and budgets", () => {
             name: "watch",
             beforeRun: (p) => {
               seen.beforeRun = p.budget;
+              return undefined;
             },
             beforeFinish: (p) => {
               seen.beforeFinish = p.budget;
+              return undefined;
             },
           },
         ],
