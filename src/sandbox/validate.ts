@@ -1,8 +1,8 @@
 import { hookContractError, HookboxError } from "../errors.js";
-import { jsonPath } from "../contracts/json-path.js";
 import { validateHookReturn } from "../contracts/validate-hook-return.js";
+import { checkParsedTurn } from "../contracts/turn-shape.js";
 import type { Json } from "../turns/json.js";
-import { TurnSchema, type Turn } from "../turns/turn.js";
+import type { Turn } from "../turns/turn.js";
 import type { HookName } from "../turns/keys.gen.js";
 import { hookReturnSchemas, type HookReturns } from "../contracts/hook-returns.js";
 import { HOOK_NAMES } from "../turns/keys.gen.js";
@@ -18,11 +18,15 @@ export function parseGuestJson(text: string): Json | undefined {
   return text === "" ? undefined : (JSON.parse(text) as Json);
 }
 
-/** A sandboxed hook's return: the fast path for JSON.parse output first, the full contract check otherwise. */
+/**
+ * A sandboxed hook's return, checked with the trusted-leaf contracts only: the value is JSON.parse output,
+ * so neither a valid nor a rejected return walks into its payloads (a rejected 1 MiB `args` costs what a
+ * small one does).
+ */
 export function validateGuestHookReturn<H extends HookName>(script: string, hook: H, value: Json | undefined): HookReturns[H] {
   const fast = fastHookReturnSchemas[hook].safeParse(value);
   if (fast.success) return fast.data;
-  return validateHookReturn(script, hook, value);
+  return validateHookReturn(script, hook, value, fastHookReturnSchemas[hook]);
 }
 
 export function validateMiddlewareTurn(script: string, middleware: string, value: Json | undefined): Turn {
@@ -33,10 +37,8 @@ export function validateMiddlewareTurn(script: string, middleware: string, value
       { script, middleware, path: "$" },
     );
   }
-  const parsed = TurnSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw hookContractError(script, `middleware ${middleware}`, jsonPath(issue?.path ?? []), issue?.message ?? "not a turn");
-  }
-  return parsed.data as Turn;
+  // The one check of a script middleware's turn: the loop's chain does not check it again.
+  const problem = checkParsedTurn(value);
+  if (problem) throw hookContractError(script, `middleware ${middleware}`, problem.path, problem.message);
+  return value as unknown as Turn;
 }
