@@ -18,6 +18,7 @@ import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
+import { DEFAULT_RUN_BUDGETS, RunBudgetMeter, type RunBudgets } from "./run-budget.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -30,6 +31,8 @@ export interface LoopLimits {
   maxConsecutiveToolErrors: number;
   /** Backoff for retries the error policy asks for (hooks give their own). */
   defaultBackoffMs: number;
+  /** Bytes and tool calls the run may produce (default DEFAULT_RUN_BUDGETS). */
+  budgets?: RunBudgets;
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
@@ -81,28 +84,41 @@ function lastText(turn: Turn): string | undefined {
 /** Starts the tool loop on `turn` and returns its handle at once. */
 export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   const persistence = options.persistence;
+  const meter = new RunBudgetMeter(options.limits.budgets ?? DEFAULT_RUN_BUDGETS, initial);
   const events = new EventLog(
     { sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId },
-    persistence ? (event) => persistence.onEvent(event) : undefined,
+    (event) => {
+      meter.count(event);
+      persistence?.onEvent(event);
+    },
     options.resume?.nextSeq ?? 1,
   );
   const controller = new RunController(options.ids, events);
   const stepper = new Stepper(options.step.enabled, options.step.pauseTimeoutMs, events, controller.signal);
   controller.attachStepper(stepper);
-  controller.finishWith(runLoop(initial, options, events, controller, stepper));
+  controller.finishWith(runLoop(initial, options, { events, run: controller, stepper, meter }));
   if (options.deadlineMs !== undefined) controller.enforceDeadline(options.deadlineMs);
   return controller;
 }
 
 type Ending = Omit<RunResult, "turn" | "iterations">;
 
-async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, run: RunController, stepper: Stepper): Promise<RunResult> {
+interface RunParts {
+  events: EventLog;
+  run: RunController;
+  stepper: Stepper;
+  meter: RunBudgetMeter;
+}
+
+async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepper, meter }: RunParts): Promise<RunResult> {
   const { limits, ids } = options;
   const signal = run.signal;
   let turn: Turn = structuredClone(initial);
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
   const snapshot = async (phase: SnapshotPhase) => {
+    // An over-budget turn is never committed: the last snapshot within budget stays the session's history.
+    meter.check();
     await options.persistence?.onSnapshot(phase, structuredClone(turn));
   };
   const context = (): CommonContext => ({
@@ -127,8 +143,14 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     try {
       await snapshot("final");
     } catch (error) {
-      if (ending.status === "completed")
-        return finish({ status: "failed", reason: `store: ${(error as Error).message}`, errorCode: "STORE" });
+      if (ending.status === "completed") {
+        const code = error instanceof HookboxError ? error.code : "STORE";
+        return finish({
+          status: "failed",
+          reason: code === "STORE" ? `store: ${(error as Error).message}` : (error as Error).message,
+          errorCode: code,
+        });
+      }
     }
     events.emit({
       type: "run-finished",
@@ -183,8 +205,13 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         iterations += 1;
         await snapshot("pre_inference");
         events.emit({ type: "inference-started", iteration: iterations });
+        const asked = turn;
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
+        if (pending.length > meter.budgets.maxToolCallsPerInference) {
+          turn = asked; // the over-budget answer is not kept: no call of it runs, and no later run continues it
+          meter.checkToolCalls(pending.length);
+        }
         const text = lastText(turn);
         events.emit({ type: "inference-finished", iteration: iterations, ...(text !== undefined ? { text } : {}), toolCalls: pending });
         await snapshot("post_inference");
@@ -206,7 +233,12 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           toolTimeoutMs: limits.toolTimeoutMs,
           defaultBackoffMs: limits.defaultBackoffMs,
           journal,
+          maxToolResultBytes: meter.budgets.maxToolResultBytes,
         });
+        if (outcome.kind === "result") {
+          meter.addResultBlock(call.name, outcome.block);
+          meter.check();
+        }
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
         if (outcome.kind === "result" && journal && !journal.lookup(call.id)) await journal.record(call.id, outcome.block);
         return outcome;

@@ -33,6 +33,8 @@ export interface SessionManagerOptions {
   store: Store;
   /** The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume). */
   runtimeFor(tenant: string, session: SessionRecord): Promise<TenantRuntime>;
+  /** The tenant's store quota in bytes (none: unlimited); sessions, runs and every run write respect it. */
+  storeQuota?(tenant: string): number | undefined;
 }
 
 export interface SessionView {
@@ -41,17 +43,25 @@ export interface SessionView {
   status: "idle" | "running" | "interrupted";
   createdMs: number;
   forkedFrom?: { sessionId: string; runId: string };
+  /** Which runs `turns` holds: `limit` runs from `offset` (0 = the session's first run) of `total`. */
+  runs: { total: number; offset: number; limit: number };
   turns: { runId: string; status: RunRecord["status"]; prompt: string; phase?: string; turn?: Turn }[];
 }
+
+/** Runs in GET /v1/sessions/:id by default, and at most. */
+export const DESCRIBE_PAGE_RUNS = 20;
+export const DESCRIBE_MAX_RUNS = 200;
 
 export class SessionManager {
   readonly store: Store;
   private readonly runtimeFor: SessionManagerOptions["runtimeFor"];
   private readonly runs: LiveRuns;
+  private readonly storeQuota: (tenant: string) => number | undefined;
 
   constructor(options: SessionManagerOptions) {
     this.store = options.store;
     this.runtimeFor = options.runtimeFor;
+    this.storeQuota = options.storeQuota ?? (() => undefined);
     this.runs = new LiveRuns(options.store);
   }
 
@@ -63,7 +73,7 @@ export class SessionManager {
       defaults: options.defaults ?? {},
       createdMs: Date.now(),
     };
-    await this.store.createSession(record);
+    await this.store.createSession(record, this.quota(record.tenant));
     return new Session(this, record);
   }
 
@@ -83,19 +93,27 @@ export class SessionManager {
       const history = await this.history(sessionId);
       const runId = randomUUID();
       const merged = mergeRunOptions(record.defaults, options);
-      await this.store.createRun({
-        id: runId,
-        sessionId,
-        inferenceId: "",
-        prompt,
-        options: merged,
-        status: "running",
-        iterations: 0,
-        startedMs: Date.now(),
-        lastSeq: 0,
-        ownerPid: process.pid,
-      });
-      return this.runs.launch(runtime, { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged }, new Map());
+      await this.store.createRun(
+        {
+          id: runId,
+          sessionId,
+          inferenceId: "",
+          prompt,
+          options: merged,
+          status: "running",
+          iterations: 0,
+          startedMs: Date.now(),
+          lastSeq: 0,
+          ownerPid: process.pid,
+        },
+        this.quota(record.tenant),
+      );
+      return this.runs.launch(
+        runtime,
+        { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged },
+        new Map(),
+        this.quota(record.tenant),
+      );
     });
   }
 
@@ -131,6 +149,7 @@ export class SessionManager {
           resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations },
         },
         journal,
+        this.quota(record.tenant),
       );
     });
   }
@@ -151,7 +170,7 @@ export class SessionManager {
       ...(run ? { forkedFrom: { sessionId, runId: run.id } } : {}),
       ...(turn ? { initialTurn: turn } : {}),
     };
-    await this.store.createSession(record);
+    await this.store.createSession(record, this.quota(record.tenant));
     return new Session(this, record);
   }
 
@@ -175,27 +194,34 @@ export class SessionManager {
     return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
   }
 
-  async describe(sessionId: string): Promise<SessionView | undefined> {
+  /**
+   * The session and one page of its runs (default: the latest DESCRIBE_PAGE_RUNS), oldest first. Only the
+   * session's latest run carries its turn: that turn continues every earlier one, so the whole conversation
+   * is there once, and the answer stays bounded however many runs the session has.
+   */
+  async describe(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<SessionView | undefined> {
     const record = await this.store.getSession(sessionId);
     if (!record) return undefined;
-    const runs = await this.store.listRuns(sessionId);
-    const turns: SessionView["turns"] = [];
-    for (const run of runs) {
-      const snapshot = await this.store.latestSnapshot(run.id);
-      turns.push({
-        runId: run.id,
-        status: run.status,
-        prompt: run.prompt,
-        ...(snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}),
-      });
-    }
-    const status = this.runs.isBusy(sessionId) ? "running" : runs.at(-1)?.status === "interrupted" ? "interrupted" : "idle";
+    const total = await this.store.countRuns(sessionId);
+    const limit = Math.max(1, Math.min(page.limit ?? DESCRIBE_PAGE_RUNS, DESCRIBE_MAX_RUNS));
+    const offset = Math.max(0, Math.min(page.offset ?? total - limit, total));
+    const runs = await this.store.listRuns(sessionId, { offset, limit });
+    const latest = total > 0 ? (await this.store.listRuns(sessionId, { offset: total - 1, limit: 1 }))[0] : undefined;
+    const snapshot = latest && (await this.store.latestSnapshot(latest.id));
+    const turns: SessionView["turns"] = runs.map((run) => ({
+      runId: run.id,
+      status: run.status,
+      prompt: run.prompt,
+      ...(run.id === latest?.id && snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}),
+    }));
+    const status = this.runs.isBusy(sessionId) ? "running" : latest?.status === "interrupted" ? "interrupted" : "idle";
     return {
       sessionId,
       tenant: record.tenant,
       status,
       createdMs: record.createdMs,
       ...(record.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
+      runs: { total, offset, limit },
       turns,
     };
   }
@@ -216,6 +242,11 @@ export class SessionManager {
 
   async close(): Promise<void> {
     await this.interruptAll("the session manager was closed while the run was in flight");
+  }
+
+  private quota(tenant: string): { maxTenantBytes?: number } {
+    const maxTenantBytes = this.storeQuota(tenant);
+    return maxTenantBytes === undefined ? {} : { maxTenantBytes };
   }
 
   private async requireSession(sessionId: string): Promise<SessionRecord> {

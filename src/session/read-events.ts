@@ -2,6 +2,9 @@ import type { HookboxEvent } from "../events/types.js";
 import type { Store } from "../store/types.js";
 import { isTerminal, type RunFeed } from "./run-feed.js";
 
+/** One read of stored events: at most this many, and stop after ~1 MiB of them. */
+export const EVENT_PAGE = { limit: 256, maxBytes: 1024 * 1024 };
+
 /**
  * A run's events with seq > afterSeq: first what the store committed, then live ones as they are
  * committed, with no gap and no duplicate (we subscribe before reading the store and skip seen seqs).
@@ -27,12 +30,20 @@ export async function* readRunEvents(options: {
   options.signal?.addEventListener("abort", stop, { once: true });
   try {
     let last = options.afterSeq;
-    const stored = await store.listEvents(runId, last);
-    for (const [index, event] of stored.entries()) {
-      yield event;
-      last = event.seq;
-      // A stored interrupted end is final only when nothing follows it and the run is not live again.
-      if (isTerminal(event, feed !== undefined || index < stored.length - 1)) return;
+    // Stored events come page by page: a reader of a huge run holds one bounded page at a time.
+    for (
+      let page = await store.listEvents(runId, last, EVENT_PAGE);
+      page.length > 0;
+      page = await store.listEvents(runId, last, EVENT_PAGE)
+    ) {
+      for (const [index, event] of page.entries()) {
+        yield event;
+        last = event.seq;
+        if (event.type !== "run-finished") continue;
+        // A stored interrupted end is final only when nothing follows it and the run is not live again.
+        const follows = index < page.length - 1 || (await store.listEvents(runId, last, { limit: 1 })).length > 0;
+        if (isTerminal(event, feed !== undefined || follows)) return;
+      }
     }
     if (!feed) return;
     while (!options.signal?.aborted) {

@@ -11,8 +11,15 @@ export class RunFeed {
     return () => this.listeners.delete(listener);
   }
 
+  /** A listener that throws is a reader's bug: it is logged and never stops the run or the other readers. */
   publish(event: HookboxEvent): void {
-    for (const listener of this.listeners) listener(event);
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        process.stderr.write(`hookbox: an event reader failed on event ${event.seq}: ${(error as Error)?.message ?? String(error)}\n`);
+      }
+    }
   }
 }
 

@@ -64,12 +64,17 @@ describe("SessionManager", () => {
     const history = runtime.requests[1].history!;
     expect(history.blocks.map((b) => b.payload.text ?? b.payload.id)).toEqual(["first", "c1", "c1", "one"]);
     const view = await manager.describe(session.id);
+    // Only the latest run carries its turn (it continues the earlier ones): the view stays bounded.
     expect(view).toMatchObject({
       status: "idle",
-      turns: [
-        { status: "completed", phase: "final" },
-        { status: "completed", phase: "final" },
-      ],
+      runs: { total: 2, offset: 0, limit: 20 },
+      turns: [{ status: "completed" }, { status: "completed", phase: "final" }],
+    });
+    expect(view?.turns[0].turn).toBeUndefined();
+    expect(view?.turns[1].turn?.blocks.length).toBeGreaterThan(history.blocks.length);
+    expect(await manager.describe(session.id, { offset: 1, limit: 5 })).toMatchObject({
+      runs: { total: 2, offset: 1, limit: 5 },
+      turns: [{ phase: "final" }],
     });
   });
 
