@@ -212,6 +212,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
           turn = asked; // the over-budget answer is not kept: no call of it runs, and no later run continues it
           meter.checkToolCalls(pending.length);
         }
+        meter.measureTurn(turn);
         const text = lastText(turn);
         events.emit({ type: "inference-finished", iteration: iterations, ...(text !== undefined ? { text } : {}), toolCalls: pending });
         await snapshot("post_inference");

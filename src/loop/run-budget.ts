@@ -50,11 +50,15 @@ export class RunBudgetMeter {
       });
   }
 
-  /** Called for every event; the model's output also grows the turn. */
+  /** Called for every event. */
   count(event: HookboxEvent): void {
-    const bytes = JSON.stringify(event).length;
-    this.runBytes += bytes;
-    if (event.type === "inference-finished") this.turnBytes += bytes;
+    this.runBytes += JSON.stringify(event).length;
+    this.checkTotals();
+  }
+
+  /** After each inference: the middleware chain may have rewritten the whole turn, so it is measured anew. */
+  measureTurn(turn: Turn): void {
+    this.turnBytes = JSON.stringify(turn).length;
     this.checkTotals();
   }
 

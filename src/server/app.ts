@@ -9,6 +9,7 @@ import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } fro
 import { TokenBucket } from "./rate-limit.js";
 import { StreamCounter, streamRunEvents } from "./sse.js";
 import { refuseAboveLimits } from "./tenant-ceilings.js";
+import { textSlices } from "../session/one-per-tick.js";
 import type { Redactor } from "./redact.js";
 
 type Env = { Variables: { tenant: string } };
@@ -92,7 +93,8 @@ export function createApp({ config, manager, draining, redact = (text) => text }
   app.get("/v1/sessions/:sessionId", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
     const page = { offset: queryCount(c, "offset"), limit: queryCount(c, "limit") };
-    return c.json(await manager.describe(session.id, page));
+    c.header("content-type", "application/json; charset=UTF-8");
+    return c.body(textSlices((await manager.describeJson(session.id, page))!));
   });
 
   app.post("/v1/sessions/:sessionId/runs", async (c) => {

@@ -28,6 +28,9 @@ import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns } from "./live-runs.js";
 import { readRunEvents } from "./read-events.js";
 import { Session, type CreateSessionOptions } from "./session.js";
+import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
+
+export type { SessionView } from "./describe.js";
 
 export interface SessionManagerOptions {
   store: Store;
@@ -36,21 +39,6 @@ export interface SessionManagerOptions {
   /** The tenant's store quota in bytes (none: unlimited); sessions, runs and every run write respect it. */
   storeQuota?(tenant: string): number | undefined;
 }
-
-export interface SessionView {
-  sessionId: string;
-  tenant: string;
-  status: "idle" | "running" | "interrupted";
-  createdMs: number;
-  forkedFrom?: { sessionId: string; runId: string };
-  /** Which runs `turns` holds: `limit` runs from `offset` (0 = the session's first run) of `total`. */
-  runs: { total: number; offset: number; limit: number };
-  turns: { runId: string; status: RunRecord["status"]; prompt: string; phase?: string; turn?: Turn }[];
-}
-
-/** Runs in GET /v1/sessions/:id by default, and at most. */
-export const DESCRIBE_PAGE_RUNS = 20;
-export const DESCRIBE_MAX_RUNS = 200;
 
 export class SessionManager {
   readonly store: Store;
@@ -194,36 +182,19 @@ export class SessionManager {
     return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
   }
 
-  /**
-   * The session and one page of its runs (default: the latest DESCRIBE_PAGE_RUNS), oldest first. Only the
-   * session's latest run carries its turn: that turn continues every earlier one, so the whole conversation
-   * is there once, and the answer stays bounded however many runs the session has.
-   */
+  /** The session and one page of its runs (src/session/describe.ts); only the latest run carries its turn. */
   async describe(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<SessionView | undefined> {
-    const record = await this.store.getSession(sessionId);
-    if (!record) return undefined;
-    const total = await this.store.countRuns(sessionId);
-    const limit = Math.max(1, Math.min(page.limit ?? DESCRIBE_PAGE_RUNS, DESCRIBE_MAX_RUNS));
-    const offset = Math.max(0, Math.min(page.offset ?? total - limit, total));
-    const runs = await this.store.listRuns(sessionId, { offset, limit });
-    const latest = total > 0 ? (await this.store.listRuns(sessionId, { offset: total - 1, limit: 1 }))[0] : undefined;
-    const snapshot = latest && (await this.store.latestSnapshot(latest.id));
-    const turns: SessionView["turns"] = runs.map((run) => ({
-      runId: run.id,
-      status: run.status,
-      prompt: run.prompt,
-      ...(run.id === latest?.id && snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}),
-    }));
-    const status = this.runs.isBusy(sessionId) ? "running" : latest?.status === "interrupted" ? "interrupted" : "idle";
-    return {
-      sessionId,
-      tenant: record.tenant,
-      status,
-      createdMs: record.createdMs,
-      ...(record.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
-      runs: { total, offset, limit },
-      turns,
-    };
+    const described = await describeSession({ store: this.store, sessionId, busy: this.runs.isBusy(sessionId), page });
+    if (!described) return undefined;
+    const { view, turnJson } = described;
+    if (turnJson !== undefined) view.turns[view.turns.length - 1].turn = JSON.parse(turnJson) as Turn;
+    return view;
+  }
+
+  /** The same view as JSON text, the turn passed on as stored: what the HTTP API answers. */
+  async describeJson(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<string | undefined> {
+    const described = await describeSession({ store: this.store, sessionId, busy: this.runs.isBusy(sessionId), page });
+    return described && sessionViewJson(described.view, described.turnJson);
   }
 
   get liveRunCount(): number {

@@ -1,6 +1,7 @@
 import type { HookboxEvent } from "../events/types.js";
 import type { Store } from "../store/types.js";
 import { isTerminal, type RunFeed } from "./run-feed.js";
+import { onePerTick } from "./one-per-tick.js";
 
 /** One read of stored events: at most this many, and stop after ~1 MiB of them. */
 export const EVENT_PAGE = { limit: 256, maxBytes: 1024 * 1024 };
@@ -31,11 +32,8 @@ export async function* readRunEvents(options: {
   try {
     let last = options.afterSeq;
     // Stored events come page by page: a reader of a huge run holds one bounded page at a time.
-    for (
-      let page = await store.listEvents(runId, last, EVENT_PAGE);
-      page.length > 0;
-      page = await store.listEvents(runId, last, EVENT_PAGE)
-    ) {
+    const readPage = () => onePerTick(() => store.listEvents(runId, last, EVENT_PAGE));
+    for (let page = await readPage(); page.length > 0; page = await readPage()) {
       for (const [index, event] of page.entries()) {
         yield event;
         last = event.seq;

@@ -11,6 +11,7 @@ import type {
   SessionSummary,
   SnapshotRecord,
   Store,
+  StoredSnapshotText,
   TenantUsage,
   WriteOptions,
 } from "./types.js";
@@ -161,6 +162,13 @@ export class MemoryStore implements Store {
     };
     state.snapshots.push(snapshot);
     return snapshot;
+  }
+
+  async latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined> {
+    const snapshot = this.runs.get(runId)?.snapshots.at(-1);
+    if (!snapshot) return undefined;
+    const { turn, ...rest } = snapshot;
+    return { ...rest, turnJson: JSON.stringify(turn) };
   }
 
   async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {

@@ -14,6 +14,7 @@ import type {
   SessionSummary,
   SnapshotRecord,
   Store,
+  StoredSnapshotText,
   TenantUsage,
   WriteOptions,
 } from "./types.js";
@@ -224,6 +225,13 @@ export class SqliteStore implements Store {
         return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
       })(),
     );
+  }
+
+  async latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined> {
+    const row = this.statements.latestSnapshot.get(runId) as SnapshotRow | undefined;
+    if (!row) return undefined;
+    const { turn: _turn, ...rest } = rowToSnapshot({ ...row, turn: "null" });
+    return { ...rest, turnJson: row.turn };
   }
 
   async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {

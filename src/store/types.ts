@@ -58,6 +58,8 @@ export interface SnapshotRecord {
   createdMs: number;
 }
 
+export type StoredSnapshotText = Omit<SnapshotRecord, "turn"> & { turnJson: string };
+
 export interface PauseRecord {
   pauseId: string;
   runId: string;
@@ -122,6 +124,8 @@ export interface Store {
   /** Commits a phase snapshot; lastSeq and iterations are taken from the run as committed so far. */
   saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord>;
   latestSnapshot(runId: string): Promise<SnapshotRecord | undefined>;
+  /** The latest snapshot with its turn as the stored JSON text: a big turn is passed on without parsing it. */
+  latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined>;
   listSnapshots(runId: string): Promise<SnapshotRecord[]>;
 
   openPauses(runId: string): Promise<PauseRecord[]>;
