@@ -189,6 +189,7 @@ function probe(url) {
 }
 
 const attacks = {
+  "none: the victim's run alone (baseline for every row)": async () => undefined,
   "40 tool results of 8 MiB (per-result budget)": async (url) => expectFinal(await runToEnd(url, "flood"), "RUN_BUDGET"),
   "40 tool results of 8 MiB, per-result budget raised (run byte budget)": async (url) =>
     expectFinal(await runToEnd(url, "hoarder"), "RUN_BUDGET"),

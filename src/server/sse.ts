@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { SessionManager } from "../session/manager.js";
 import type { HookboxEvent } from "../events/types.js";
+import type { StoredEventText } from "../store/types.js";
 import { ApiError } from "./api-error.js";
 import type { Redactor } from "./redact.js";
 
@@ -60,8 +61,8 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
     stream.onAbort(() => closed.abort());
     const heartbeat = setInterval(() => void stream.write(": keep-alive\n\n").catch(() => closed.abort()), HEARTBEAT_MS);
     try {
-      for await (const event of options.manager.events(options.runId, options.afterSeq, closed.signal)) {
-        await stream.writeSSE({ id: String(event.seq), data: JSON.stringify(redactEvent(event, options.redact)) });
+      for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, closed.signal)) {
+        await stream.writeSSE({ id: String(item.seq), data: redactEventText(item, options.redact) });
       }
     } finally {
       clearInterval(heartbeat);
@@ -70,9 +71,16 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
   });
 }
 
-/** Error texts in events (a run's reason, a tool's error) may name host paths; results and prompts are the tenant's own data. */
-function redactEvent(event: HookboxEvent, redact: Redactor): HookboxEvent {
-  if (event.type === "run-finished" && event.reason !== undefined) return { ...event, reason: redact(event.reason) };
-  if (event.type === "tool-finished" && event.error) return { ...event, error: { ...event.error, message: redact(event.error.message) } };
-  return event;
+/**
+ * Error texts in events (a run's reason, a tool's error) may name host paths; results and prompts are the
+ * tenant's own data and pass as stored. Only events that can carry such a text are parsed.
+ */
+function redactEventText(item: StoredEventText, redact: Redactor): string {
+  const mayCarryError = item.type === "run-finished" || (item.type === "tool-finished" && item.json.includes('"error":'));
+  if (!mayCarryError) return item.json;
+  const event = JSON.parse(item.json) as HookboxEvent;
+  if (event.type === "run-finished" && event.reason !== undefined) return JSON.stringify({ ...event, reason: redact(event.reason) });
+  if (event.type === "tool-finished" && event.error)
+    return JSON.stringify({ ...event, error: { ...event.error, message: redact(event.error.message) } });
+  return item.json;
 }

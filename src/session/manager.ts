@@ -22,11 +22,11 @@ import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle } from "../loop/handle.js";
 import type { RunOptions, TenantRuntime } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
-import type { RunRecord, SessionRecord, SessionSummary, Store } from "../store/types.js";
+import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns } from "./live-runs.js";
-import { readRunEvents } from "./read-events.js";
+import { readRunEvents, readRunEventTexts } from "./read-events.js";
 import { Session, type CreateSessionOptions } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
 
@@ -180,6 +180,11 @@ export class SessionManager {
   /** Committed events with seq > afterSeq, then live ones; ends after the run's final `run-finished` (or when `signal` aborts). */
   events(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<HookboxEvent> {
     return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
+  }
+
+  /** The same events as JSON text, stored ones as stored (what SSE sends). */
+  eventTexts(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<StoredEventText> {
+    return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
   }
 
   /** The session and one page of its runs (src/session/describe.ts); only the latest run carries its turn. */

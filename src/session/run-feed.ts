@@ -24,6 +24,6 @@ export class RunFeed {
 }
 
 /** True when no more events of this run will follow (an interrupted run may be resumed, so only when it is not live). */
-export function isTerminal(event: HookboxEvent, live: boolean): boolean {
+export function isTerminal(event: { type: string; status?: string }, live: boolean): boolean {
   return event.type === "run-finished" && (event.status !== "interrupted" || !live);
 }

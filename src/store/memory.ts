@@ -11,6 +11,7 @@ import type {
   SessionSummary,
   SnapshotRecord,
   Store,
+  StoredEventText,
   StoredSnapshotText,
   TenantUsage,
   WriteOptions,
@@ -146,6 +147,14 @@ export class MemoryStore implements Store {
       if (bytes >= page.maxBytes) break;
     }
     return out;
+  }
+
+  async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
+    return (await this.listEvents(runId, afterSeq, page)).map((event) => ({
+      seq: event.seq,
+      type: event.type,
+      json: JSON.stringify(event),
+    }));
   }
 
   async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {

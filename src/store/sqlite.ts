@@ -14,6 +14,7 @@ import type {
   SessionSummary,
   SnapshotRecord,
   Store,
+  StoredEventText,
   StoredSnapshotText,
   TenantUsage,
   WriteOptions,
@@ -29,6 +30,8 @@ import {
   type SessionRow,
   type SnapshotRow,
 } from "./rows.js";
+
+type EventRow = { seq: number; type: string; body: string };
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
 export class SqliteStore implements Store {
@@ -62,7 +65,7 @@ export class SqliteStore implements Store {
       finishRun: db.prepare(
         "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?",
       ),
-      listEvents: db.prepare("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+      listEvents: db.prepare("SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
       openPause: db.prepare(
         "INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)",
       ),
@@ -200,15 +203,20 @@ export class SqliteStore implements Store {
   }
 
   async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
-    const events: HookboxEvent[] = [];
+    return (await this.listEventTexts(runId, afterSeq, page)).map((row) => JSON.parse(row.json) as HookboxEvent);
+  }
+
+  async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
+    const rows: StoredEventText[] = [];
     let bytes = 0;
     // Rows are read one at a time, so a page stops reading at its byte bound.
-    for (const row of this.statements.listEvents.iterate(runId, afterSeq, page.limit ?? -1) as IterableIterator<{ body: string }>) {
-      events.push(JSON.parse(row.body) as HookboxEvent);
+    const iterator = this.statements.listEvents.iterate(runId, afterSeq, page.limit ?? -1) as IterableIterator<EventRow>;
+    for (const row of iterator) {
+      rows.push({ seq: row.seq, type: row.type, json: row.body });
       bytes += row.body.length;
       if (page.maxBytes !== undefined && bytes >= page.maxBytes) break;
     }
-    return events;
+    return rows;
   }
 
   async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {

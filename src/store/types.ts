@@ -58,6 +58,13 @@ export interface SnapshotRecord {
   createdMs: number;
 }
 
+/** A stored event as its JSON text, for readers that pass it on (SSE) without parsing it. */
+export interface StoredEventText {
+  seq: number;
+  type: string;
+  json: string;
+}
+
 export type StoredSnapshotText = Omit<SnapshotRecord, "turn"> & { turnJson: string };
 
 export interface PauseRecord {
@@ -120,6 +127,8 @@ export interface Store {
   appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void>;
   /** Events with seq > afterSeq, in order; one bounded page of them with `page` (read a big run page by page). */
   listEvents(runId: string, afterSeq?: number, page?: PageOptions): Promise<HookboxEvent[]>;
+  /** The same page as stored JSON text. */
+  listEventTexts(runId: string, afterSeq?: number, page?: PageOptions): Promise<StoredEventText[]>;
 
   /** Commits a phase snapshot; lastSeq and iterations are taken from the run as committed so far. */
   saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord>;

@@ -132,6 +132,13 @@ describe.each(stores)("%s store", (_name, open) => {
     expect((await store.listEvents("r1", 3, { maxBytes: 1000 })).map((e) => e.seq)).toEqual([4, 5]);
     expect((await store.listEvents("r1", 4, { maxBytes: 1 })).map((e) => e.seq)).toEqual([5]);
     expect((await store.listEvents("r1", 10, { limit: 5 })).map((e) => e.seq)).toEqual([]);
+    // The same page as stored text, for readers that pass it on without parsing it.
+    const texts = await store.listEventTexts("r1", 3, { maxBytes: 1000 });
+    expect(texts.map((t) => [t.seq, t.type])).toEqual([
+      [4, "log"],
+      [5, "log"],
+    ]);
+    expect(texts.map((t) => JSON.parse(t.json))).toEqual(await store.listEvents("r1", 3, { maxBytes: 1000 }));
   });
 
   it("pages and counts a session's runs", async () => {
