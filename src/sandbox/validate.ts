@@ -13,6 +13,27 @@ const fastHookReturnSchemas = Object.fromEntries(
   HOOK_NAMES.map((hook) => [hook, trustJsonLeaves(hookReturnSchemas[hook])]),
 ) as typeof hookReturnSchemas;
 
+/** Every key some branch of each hook's contract allows (the contracts are strict objects of a few keys). */
+const allowedKeys = Object.fromEntries(
+  HOOK_NAMES.map((hook) => {
+    const options = (hookReturnSchemas[hook] as unknown as { options?: { shape?: Record<string, unknown> }[] }).options ?? [];
+    return [hook, new Set(options.flatMap((option) => Object.keys(option.shape ?? {})))];
+  }),
+) as Record<HookName, Set<string>>;
+
+/**
+ * A key no branch allows is an error whatever the branch; found in one pass before zod, which would otherwise
+ * list thousands of unknown keys once per branch of the union.
+ */
+function refuseStrayKeys(script: string, hook: HookName, value: Json | undefined): void {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+  const stray = Object.keys(value).filter((key) => !allowedKeys[hook].has(key));
+  if (stray.length === 0) return;
+  const named = stray.slice(0, 5).map((key) => JSON.stringify(key.slice(0, 40)));
+  const more = stray.length > 5 ? ` and ${stray.length - 5} more` : "";
+  throw hookContractError(script, hook, "$", `unknown field${stray.length > 1 ? "s" : ""} ${named.join(", ")}${more}`);
+}
+
 /** Text from the sandbox ("" = returned nothing) back to a value; it was produced by JSON.stringify inside. */
 export function parseGuestJson(text: string): Json | undefined {
   return text === "" ? undefined : (JSON.parse(text) as Json);
@@ -24,6 +45,7 @@ export function parseGuestJson(text: string): Json | undefined {
  * small one does).
  */
 export function validateGuestHookReturn<H extends HookName>(script: string, hook: H, value: Json | undefined): HookReturns[H] {
+  refuseStrayKeys(script, hook, value);
   const fast = fastHookReturnSchemas[hook].safeParse(value);
   if (fast.success) return fast.data;
   return validateHookReturn(script, hook, value, fastHookReturnSchemas[hook]);
