@@ -1,4 +1,4 @@
-import { dirname, resolve } from "node:path";
+import { dirname, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { homedir, tmpdir } from "node:os";
 
@@ -8,10 +8,11 @@ import { homedir, tmpdir } from "node:os";
  * message goes through one redactor; the operator's log keeps the full text.
  */
 
-/** hookbox's install folder: this file is dist/<bundle>.js or src/server/redact.ts. */
+/** hookbox's install folder: the folder holding `dist/` (the bundle, in any chunk folder) or `src/`. */
 function installRoot(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  return here.endsWith("/src/server") ? resolve(here, "../..") : resolve(here, "..");
+  const here = fileURLToPath(import.meta.url);
+  const at = Math.max(here.lastIndexOf(`${sep}dist${sep}`), here.lastIndexOf(`${sep}src${sep}`));
+  return at > 0 ? here.slice(0, at) : dirname(here);
 }
 
 export type Redactor = (text: string) => string;
