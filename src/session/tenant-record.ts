@@ -32,6 +32,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       model: config.model,
       limits: config.limits,
       runDefaults: config.runDefaults,
+      budgets: config.budgets,
     }),
   ) as JsonObject;
 }
@@ -51,6 +52,8 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (limits) config.limits = limits;
   const runDefaults = override?.runDefaults ?? record.runDefaults;
   if (runDefaults) config.runDefaults = runDefaults;
+  const budgets = override?.budgets ?? record.budgets;
+  if (budgets) config.budgets = budgets;
   return config;
 }
 
