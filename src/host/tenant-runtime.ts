@@ -7,6 +7,7 @@ import { PayloadKeys } from "../turns/keys.gen.js";
 import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
+import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
 import { hostHookProvider, scriptHookProvider, type HookProvider } from "../loop/hook-provider.js";
@@ -110,7 +111,7 @@ export async function createTenantRuntime(
           ...(options.maxCostUsd !== undefined ? { maxCostUsd: options.maxCostUsd } : {}),
           ...(pricing ? { pricing } : {}),
         },
-        limits: loopLimits(options),
+        limits: { ...loopLimits(options), budgets: { ...DEFAULT_RUN_BUDGETS, ...config.budgets } },
         ids: {
           runId,
           sessionId: request.sessionId,
@@ -155,10 +156,11 @@ function hostTool(tool: HostModule["tools"][number]): RegisteredTool {
     origin: "host",
     owner: "host tools",
     ...(tool.timeoutMs !== undefined ? { timeoutMs: tool.timeoutMs } : {}),
-    async invoke(args, ctx, signal) {
+    async invoke(args, ctx, signal, limits = {}) {
       const result = await tool.handler(args, ctx, { signal });
       if (result === undefined) return null;
       if (!isJson(result)) throw new HookboxError("TOOL_ERROR", `host tool ${tool.name} returned a value that is not JSON`);
+      if (limits.maxResultBytes !== undefined) checkToolResultSize(tool.name, JSON.stringify(result).length, limits.maxResultBytes);
       return result;
     },
   };
@@ -174,9 +176,9 @@ function buildRegistry(host: HostModule, manifests: ScriptManifest[], schemas: T
         ...tool,
         origin: "script",
         owner: `script ${manifest.name}`,
-        invoke: (args, ctx) => {
+        invoke: (args, ctx, _signal, limits) => {
           if (!run) throw new HookboxError("SANDBOX_CRASHED", `script tool ${tool.name} called without a sandbox run`);
-          return run.callTool(manifest.name, tool.name, args, ctx);
+          return run.callTool(manifest.name, tool.name, args, ctx, limits);
         },
       });
     }

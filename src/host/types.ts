@@ -5,6 +5,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
 import type { SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "../loop/usage-meter.js";
+import type { RunBudgets } from "../loop/run-budget.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -97,6 +98,8 @@ export interface TenantConfig {
   limits?: Partial<SandboxLimits>;
   /** Defaults for every run of this tenant. */
   runDefaults?: RunOptions;
+  /** What each run may produce (bytes, tool calls per inference); unset ones take DEFAULT_RUN_BUDGETS. */
+  budgets?: Partial<RunBudgets>;
 }
 
 export interface TenantRuntime {

@@ -11,7 +11,8 @@ export interface RegisteredTool extends ToolDefinition {
   owner: string;
   /** Per-tool timeout overriding the run's toolTimeoutMs. */
   timeoutMs?: number;
-  invoke(args: JsonObject, ctx: ToolContext, signal: AbortSignal): Promise<Json>;
+  /** `maxResultBytes`: the run's per-result budget; a bigger result throws RUN_BUDGET (see run-budget.ts). */
+  invoke(args: JsonObject, ctx: ToolContext, signal: AbortSignal, limits?: { maxResultBytes?: number }): Promise<Json>;
 }
 
 /** What a trusted host-tools module exports (default export: HostTool[]). */

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import type { RunBudgets } from "../loop/run-budget.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -45,6 +46,15 @@ const LimitsSchema = z.strictObject({
   maxCostUsd: z.number().positive().optional(),
   /** Retries per model call for 429, 5xx and network errors (default 2). */
   modelRetries: z.number().int().nonnegative().max(10).optional(),
+  /** Run budgets (src/loop/run-budget.ts): JSON characters per run's events, per tool result, per turn. */
+  maxRunBytes: positiveInt.optional(),
+  maxToolResultBytes: positiveInt.optional(),
+  maxTurnBytes: positiveInt.optional(),
+  maxToolCallsPerInference: positiveInt.optional(),
+  /** Bytes the tenant may keep in the store (default 1 GiB). */
+  maxStoreBytes: positiveInt.optional(),
+  /** Event streams (SSE) the tenant may hold open at once (default 16). */
+  maxEventStreams: positiveInt.optional(),
 });
 
 const PricingSchema = z.record(
@@ -81,7 +91,12 @@ export interface ServedTenant {
   config: TenantConfig;
   runsPerMinute: number;
   requestsPerMinute: number;
+  maxStoreBytes: number;
+  maxEventStreams: number;
 }
+
+export const DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_MAX_EVENT_STREAMS = 16;
 
 export interface ServerConfig {
   file: string;
@@ -159,7 +174,18 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (limits.approvalTimeoutMs !== undefined) runDefaults.approvalTimeoutMs = limits.approvalTimeoutMs;
     if (limits.maxFinishContinues !== undefined) runDefaults.maxFinishContinues = limits.maxFinishContinues;
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
-    return { config, runsPerMinute: limits.runsPerMinute ?? 600, requestsPerMinute: limits.requestsPerMinute ?? 6000 };
+    const budgets: Partial<RunBudgets> = {};
+    for (const name of ["maxRunBytes", "maxToolResultBytes", "maxTurnBytes", "maxToolCallsPerInference"] as const) {
+      if (limits[name] !== undefined) budgets[name] = limits[name];
+    }
+    if (Object.keys(budgets).length) config.budgets = budgets;
+    return {
+      config,
+      runsPerMinute: limits.runsPerMinute ?? 600,
+      requestsPerMinute: limits.requestsPerMinute ?? 6000,
+      maxStoreBytes: limits.maxStoreBytes ?? DEFAULT_MAX_STORE_BYTES,
+      maxEventStreams: limits.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+    };
   });
   const server = parsed.data.server ?? {};
   return {

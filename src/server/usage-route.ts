@@ -1,7 +1,6 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import type { SessionManager } from "../session/manager.js";
-import type { RunOptions } from "../host/types.js";
 import { ApiError } from "./api-error.js";
 
 type Env = { Variables: { tenant: string } };
@@ -49,18 +48,4 @@ export function registerUsageRoute(app: Hono<Env>, manager: SessionManager): voi
     };
     return c.json(report);
   });
-}
-
-/**
- * A tenant's maxTokens / maxCostUsd are ceilings as well as defaults: a request may lower them, never raise
- * them past what the operator configured.
- */
-export function withinTenantBudget<T extends Pick<RunOptions, "maxTokens" | "maxCostUsd">>(options: T, tenant: RunOptions | undefined): T {
-  const clamped = { ...options };
-  for (const key of ["maxTokens", "maxCostUsd"] as const) {
-    const ceiling = tenant?.[key];
-    const asked = clamped[key];
-    if (ceiling !== undefined && asked !== undefined && asked > ceiling) clamped[key] = ceiling;
-  }
-  return clamped;
 }

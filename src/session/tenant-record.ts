@@ -35,6 +35,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       pricing: config.pricing,
       limits: config.limits,
       runDefaults: config.runDefaults,
+      budgets: config.budgets,
     }),
   ) as JsonObject;
 }
@@ -58,6 +59,8 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (limits) config.limits = limits;
   const runDefaults = override?.runDefaults ?? record.runDefaults;
   if (runDefaults) config.runDefaults = runDefaults;
+  const budgets = override?.budgets ?? record.budgets;
+  if (budgets) config.budgets = budgets;
   return config;
 }
 

@@ -86,10 +86,16 @@ describe("GET /v1/usage and budgets over HTTP", () => {
     expect(bad.body.error.message).toContain("since");
   });
 
-  it("a tenant's maxTokens is a ceiling: a run asking for more still fails with BUDGET at the tenant's limit", async () => {
-    const events = await runToEnd("tight-key", { prompt: "record", maxTokens: 1_000_000 });
+  it("a tenant's maxTokens is the default and the ceiling: a run within it fails with BUDGET at it, one asking for more is refused", async () => {
+    const events = await runToEnd("tight-key");
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "failed", errorCode: "BUDGET" });
     expect((events.at(-1) as { reason: string }).reason).toContain("maxTokens (1000)");
+
+    const client = api(server.url, "tight-key");
+    const { body: session } = await client.request("POST", "/v1/sessions", {});
+    const above = await client.request("POST", `/v1/sessions/${session.sessionId}/runs`, { prompt: "record", maxTokens: 1_000_000 });
+    expect(above.status).toBe(400);
+    expect(above.body.error).toMatchObject({ code: "ABOVE_TENANT_LIMIT", path: "$.maxTokens" });
   });
 
   it("a traceparent header makes the run's trace id the caller's; a malformed one is ignored", async () => {

@@ -62,6 +62,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return failUsage("serve", error);
   }
   process.stdout.write(`hookbox serve: listening on ${server.url}\n`);
+  // The last net: each run's promise chain handles its own failures (src/session/live-runs.ts), so a rejection
+  // that still escapes is a host bug. It is logged, once, and the server goes on serving every tenant.
+  const onStrayRejection = (reason: unknown) =>
+    process.stderr.write(
+      `hookbox serve: unhandled rejection (a host bug; the server keeps running): ${(reason as Error)?.stack ?? String(reason)}\n`,
+    );
+  process.on("unhandledRejection", onStrayRejection);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -72,6 +79,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await server.drain();
   await shutdown();
+  process.off("unhandledRejection", onStrayRejection);
   process.stderr.write("hookbox serve: stopped\n");
   return 0;
 }
