@@ -11,7 +11,16 @@ export type {
   RetryBounds,
 } from "./host/types.js";
 export { createSandboxPool } from "./sandbox/index.js";
-export type { SandboxPool, SandboxLimits, ScriptSource, ScriptManifest, TenantSandbox, SandboxRun } from "./sandbox/api.js";
+export type {
+  SandboxPool,
+  SandboxLimits,
+  ScriptSource,
+  ScriptManifest,
+  TenantSandbox,
+  SandboxRun,
+  Isolation,
+  TenantSandboxOptions,
+} from "./sandbox/api.js";
 export type { RunHandle, RunResult, SnapshotPhase } from "./loop/handle.js";
 export type { HookboxEvent, EventType } from "./events/types.js";
 export type { HostTool } from "./loop/tool-registry.js";
