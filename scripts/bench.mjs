@@ -8,6 +8,7 @@ import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import vm from "node:vm";
+import { HOOK_BODY, percentile, smallPayload } from "./bench/payloads.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const json = process.argv.includes("--json");
@@ -25,26 +26,8 @@ function script(name, source) {
   return { path: filename };
 }
 
-const percentile = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-};
 const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
 
-// The same small hook everywhere: read the payload, decide, return a small object.
-const HOOK_BODY = `if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; return { action: "proceed" };`;
-const smallPayload = {
-  phase: "beforeToolCall",
-  call: { id: "call-1", name: "lookup_order", args: { id: "A17" }, origin: "script" },
-  attempt: 1,
-  sessionId: "s1",
-  inferenceId: "i1",
-  traceId: "t1",
-  turnId: "u1",
-  timestampMs: 1700000000000,
-  tags: { env: "bench" },
-  userContext: { originalUserRequest: "Please refund order A17", timestampMs: 1700000000000 },
-};
 const bigResult = {
   items: Array.from({ length: 800 }, (_, i) => ({
     id: `item-${i}`,

@@ -5,29 +5,15 @@ import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { HOOK_BODY, percentile, smallPayload } from "./payloads.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const log = (...parts) => process.stderr.write(`${parts.join(" ")}\n`);
 
-const payload = {
-  phase: "beforeToolCall",
-  call: { id: "call-1", name: "lookup_order", args: { id: "A17" }, origin: "script" },
-  attempt: 1,
-  sessionId: "s1",
-  inferenceId: "i1",
-  traceId: "t1",
-  turnId: "u1",
-  timestampMs: 1700000000000,
-  tags: {},
-};
-
 function tenantScript() {
   const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-tenancy-"));
   const path = join(dir, "policy.ts");
-  writeFileSync(
-    path,
-    `export default { hooks: { beforeToolCall(p) { if (p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; return { action: "proceed" }; } } };`,
-  );
+  writeFileSync(path, `export default { hooks: { beforeToolCall(p) { ${HOOK_BODY} } } };`);
   return { path };
 }
 
@@ -39,14 +25,13 @@ export function rssOf(pid) {
   }
 }
 
-const percentile = (values, p) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))];
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One tenant's life in these benches: load its script, open a run, make one hook call, close the run. */
 async function oneCall(pool, name, source, options) {
   const sandbox = pool.tenant(name, undefined, options);
   const run = await sandbox.openRun({ runId: `run-${name}`, scripts: await sandbox.load([source]) });
-  await run.callHook("policy", "beforeToolCall", payload);
+  await run.callHook("policy", "beforeToolCall", smallPayload);
   return run;
 }
 
@@ -86,7 +71,7 @@ async function coldStartAfterEvict(createSandboxPool, source) {
   const samples = [];
   for (const run of runs) {
     const started = performance.now();
-    await run.callHook("policy", "beforeToolCall", payload);
+    await run.callHook("policy", "beforeToolCall", smallPayload);
     samples.push(performance.now() - started);
   }
   await pool.close();
