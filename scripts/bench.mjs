@@ -8,7 +8,7 @@ import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import vm from "node:vm";
-import { HOOK_BODY, percentile, smallPayload } from "./bench/payloads.mjs";
+import { HOOK_BODY, countFailure, massFailures, percentile, smallPayload } from "./bench/payloads.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const json = process.argv.includes("--json");
@@ -222,7 +222,7 @@ async function rssPerTenant(count = 1000) {
   const before = total();
   const names = Array.from({ length: count }, (_, i) => `idle-${i}`);
   for (let i = 0; i < names.length; i += 32) {
-    await Promise.all(names.slice(i, i + 32).map((name) => pool.tenant(name).load([idle])));
+    await Promise.all(names.slice(i, i + 32).map((name) => pool.tenant(name).load([idle]).catch(countFailure)));
   }
   await new Promise((resolve) => setTimeout(resolve, 300));
   const after = total();
@@ -315,6 +315,7 @@ const results = {
   victim_hook_p99_ms_under_attack: round(attack.victimP99, 2),
   ...tenancy,
   node_version: process.version,
+  mass_tenant_failures: massFailures.count,
   ...server,
 };
 log(`done in ${round((performance.now() - started) / 1000, 1)} s`);

@@ -5,7 +5,7 @@ import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { HOOK_BODY, percentile, smallPayload } from "./payloads.mjs";
+import { HOOK_BODY, countFailure, massFailures, percentile, smallPayload } from "./payloads.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const log = (...parts) => process.stderr.write(`${parts.join(" ")}\n`);
@@ -44,7 +44,7 @@ async function rss10kTenants(createSandboxPool, source, count) {
   const started = performance.now();
   const names = Array.from({ length: count }, (_, i) => `tenant-${i}`);
   for (let i = 0; i < names.length; i += 32) {
-    await Promise.all(names.slice(i, i + 32).map(async (name) => (await oneCall(pool, name, source)).close()));
+    await Promise.all(names.slice(i, i + 32).map((name) => oneCall(pool, name, source).then((run) => run.close(), countFailure)));
   }
   await pause(300);
   const stats = pool.stats();
@@ -104,6 +104,7 @@ export async function measureTenancy({ dist, tenants = 10_000 }) {
     live_isolates_after_10k_tenants: tenK.liveIsolates,
     cold_start_after_evict_ms_p50: Math.round(coldMs * 1000) / 1000,
     rss_per_tenant_process_mb: Math.round(perProcessMb * 10) / 10,
+    ...(import.meta.url === pathToFileURL(process.argv[1]).href ? { mass_tenant_failures: massFailures.count } : {}),
   };
 }
 
