@@ -311,11 +311,6 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable {
     return true;
   }
 
-  /** True while the tenant is attached to a worker, where its isolate lives (diagnostics and tests). */
-  get hasLiveIsolate(): boolean {
-    return this.worker !== undefined;
-  }
-
   private detach(): void {
     const worker = this.worker;
     if (worker === undefined) return;
