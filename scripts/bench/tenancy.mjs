@@ -48,6 +48,10 @@ async function rss10kTenants(createSandboxPool, source, count) {
   }
   await pause(300);
   const stats = pool.stats();
+  const workers = pool
+    .workers()
+    .map((w) => ({ pid: w.pid, retiring: w.retiring, tenants: w.tenants.length, mb: Math.round(rssOf(w.pid) / 1048576) }));
+  log(`workers then: ${JSON.stringify(workers)}, host ${Math.round(rssOf(process.pid) / 1048576)} MB`);
   const rss = rssOf(process.pid) + pool.workers().reduce((sum, worker) => sum + rssOf(worker.pid), 0);
   log(
     `${count} tenants in ${Math.round(performance.now() - started)} ms: ${stats.liveIsolates} live isolates, ${stats.evictions} evicted, RSS ${Math.round(rss / 1048576)} MB`,
