@@ -1,5 +1,13 @@
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool, type TenantSandbox } from "./api.js";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type SandboxLimits,
+  type Isolation,
+  type SandboxPool,
+  type TenantSandbox,
+  type TenantSandboxOptions,
+} from "./api.js";
 import { defaultWorkerPath } from "./paths.js";
+import { DEFAULT_EVICTION, LiveIsolates } from "./live-isolates.js";
 import { Supervisor } from "./supervisor.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
 
@@ -23,12 +31,32 @@ export interface SandboxPoolOptions {
   prewarm?: boolean;
   /** Override the worker entry (default: dist/sandbox-worker.js). */
   workerPath?: string;
+  /** Default isolation of the pool's tenants (default "shared"); `pool.tenant()` may set it per tenant. */
+  isolation?: Isolation;
+  /** A tenant's isolate unused for this long is disposed, ms (default 300000; 0: never by age). */
+  idleMs?: number;
+  /** At most this many tenants keep a live isolate; beyond it the least recently used idle ones are disposed (default 2000). */
+  maxLiveIsolates?: number;
+}
+
+export interface PoolStats {
+  /** Tenants holding a live isolate in some worker (at most maxLiveIsolates, plus busy ones). */
+  liveIsolates: number;
+  /** Tenants the pool knows (live or evicted). */
+  tenants: number;
+  /** Isolates disposed by idleMs or the maxLiveIsolates cap so far. */
+  evictions: number;
+  /** Live worker processes, process-per-tenant ones included. */
+  workers: number;
 }
 
 export interface WorkerInfo {
   pid: number | undefined;
   role: "normal" | "quarantine";
+  isolation: Isolation;
   tenants: string[];
+  /** Isolates the worker itself reported holding with its last reply. */
+  isolates: number;
   rssBytes: number;
   retiring: boolean;
   /** Mean time the worker spent per run message, ms (diagnostics). */
@@ -38,6 +66,7 @@ export interface WorkerInfo {
 export interface SupervisedSandboxPool extends SandboxPool {
   /** The live worker processes (for diagnostics and fault tests). */
   workers(): WorkerInfo[];
+  stats(): PoolStats;
 }
 
 const livePools = new Set<Supervisor>();
@@ -66,11 +95,16 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       for (const tenant of tenants.values()) tenant.onWorkerRetiring(worker);
     },
   });
+  const live = new LiveIsolates({
+    idleMs: options.idleMs ?? DEFAULT_EVICTION.idleMs,
+    maxLiveIsolates: options.maxLiveIsolates ?? DEFAULT_EVICTION.maxLiveIsolates,
+  });
   livePools.add(supervisor);
   installExitHook();
   if (options.prewarm) supervisor.prewarm();
   const tenantOptions = {
     supervisor,
+    live,
     maxQueueDepth: options.maxQueueDepth ?? 256,
     maxNestingDepth: options.maxNestingDepth ?? 32,
     maxPayloadBytes: options.maxPayloadBytes ?? 8 * 1048576,
@@ -78,13 +112,15 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     logsPerSecond: options.logsPerSecond ?? 100,
   };
   return {
-    tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandbox {
+    tenant(name: string, limits?: Partial<SandboxLimits>, given?: TenantSandboxOptions): TenantSandbox {
       let tenant = tenants.get(name);
       if (tenant === undefined) {
-        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, tenantOptions);
+        const isolation = given?.isolation ?? options.isolation ?? "shared";
+        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, isolation, tenantOptions);
         tenants.set(name, tenant);
-      } else if (limits !== undefined) {
-        tenant.limits = { ...tenant.limits, ...limits };
+      } else {
+        if (limits !== undefined) tenant.limits = { ...tenant.limits, ...limits };
+        if (given?.isolation !== undefined) tenant.isolation = given.isolation;
       }
       return tenant;
     },
@@ -92,13 +128,19 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       return supervisor.workers().map((worker) => ({
         pid: worker.pid,
         role: worker.role,
+        isolation: supervisor.isDedicated(worker) ? "process-per-tenant" : "shared",
         tenants: [...worker.tenants],
+        isolates: worker.lastIsolates,
         rssBytes: worker.lastRssBytes,
         retiring: worker.retiring,
         meanWorkerMs: worker.replies ? worker.workerMsTotal / worker.replies : 0,
       }));
     },
+    stats(): PoolStats {
+      return { liveIsolates: live.size, tenants: tenants.size, evictions: live.evictions, workers: supervisor.workers().length };
+    },
     async close(): Promise<void> {
+      live.close();
       livePools.delete(supervisor);
       await supervisor.close();
     },

@@ -59,6 +59,8 @@ export class WorkerProcess {
   alive = true;
   retiring = false;
   lastRssBytes = 0;
+  /** Tenant isolates the worker reported holding with its last reply. */
+  lastIsolates = 0;
   /** Diagnostics: time the worker reported spending on replies, and how many. */
   workerMsTotal = 0;
   replies = 0;
@@ -181,6 +183,7 @@ export class WorkerProcess {
     this.queue.shift();
     this.replyPolling.record(performance.now() - this.headClockFrom);
     this.lastRssBytes = message.rssBytes;
+    this.lastIsolates = message.isolates ?? 0;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;
     if (this.queue.length > 0) this.startHeadClock(performance.now());

@@ -58,6 +58,8 @@ const TenantSchema = z.strictObject({
   hostTools: z.string().min(1).optional(),
   model: ModelSchema,
   limits: LimitsSchema.optional(),
+  /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
+  isolation: z.enum(["shared", "process-per-tenant"]).optional(),
 });
 
 const ConfigSchema = z.strictObject({
@@ -69,6 +71,10 @@ const ConfigSchema = z.strictObject({
       maxBodyBytes: positiveInt.optional(),
       /** On SIGTERM, how long in-flight runs may finish before they are interrupted, ms (default 1000). */
       drainMs: z.number().int().nonnegative().optional(),
+      /** A tenant's isolate unused for this long is disposed, ms (default 300000; 0: never by age). */
+      idleMs: z.number().int().nonnegative().optional(),
+      /** Tenants with a live isolate, at most (default 2000; least recently used idle ones go first). */
+      maxLiveIsolates: positiveInt.optional(),
     })
     .optional(),
 });
@@ -92,6 +98,9 @@ export interface ServerConfig {
   host: string;
   maxBodyBytes: number;
   drainMs: number;
+  /** The sandbox pool's eviction options (docs/sandbox.md); unset: the pool's defaults. */
+  idleMs?: number;
+  maxLiveIsolates?: number;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -140,6 +149,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     });
     const scripts = tenant.scripts.map((script, s) => ({ path: existingFile(file, base, script, `${at}.scripts[${s}]`) }));
     const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`) };
+    if (tenant.isolation) config.isolation = tenant.isolation;
     if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
     const limits = tenant.limits ?? {};
     const sandbox: Partial<SandboxLimits> = {};
@@ -176,6 +186,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     host: server.host ?? "127.0.0.1",
     maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024,
     drainMs: server.drainMs ?? 1000,
+    ...(server.idleMs !== undefined ? { idleMs: server.idleMs } : {}),
+    ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
   };
 }
 

@@ -31,7 +31,10 @@ export async function serveCommand(argv: string[]): Promise<number> {
   } catch (error) {
     return failUsage("serve", error);
   }
-  const pool = createSandboxPool();
+  const pool = createSandboxPool({
+    ...(config.idleMs !== undefined ? { idleMs: config.idleMs } : {}),
+    ...(config.maxLiveIsolates !== undefined ? { maxLiveIsolates: config.maxLiveIsolates } : {}),
+  });
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
     await closePool(pool);

@@ -203,6 +203,7 @@ function onMessage(message: HostMessage): void {
       tenants.get(message.tenant)?.dispose();
       tenants.delete(message.tenant);
       tenantLimits.delete(message.tenant);
+      limiters.delete(message.tenant);
       return;
   }
   const startedAt = performance.now();
@@ -224,6 +225,7 @@ function onMessage(message: HostMessage): void {
   reply.outcomes = sink.outcomes;
   reply.logs = sink.logs;
   reply.rssBytes = currentRss();
+  reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;
   writeFrame(pipe, encodeFrame(reply));
   repliedAt = performance.now();
