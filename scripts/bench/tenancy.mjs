@@ -1,4 +1,4 @@
-// Tenants apart (contract.md section 6): memory with 10,000 tenants under the default eviction, the cold start
+// Tenants apart (docs/sandbox.md "Tenants apart"): memory with 10,000 tenants under the default eviction, the cold start
 // after an eviction, and the memory cost of a process-per-tenant tenant. Used by scripts/bench.mjs; runs alone too:
 // `node scripts/bench/tenancy.mjs [--tenants N]` (after `npm run build`) prints its figures as one JSON object.
 import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
