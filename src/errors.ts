@@ -36,7 +36,8 @@ export type HostErrorCode =
   | "SESSION_BUSY"
   | "NOT_RESUMABLE"
   | "NOT_FOUND"
-  | "STORE";
+  | "STORE"
+  | "WALL_UNAVAILABLE";
 
 export interface SerializedError {
   code: string;

@@ -2,6 +2,8 @@ import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool } from "./
 import { defaultWorkerPath } from "./paths.js";
 import { Supervisor } from "./supervisor.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
+import { workerLauncher, type WallMode } from "./wall/mode.js";
+import type { WallKind } from "./wall/launcher.js";
 
 export interface SandboxPoolOptions {
   /** Sandbox worker processes for tenants in good standing (default 2). A quarantine worker comes on top. */
@@ -23,10 +25,18 @@ export interface SandboxPoolOptions {
   prewarm?: boolean;
   /** Override the worker entry (default: dist/sandbox-worker.js). */
   workerPath?: string;
+  /**
+   * The second wall around every worker process (docs/sandbox.md): "auto" (default) uses bubblewrap when it
+   * works here and warns once otherwise, "required" throws WALL_UNAVAILABLE without it, "none" opts out.
+   */
+  wall?: WallMode;
 }
 
 export interface WorkerInfo {
+  /** The process the host started (bwrap, with the wall on). */
   pid: number | undefined;
+  /** The Node process running guest code, as the host sees it (inside the wall; `pid` without it). */
+  nodePid: number | undefined;
   role: "normal" | "quarantine";
   tenants: string[];
   rssBytes: number;
@@ -39,6 +49,8 @@ export interface SupervisedSandboxPool extends SandboxPool {
   tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandboxImpl;
   /** The live worker processes (for diagnostics and fault tests). */
   workers(): WorkerInfo[];
+  /** The wall the workers run in. */
+  readonly wall: WallKind;
 }
 
 const livePools = new Set<Supervisor>();
@@ -55,8 +67,10 @@ function installExitHook(): void {
 
 export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedSandboxPool {
   const tenants = new Map<string, TenantSandboxImpl>();
+  const launcher = workerLauncher(options.wall);
   const supervisor = new Supervisor({
     workerPath: options.workerPath ?? defaultWorkerPath(),
+    launcher,
     workers: options.workers ?? 2,
     graceMs: options.killGraceMs ?? 500,
     rssBudgetBytes: (options.workerRssBudgetMb ?? 1024) * 1048576,
@@ -79,6 +93,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     logsPerSecond: options.logsPerSecond ?? 100,
   };
   return {
+    wall: launcher.wall,
     tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandboxImpl {
       let tenant = tenants.get(name);
       if (tenant === undefined) {
@@ -92,6 +107,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     workers(): WorkerInfo[] {
       return supervisor.workers().map((worker) => ({
         pid: worker.pid,
+        nodePid: launcher.nodePid(worker.child),
         role: worker.role,
         tenants: [...worker.tenants],
         rssBytes: worker.lastRssBytes,

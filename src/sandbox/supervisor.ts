@@ -1,7 +1,9 @@
 import { WorkerProcess, type WorkerExit, type WorkerRole } from "./worker-process.js";
+import type { Launcher } from "./wall/launcher.js";
 
 export interface SupervisorOptions {
   workerPath: string;
+  launcher: Launcher;
   workers: number;
   graceMs: number;
   rssBudgetBytes: number;
@@ -95,6 +97,7 @@ export class Supervisor {
   private spawn(role: WorkerRole): WorkerProcess {
     return new WorkerProcess({
       path: this.options.workerPath,
+      launcher: this.options.launcher,
       role,
       graceMs: this.options.graceMs,
       onExit: (worker, exit) => {
