@@ -5,6 +5,7 @@ import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*
  * The `hookbox serve --config FILE` file (contract.md section 5). Paths are relative to the file.
@@ -55,6 +56,8 @@ const ConfigSchema = z.strictObject({
       maxBodyBytes: positiveInt.optional(),
       /** On SIGTERM, how long in-flight runs may finish before they are interrupted, ms (default 1000). */
       drainMs: z.number().int().nonnegative().optional(),
+      /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
+      wall: z.enum(WALL_MODES).optional(),
     })
     .optional(),
 });
@@ -73,6 +76,8 @@ export interface ServerConfig {
   host: string;
   maxBodyBytes: number;
   drainMs: number;
+  /** Absent: the pool's default ("auto"). */
+  wall?: WallMode;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -144,6 +149,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     host: server.host ?? "127.0.0.1",
     maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024,
     drainMs: server.drainMs ?? 1000,
+    ...(server.wall ? { wall: server.wall } : {}),
   };
 }
 

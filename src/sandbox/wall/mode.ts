@@ -48,8 +48,10 @@ export function workerLauncher(mode: WallMode = "auto"): Launcher {
 
 function probeWall(): WallCheck {
   if (process.platform !== "linux") return { ok: false, reason: `bubblewrap needs Linux (this is ${process.platform})` };
-  const bwrap = onPath("bwrap");
-  if (bwrap === undefined) return { ok: false, reason: "bwrap is not installed" };
+  // HOOKBOX_BWRAP: where bwrap is, when it is not on PATH.
+  const given = process.env.HOOKBOX_BWRAP;
+  const bwrap = given ? (isExecutable(given) ? given : undefined) : onPath("bwrap");
+  if (bwrap === undefined) return { ok: false, reason: given ? `HOOKBOX_BWRAP=${given} is not an executable` : "bwrap is not installed" };
   const hostIsRoot = process.getuid?.() === 0;
   const setpriv = hostIsRoot ? onPath("setpriv") : undefined;
   if (hostIsRoot && setpriv === undefined)
@@ -67,15 +69,20 @@ function probeWall(): WallCheck {
 
 function onPath(name: string): string | undefined {
   const dirs = [...(process.env.PATH ?? "").split(delimiter), "/usr/bin", "/bin", "/usr/sbin", "/sbin"];
-  for (const dir of dirs) {
-    if (!dir) continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
+  return dirs.map((dir) => join(dir, name)).find((candidate) => candidate.startsWith("/") && isExecutable(candidate));
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
   }
-  return undefined;
+}
+
+/** `--wall VALUE` of the CLI commands (undefined when absent). */
+export function wallModeFlag(value: string | undefined): WallMode | undefined {
+  if (value === undefined || isWallMode(value)) return value;
+  throw new HookboxError("USAGE", `--wall ${value}: expected one of ${WALL_MODES.join(", ")}`);
 }

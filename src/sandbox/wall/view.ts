@@ -102,27 +102,27 @@ function nativeLibc(addon: string): Record<string, string> {
 
 const librariesOf = new Map<string, string[]>();
 
-/** The shared libraries (and the dynamic loader) `binaries` need, from `ldd`; none for static binaries. */
+/** The shared libraries (and the dynamic loader) `binaries` need, from one `ldd`; none for static binaries. */
 export function sharedLibraries(binaries: string[]): string[] {
-  const all = new Set<string>();
-  for (const binary of binaries) {
-    let libraries = librariesOf.get(binary);
-    if (libraries === undefined) {
-      libraries = parseLdd(runLdd(binary));
-      librariesOf.set(binary, libraries);
-    }
-    for (const library of libraries) all.add(library);
+  const key = binaries.join("\0");
+  let libraries = librariesOf.get(key);
+  if (libraries === undefined) {
+    libraries = [...new Set(parseLdd(runLdd(binaries)))];
+    librariesOf.set(key, libraries);
   }
-  return [...all];
+  return libraries;
 }
 
-function runLdd(binary: string): string {
+function runLdd(binaries: string[]): string {
   try {
-    return execFileSync("ldd", [binary], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    return execFileSync("ldd", binaries, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   } catch (error) {
-    const output = `${(error as { stdout?: string }).stdout ?? ""}${(error as { stderr?: string }).stderr ?? ""}`;
-    if (/not a dynamic executable|statically linked/.test(output)) return "";
-    throw new Error(`cannot list the shared libraries of ${binary} (ldd: ${output.trim() || (error as Error).message})`);
+    // ldd fails when any file is static; the others are still listed.
+    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
+    if (/not a dynamic executable|statically linked/.test(stdout + stderr)) return stdout;
+    throw new Error(
+      `cannot list the shared libraries of ${binaries.join(", ")} (ldd: ${(stdout + stderr).trim() || (error as Error).message})`,
+    );
   }
 }
 
