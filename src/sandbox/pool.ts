@@ -33,10 +33,10 @@ export interface SandboxPoolOptions {
 }
 
 export interface WorkerInfo {
-  /** The process the host started (bwrap, with the wall on). */
+  /** The Node process running guest code, as the host sees it (inside the second wall, when it is on). */
   pid: number | undefined;
-  /** The Node process running guest code, as the host sees it (inside the wall; `pid` without it). */
-  nodePid: number | undefined;
+  /** The process the host started: bwrap with the second wall on, the same as `pid` without it. */
+  launchedPid: number | undefined;
   role: "normal" | "quarantine";
   tenants: string[];
   rssBytes: number;
@@ -106,8 +106,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     },
     workers(): WorkerInfo[] {
       return supervisor.workers().map((worker) => ({
-        pid: worker.pid,
-        nodePid: launcher.nodePid(worker.child),
+        pid: launcher.nodePid(worker.child),
+        launchedPid: worker.pid,
         role: worker.role,
         tenants: [...worker.tenants],
         rssBytes: worker.lastRssBytes,

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
 import { runCli } from "../helpers/cli.js";
 import { writeFixture } from "../server/fixture.js";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import { wallMissing } from "../helpers/wall.js";
+import { script } from "../sandbox/helpers.js";
 
 /* sandbox.wall: auto / required / none, as the CLI, the serve config and the library take it. */
 
@@ -84,10 +86,13 @@ describe("the library option", () => {
     try {
       expect(walled.wall).toBe("bubblewrap");
       expect(plain.wall).toBe("none");
+      // A load answered means the worker's Node process is up.
+      for (const pool of [walled, plain]) await pool.tenant("t").load([script("hello", "export default { hooks: {} };")]);
       const [walledWorker] = walled.workers();
       const [plainWorker] = plain.workers();
-      expect(plainWorker.nodePid).toBe(plainWorker.pid);
-      expect(walledWorker.nodePid).not.toBe(walledWorker.pid);
+      expect(plainWorker.pid).toBe(plainWorker.launchedPid);
+      expect(walledWorker.pid).not.toBe(walledWorker.launchedPid);
+      expect(readFileSync(`/proc/${walledWorker.pid}/cmdline`, "utf8").split("\0")[0]).toBe("/hookbox/bin/node");
     } finally {
       await walled.close();
       await plain.close();

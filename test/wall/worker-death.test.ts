@@ -28,22 +28,22 @@ it("runs its workers inside bubblewrap (auto, with bubblewrap installed)", () =>
 it("the walled Node process killed mid-call: the call fails closed within a second, the next call works", async () => {
   const good = await victim(pool);
   const { run, inFlight, worker } = await spinningWorker("doomed-inside");
-  expect(worker.nodePid).toBeTypeOf("number");
-  expect(worker.nodePid).not.toBe(worker.pid);
+  expect(worker.pid).toBeTypeOf("number");
+  expect(worker.pid).not.toBe(worker.launchedPid);
   const killedAt = performance.now();
-  process.kill(worker.nodePid!, "SIGKILL");
+  process.kill(worker.pid!, "SIGKILL");
   const error = await timedRejection(inFlight);
   expect(error.code).toBe("SANDBOX_CRASHED");
   expect(performance.now() - killedAt).toBeLessThan(1000);
   expect(await run.callTool("spin-doomed-inside", "work", { spin: false }, toolCtx)).toEqual({ done: true });
-  await waitUntil(() => !isRunning(worker.pid!), 3000, "bwrap to exit with its sandbox");
+  await waitUntil(() => !isRunning(worker.launchedPid!), 3000, "bwrap to exit with its sandbox");
   await good.served();
 });
 
 it("bwrap killed mid-call takes the walled Node process with it; the next call works", async () => {
   const { run, inFlight, worker } = await spinningWorker("doomed-outside");
-  process.kill(worker.pid!, "SIGKILL");
+  process.kill(worker.launchedPid!, "SIGKILL");
   expect((await timedRejection(inFlight)).code).toBe("SANDBOX_CRASHED");
-  await waitUntil(() => !isRunning(worker.nodePid!), 3000, `the walled Node process ${worker.nodePid} to die with bwrap`);
+  await waitUntil(() => !isRunning(worker.pid!), 3000, `the walled Node process ${worker.pid} to die with bwrap`);
   expect(await run.callTool("spin-doomed-outside", "work", { spin: false }, toolCtx)).toEqual({ done: true });
 });
