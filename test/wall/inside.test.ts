@@ -38,7 +38,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   port = (server.address() as { port: number }).port;
   plan = {
-    reads: [secretFile, "/etc/shadow", join(repoRoot, "package.json")],
+    // /dev/tty: no terminal to inject keystrokes into.
+    reads: [secretFile, "/etc/shadow", join(repoRoot, "package.json"), "/dev/tty"],
     writes: [join(dir, "written"), "/tmp/written-by-probe", "/hookbox/written", "/hookbox/dist/sandbox-worker.js"],
     port,
     spawn: true,
@@ -81,7 +82,7 @@ describe("the second wall from inside", () => {
     expect(report.permissionModel).toBe(false);
     expectNothingReached(report);
     // Not refused by Node here: the host file is not in its view, the port is not in its network.
-    expect(report.reads.map((read) => read.error?.split(":")[0])).toEqual(["ENOENT", "ENOENT", "ENOENT"]);
+    expect(report.reads.map((read) => read.error?.split(":")[0])).toEqual(["ENOENT", "ENOENT", "ENOENT", "ENOENT"]);
     expect(report.connect!.error).toMatch(/ECONNREFUSED|ENETUNREACH/);
     for (const name of ["pid", "net", "ipc", "uts", "cgroup", "mnt"]) {
       expect(report.namespaces[name], `${name} namespace`).not.toBeNull();
