@@ -50,10 +50,19 @@ describe("--wall", () => {
     }
   });
 
-  it("an unknown value is a usage error", async () => {
+  it("an unknown value is a usage error (run, resume, serve, doctor)", async () => {
     const result = await runCli([...demo, "--wall", "sometimes"]);
     expect(result.code).toBe(2);
     expect(result.stderr).toBe("hookbox run: USAGE: --wall sometimes: expected one of auto, required, none\n");
+    for (const command of [
+      ["resume", "--store", "x.db", "--session", "s"],
+      ["serve", "--port", "0", "--store", "x.db", "--config", "c.json"],
+      ["doctor"],
+    ]) {
+      const other = await runCli([...command, "--wall", "sometimes"]);
+      expect(other.code).toBe(2);
+      expect(other.stderr).toBe(`hookbox ${command[0]}: USAGE: --wall sometimes: expected one of auto, required, none\n`);
+    }
   });
 });
 

@@ -37,21 +37,38 @@ export interface Launcher {
 
 /** No wall: Node as a direct child with the host's environment (the opt-out, and `auto` without bubblewrap). */
 export function plainLauncher(): Launcher {
-  const command = (request: LaunchRequest) => [...(request.nodeArgs ?? []), request.entry, ...(request.args ?? [])];
-  const env = (request: LaunchRequest) => ({ ...process.env, ...request.env });
-  return {
+  return commandLauncher({
     wall: "none",
+    command: process.execPath,
+    args: (request) => [...(request.nodeArgs ?? []), request.entry, ...(request.args ?? [])],
+    env: (request) => ({ ...process.env, ...request.env }),
+    nodePid: (child) => child.pid,
+  });
+}
+
+interface CommandLauncher {
+  wall: WallKind;
+  command: string;
+  args: (request: LaunchRequest) => string[];
+  env: (request: LaunchRequest) => NodeJS.ProcessEnv;
+  nodePid: Launcher["nodePid"];
+}
+
+/** A launcher that runs `command` with the arguments and environment it derives from each request. */
+function commandLauncher(spec: CommandLauncher): Launcher {
+  return {
+    wall: spec.wall,
     launch: (request) =>
-      spawn(process.execPath, command(request), { stdio: request.stdio, serialization: request.serialization, env: env(request) }),
+      spawn(spec.command, spec.args(request), { stdio: request.stdio, serialization: request.serialization, env: spec.env(request) }),
     launchSync: (request, options) =>
-      spawnSync(process.execPath, command(request), {
+      spawnSync(spec.command, spec.args(request), {
         encoding: "utf8",
         timeout: options.timeoutMs,
         input: options.input,
         killSignal: "SIGKILL",
-        env: env(request),
+        env: spec.env(request),
       }),
-    nodePid: (child) => child.pid,
+    nodePid: spec.nodePid,
   };
 }
 
@@ -90,18 +107,12 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
     const drop = tools.hostIsRoot ? [INSIDE.setpriv, ...setprivArgs()] : [];
     return [...bwrapArgs({ view, env, hostIsRoot: tools.hostIsRoot }), ...drop, ...node];
   };
-  return {
+  return commandLauncher({
     wall: "bubblewrap",
+    command: tools.bwrap,
+    args: argv,
     // bwrap itself gets no host variable either (only what spawn adds for the IPC channel).
-    launch: (request) => spawn(tools.bwrap, argv(request), { stdio: request.stdio, serialization: request.serialization, env: {} }),
-    launchSync: (request, options) =>
-      spawnSync(tools.bwrap, argv(request), {
-        encoding: "utf8",
-        timeout: options.timeoutMs,
-        input: options.input,
-        killSignal: "SIGKILL",
-        env: {},
-      }),
+    env: () => ({}),
     nodePid: (child) => (child.pid === undefined ? undefined : innermostPid(child.pid)),
-  };
+  });
 }
