@@ -30,7 +30,7 @@ export interface LaunchRequest {
 export interface Launcher {
   readonly wall: WallKind;
   launch(request: LaunchRequest): ChildProcess;
-  launchSync(request: LaunchRequest, options: { timeoutMs: number; input?: string }): SpawnSyncReturns<string>;
+  launchSync(request: LaunchRequest, options: { timeoutMs: number }): SpawnSyncReturns<string>;
   /** The host pid of the Node process a launched child runs (inside the wall: not the child's own pid). */
   nodePid(child: ChildProcess): number | undefined;
 }
@@ -64,7 +64,6 @@ function commandLauncher(spec: CommandLauncher): Launcher {
       spawnSync(spec.command, spec.args(request), {
         encoding: "utf8",
         timeout: options.timeoutMs,
-        input: options.input,
         killSignal: "SIGKILL",
         env: spec.env(request),
       }),
