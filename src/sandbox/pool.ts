@@ -61,7 +61,8 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once("exit", () => {
-    for (const supervisor of livePools) for (const worker of supervisor.workers()) worker.child.kill("SIGKILL");
+    for (const supervisor of livePools)
+      for (const worker of supervisor.workers()) worker.kill({ reason: "closed", detail: "the host exited" });
   });
 }
 

@@ -172,7 +172,7 @@ export class WorkerProcess {
 
   kill(exit: WorkerExit): void {
     if (this.exit === undefined) this.exit = exit;
-    if (this.alive) this.child.kill("SIGKILL");
+    if (this.alive) this.options.launcher.kill(this.child);
   }
 
   private onMessage(message: WorkerMessage): void {

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { existsSync, readFileSync, readlinkSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { hookboxBin, repoRoot } from "../helpers/cli.js";
 import { api, startServe } from "../server/serve-process.js";
 import { writeFixture } from "../server/fixture.js";
 import { descendants, waitUntil } from "../server/processes.js";
@@ -105,4 +109,47 @@ describe("the second wall from outside", () => {
       await server.stop();
     }
   });
+
+  it("a descriptor the host inherited without close-on-exec does not reach the process running a script", async () => {
+    wallLauncher();
+    const dir = mkdtempSync(join(tmpdir(), "hookbox-wall-fd-"));
+    const leak = join(dir, "host-log.txt");
+    writeFileSync(
+      join(dir, "spin.ts"),
+      `export default { tools: [{ name: "work", description: "spins", handler() { const end = Date.now() + 4000; while (Date.now() < end) {} return {}; } }] };`,
+    );
+    writeFileSync(
+      join(dir, "model.json"),
+      JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "work", args: {} }] }, { text: "done" }] }),
+    );
+    // The host's parent leaves fd 7 open on a host file (as a careless supervisor or shell would).
+    const host = spawn(
+      "bash",
+      [
+        "-c",
+        'exec 7>>"$LEAK"; exec "$NODE" "$BIN" run "$DIR/spin.ts" --model "scripted:$DIR/model.json" --prompt go --cpu-ms 20000 --wall-ms 20000',
+      ],
+      { cwd: repoRoot, env: { ...process.env, LEAK: leak, NODE: process.execPath, BIN: hookboxBin, DIR: dir } },
+    );
+    const exited = new Promise<number | null>((resolve) => host.on("exit", (code) => resolve(code)));
+    try {
+      await waitUntil(() => descendants(host.pid!).some((pid) => readCmd(pid) === "/hookbox/bin/node"), 10_000, "the walled worker");
+      const worker = descendants(host.pid!).find((pid) => readCmd(pid) === "/hookbox/bin/node")!;
+      expect(readlinkSync(`/proc/${host.pid}/fd/7`)).toBe(leak); // the host holds it
+      const targets = readdirSync(`/proc/${worker}/fd`).map((fd) => readlinkSync(`/proc/${worker}/fd/${fd}`));
+      expect(targets).not.toContain(leak);
+      expect(existsSync(`/proc/${worker}/fd/7`) && readlinkSync(`/proc/${worker}/fd/7`) === leak).toBe(false);
+    } finally {
+      host.kill("SIGKILL");
+      await exited;
+    }
+  });
 });
+
+function readCmd(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+  } catch {
+    return "";
+  }
+}

@@ -1,7 +1,8 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns, type StdioOptions } from "node:child_process";
 import { bwrapArgs, setprivArgs } from "./bwrap-args.js";
 import { permissionFlags } from "./inner-layer.js";
-import { innermostPid } from "./process-tree.js";
+import { CLOSE_FDS_FLAG, inheritedFds } from "./inherited-fds.js";
+import { innermostPid, killTree } from "./process-tree.js";
 import { INSIDE, wallView, type WallView } from "./view.js";
 
 /** How a launcher starts Node processes: inside the second wall, or as plain children of the host. */
@@ -33,6 +34,8 @@ export interface Launcher {
   launchSync(request: LaunchRequest, options: { timeoutMs: number }): SpawnSyncReturns<string>;
   /** The host pid of the Node process a launched child runs (inside the wall: not the child's own pid). */
   nodePid(child: ChildProcess): number | undefined;
+  /** SIGKILLs a launched child and whatever it started. */
+  kill(child: ChildProcess): void;
 }
 
 /** No wall: Node as a direct child with the host's environment (the opt-out, and `auto` without bubblewrap). */
@@ -43,6 +46,7 @@ export function plainLauncher(): Launcher {
     args: (request) => [...(request.nodeArgs ?? []), request.entry, ...(request.args ?? [])],
     env: (request) => ({ ...process.env, ...request.env }),
     nodePid: (child) => child.pid,
+    kill: (child) => child.kill("SIGKILL"),
   });
 }
 
@@ -52,6 +56,7 @@ interface CommandLauncher {
   args: (request: LaunchRequest) => string[];
   env: (request: LaunchRequest) => NodeJS.ProcessEnv;
   nodePid: Launcher["nodePid"];
+  kill: Launcher["kill"];
 }
 
 /** A launcher that runs `command` with the arguments and environment it derives from each request. */
@@ -68,6 +73,7 @@ function commandLauncher(spec: CommandLauncher): Launcher {
         env: spec.env(request),
       }),
     nodePid: spec.nodePid,
+    kill: spec.kill,
   };
 }
 
@@ -96,12 +102,15 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
       env.NODE_CHANNEL_FD = String(ipcFd);
       env.NODE_CHANNEL_SERIALIZATION_MODE = request.serialization ?? "json";
     }
+    const stdioCount = Array.isArray(request.stdio) ? request.stdio.length : 3;
+    const inherited = inheritedFds(stdioCount);
     const node = [
       INSIDE.node,
       ...(request.innerLayer === false ? [] : permissionFlags(view.readable)),
       ...(request.nodeArgs ?? []),
       view.entries.get(request.entry)!,
       ...(request.args ?? []),
+      ...(inherited.length ? [`${CLOSE_FDS_FLAG}${inherited.join(",")}`] : []),
     ];
     const drop = tools.hostIsRoot ? [INSIDE.setpriv, ...setprivArgs()] : [];
     return [...bwrapArgs({ view, env, hostIsRoot: tools.hostIsRoot }), ...drop, ...node];
@@ -113,5 +122,8 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
     // bwrap itself gets no host variable either (only what spawn adds for the IPC channel).
     env: () => ({}),
     nodePid: (child) => (child.pid === undefined ? undefined : innermostPid(child.pid)),
+    kill: (child) => {
+      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) killTree(child.pid);
+    },
   });
 }

@@ -8,6 +8,7 @@ import { readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { connect } from "node:net";
 import type { ProbePlan, ProbeReport, Attempt } from "./probe-report.js";
+import { closeInheritedFds } from "./inherited-fds.js";
 
 const NAMESPACES = ["pid", "net", "ipc", "uts", "cgroup", "mnt", "user"] as const;
 
@@ -100,5 +101,6 @@ async function probe(plan: ProbePlan): Promise<ProbeReport> {
   };
 }
 
+closeInheritedFds(); // as the worker does first (inherited-fds.ts)
 const plan = JSON.parse(process.argv[2] ?? "{}") as ProbePlan;
 process.stdout.write(`${JSON.stringify(await probe(plan))}\n`);

@@ -39,3 +39,29 @@ function scanForChildren(pid: number): number[] {
   }
   return children;
 }
+
+/**
+ * SIGKILLs `pid` and every process under it. bwrap's sandbox processes tie themselves to their parent only
+ * once set up: one killed with bwrap in the first milliseconds would wait forever for a parent that is gone.
+ * Stopping `pid` first keeps it from starting more while its tree is collected.
+ */
+export function killTree(pid: number): void {
+  const signal = (target: number, name: NodeJS.Signals) => {
+    try {
+      process.kill(target, name);
+    } catch {
+      // already gone
+    }
+  };
+  signal(pid, "SIGSTOP");
+  const tree: number[] = [];
+  const collect = (parent: number) => {
+    for (const child of childrenOf(parent)) {
+      tree.push(child);
+      collect(child);
+    }
+  };
+  collect(pid);
+  for (const target of tree) signal(target, "SIGKILL");
+  signal(pid, "SIGKILL");
+}
