@@ -31,6 +31,10 @@ export interface RunOptions {
   maxContextRestarts?: number;
   step?: boolean;
   pauseTimeoutMs?: number;
+  /** How long an approval (`ask`) waits before it counts as a rejection (default 300000). */
+  approvalTimeoutMs?: number;
+  /** How many more inferences beforeFinish may ask for in one run (default 3). */
+  maxFinishContinues?: number;
   tags?: Tags;
   /** Merged over `{originalUserRequest: prompt, timestampMs: now}`. */
   userContext?: Partial<UserContext> & { [key: string]: Json | undefined };
@@ -44,10 +48,13 @@ export interface RunPersistence {
   onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
   /** Called for every event, in seq order, before it is delivered to readers. */
   onEvent(event: HookboxEvent): void;
-  /** Tool results committed so far (by call id): on resume these calls are not executed again. */
+  /**
+   * Tool results committed so far, by the call's tool_call block id (model call ids repeat across
+   * responses): on resume these calls are not executed again.
+   */
   journal?: {
-    lookup(callId: string): Block | undefined;
-    record(callId: string, toolUse: Block): void | Promise<void>;
+    lookup(callBlockId: string): Block | undefined;
+    record(callBlockId: string, toolUse: Block): void | Promise<void>;
   };
 }
 
@@ -82,5 +89,4 @@ export interface TenantConfig {
 export interface TenantRuntime {
   readonly name: string;
   start(request: StartRunRequest): RunHandle;
-  close(): Promise<void>;
 }

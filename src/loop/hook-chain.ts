@@ -1,9 +1,17 @@
 import { HookboxError } from "../errors.js";
-import type { AfterToolCallPayload, BeforeToolCallPayload, OnToolErrorPayload, ToolErrorInfo } from "../contracts/context.js";
+import type {
+  AfterToolCallPayload,
+  BeforeFinishPayload,
+  BeforeRunPayload,
+  BeforeToolCallPayload,
+  OnToolErrorPayload,
+  ToolErrorInfo,
+} from "../contracts/context.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { EventLog } from "./event-log.js";
 import type { HookProvider } from "./hook-provider.js";
+import type { Approvals } from "./approvals.js";
 
 export type BeforeOutcome =
   | { kind: "proceed"; args: JsonObject }
@@ -20,6 +28,14 @@ export type ErrorOutcome =
   | { kind: "fail"; error?: string }
   | { kind: "abort"; reason: string; errorCode?: string };
 
+export type RunStartOutcome = { kind: "proceed"; prompt: string } | { kind: "deny"; reason: string; errorCode: string };
+
+export type FinishOutcome =
+  | { kind: "finish" }
+  | { kind: "continue"; message: string; script: string }
+  | { kind: "abort"; reason: string; errorCode?: string }
+  | { kind: "failed"; reason: string; errorCode: string };
+
 /** What a failing hook leads to, by its script's onHookError policy. */
 type HookFailure =
   { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
@@ -28,14 +44,20 @@ type HookFailure =
  * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the
  * previous one's arguments or result); the first terminal decision ends the chain for that call.
  * Every decision, including "no opinion" and hook failures, becomes a hook-decision event.
+ *
+ * `ask` (beforeToolCall) waits for a human right there: approved, the chain goes on with the approved
+ * arguments (later hooks still run); rejected or timed out, it ends as a deny. Run hooks: beforeRun
+ * rewrites accumulate and the first deny ends the chain; in beforeFinish the first continue or abort does.
  */
 export class HookChain {
   constructor(
     private readonly providers: HookProvider[],
     private readonly events: EventLog,
+    private readonly approvals?: Approvals,
   ) {}
 
-  async beforeToolCall(payload: BeforeToolCallPayload): Promise<BeforeOutcome> {
+  /** `signal` ends an open approval of this call when its batch stops (another call aborted the run). */
+  async beforeToolCall(payload: BeforeToolCallPayload, options: { signal?: AbortSignal } = {}): Promise<BeforeOutcome> {
     let args = payload.call.args;
     for (const provider of this.with("beforeToolCall")) {
       const current = { ...payload, call: { ...payload.call, args } };
@@ -56,9 +78,75 @@ export class HookChain {
       }
       if (decision.action === "skip") return { kind: "skip", result: decision.result, reason: decision.reason };
       if (decision.action === "deny") return { kind: "deny", reason: decision.reason };
+      if (decision.action === "ask") {
+        if (!this.approvals) return { kind: "deny", reason: `${provider.name} asked for an approval and nobody can answer here` };
+        const approval = await this.approvals.ask({
+          callId: payload.call.id,
+          name: payload.call.name,
+          args,
+          reason: decision.reason,
+          script: provider.name,
+          ...(decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        if (approval.decision === "approved") {
+          args = approval.args;
+          continue;
+        }
+        const why =
+          approval.decision === "timeout" ? approval.reason : `rejected by the reviewer${approval.reason ? `: ${approval.reason}` : ""}`;
+        return { kind: "deny", reason: why };
+      }
       return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
     }
     return { kind: "proceed", args };
+  }
+
+  /** Before the first inference: the prompt the model gets, or a denial (the run ends aborted, no model call). */
+  async beforeRun(payload: BeforeRunPayload): Promise<RunStartOutcome> {
+    let prompt = payload.prompt;
+    for (const provider of this.with("beforeRun")) {
+      let decision;
+      try {
+        decision = await provider.call("beforeRun", { ...payload, prompt });
+      } catch (error) {
+        const failure = this.fail(provider, "beforeRun", undefined, error);
+        if (failure.policy === "fail-open") continue;
+        // The guarded action is the run itself: fail-closed and abort-run both keep it from starting.
+        const reason = failure.policy === "abort-run" ? failure.reason : failure.error.message;
+        return {
+          kind: "deny",
+          reason,
+          errorCode: failure.policy === "abort-run" ? failure.errorCode : (failure.error.code ?? "SCRIPT_ERROR"),
+        };
+      }
+      this.decided(provider, "beforeRun", undefined, decision);
+      if (!decision) continue;
+      if (decision.action === "deny") return { kind: "deny", reason: `${provider.name}: ${decision.reason}`, errorCode: "RUN_DENIED" };
+      if (decision.prompt !== undefined) prompt = decision.prompt;
+    }
+    return { kind: "proceed", prompt };
+  }
+
+  /** When the model gave a final answer: finish, send the model on with a message, or end the run. */
+  async beforeFinish(payload: BeforeFinishPayload): Promise<FinishOutcome> {
+    for (const provider of this.with("beforeFinish")) {
+      let decision;
+      try {
+        decision = await provider.call("beforeFinish", payload);
+      } catch (error) {
+        const failure = this.fail(provider, "beforeFinish", undefined, error);
+        if (failure.policy === "fail-open") continue;
+        if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
+        // fail-closed: an answer the policy could not check is not delivered as completed.
+        return { kind: "failed", reason: failure.error.message, errorCode: failure.error.code ?? "SCRIPT_ERROR" };
+      }
+      this.decided(provider, "beforeFinish", undefined, decision);
+      if (!decision) continue;
+      if (decision.action === "continue") return { kind: "continue", message: decision.message, script: provider.name };
+      return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+    }
+    return { kind: "finish" };
   }
 
   async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
@@ -112,17 +200,23 @@ export class HookChain {
     return this.providers.filter((p) => p.has(hook));
   }
 
-  private decided(provider: HookProvider, hook: HookName, callId: string, decision: unknown): void {
+  private decided(provider: HookProvider, hook: HookName, callId: string | undefined, decision: unknown): void {
     const shown = decision === undefined ? { action: "none" } : (decision as JsonObject);
-    this.events.emit({ type: "hook-decision", hook, script: provider.name, callId, decision: shown });
+    this.events.emit({ type: "hook-decision", hook, script: provider.name, ...(callId !== undefined ? { callId } : {}), decision: shown });
   }
 
-  private fail(provider: HookProvider, hook: HookName, callId: string, error: unknown): HookFailure {
+  private fail(provider: HookProvider, hook: HookName, callId: string | undefined, error: unknown): HookFailure {
     const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
     const raw = error instanceof Error ? error.message : String(error);
     const message = raw.includes(hook) ? raw : `${provider.name}: ${hook} failed: ${raw}`;
     const policy = provider.onHookError;
-    this.events.emit({ type: "hook-decision", hook, script: provider.name, callId, decision: { action: "error", code, message, policy } });
+    this.events.emit({
+      type: "hook-decision",
+      hook,
+      script: provider.name,
+      ...(callId !== undefined ? { callId } : {}),
+      decision: { action: "error", code, message, policy },
+    });
     if (policy === "fail-open") {
       this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
       return { policy };

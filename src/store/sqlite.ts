@@ -6,6 +6,7 @@ import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
 import { interruptedEvent } from "./interrupted.js";
+import { pauseChange } from "./pause-events.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 import {
   rowToPause,
@@ -157,10 +158,12 @@ export class SqliteStore implements Store {
         );
       }
       s.insertEvent.run(runId, event.seq, event.type, JSON.stringify(event));
-      if (event.type === "debugger.pause") {
-        s.openPause.run(event.pauseId, runId, event.phase, event.deadlineMs, JSON.stringify(event.pendingToolCalls), event.timestampMs);
-      } else if (event.type === "debugger.continue") {
-        s.closePause.run(event.reason, event.pauseId, runId);
+      const pause = pauseChange(event);
+      if (pause?.open) {
+        const { pauseId, phase, deadlineMs, pending, openedMs } = pause.open;
+        s.openPause.run(pauseId, runId, phase, deadlineMs, JSON.stringify(pending), openedMs);
+      } else if (pause?.close) {
+        s.closePause.run(pause.close.reason, pause.close.pauseId, runId);
       } else if (event.type === "run-finished") {
         s.closeAllPauses.run("run-finished", runId);
         s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);

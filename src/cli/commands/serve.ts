@@ -41,7 +41,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
-    for (const runtime of runtimes.values()) await runtime.close().catch(() => undefined);
     await closePool(pool);
     await store.close();
   };
