@@ -100,6 +100,8 @@ export class WorkerProcess {
       env: workerEnv(),
     });
     this.pipe = this.child.stdio[4] as Socket;
+    // Niced before it starts its threads (they inherit it): bwrap's sandbox processes inherit it from bwrap.
+    if (this.role === "quarantine") this.lowerPriority(this.child.pid);
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000);
     });
@@ -178,7 +180,8 @@ export class WorkerProcess {
   private onMessage(message: WorkerMessage): void {
     if (message.type === "ready") {
       this.ready = true;
-      if (this.role === "quarantine") this.lowerPriority();
+      // Inside the wall, in case the sandbox was started before bwrap was niced.
+      if (this.role === "quarantine") this.lowerPriority(this.options.launcher.nodePid(this.child));
       if (this.queue.length > 0) this.startHeadClock(performance.now());
       return;
     }
@@ -199,9 +202,7 @@ export class WorkerProcess {
   }
 
   /** Misbehaving tenants live here: let the host and well-behaved workers win the CPU. */
-  private lowerPriority(): void {
-    // Once ready, the Node process exists (inside the wall, it is not the child the host started).
-    const pid = this.options.launcher.nodePid(this.child);
+  private lowerPriority(pid: number | undefined): void {
     if (pid === undefined) return;
     try {
       setPriority(pid, 19);
