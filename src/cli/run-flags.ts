@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { HookboxError } from "../errors.js";
 import type { RunOptions } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import { wallModeFlag, type WallMode } from "../sandbox/wall/mode.js";
 
 export interface RunFlags {
   scripts: string[];
@@ -16,6 +17,8 @@ export interface RunFlags {
   session?: string;
   limits: Partial<SandboxLimits>;
   options: RunOptions;
+  /** The sandbox's second wall (`--wall`; the pool's default when absent). */
+  wall?: WallMode;
 }
 
 const spec = {
@@ -40,6 +43,7 @@ const spec = {
   json: { type: "boolean" },
   store: { type: "string" },
   session: { type: "string" },
+  wall: { type: "string" },
 } as const;
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
@@ -123,5 +127,6 @@ export function parseRunFlags(argv: string[]): RunFlags {
     session: v.session,
     limits,
     options,
+    wall: wallModeFlag(v.wall),
   };
 }

@@ -10,6 +10,8 @@ import { defaultWorkerPath } from "./paths.js";
 import { DEFAULT_EVICTION, LiveIsolates } from "./live-isolates.js";
 import { Supervisor } from "./supervisor.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
+import { workerLauncher, type WallMode } from "./wall/mode.js";
+import type { WallKind } from "./wall/launcher.js";
 
 export interface SandboxPoolOptions {
   /** Sandbox worker processes for tenants in good standing (default 2). A quarantine worker comes on top. */
@@ -37,6 +39,11 @@ export interface SandboxPoolOptions {
   idleMs?: number;
   /** At most this many tenants keep a live isolate; beyond it the least recently used idle ones are disposed (default 2000). */
   maxLiveIsolates?: number;
+  /**
+   * The second wall around every worker process (docs/sandbox.md): "auto" (default) uses bubblewrap when it
+   * works here and warns once otherwise, "required" throws WALL_UNAVAILABLE without it, "none" opts out.
+   */
+  wall?: WallMode;
 }
 
 export interface PoolStats {
@@ -51,7 +58,10 @@ export interface PoolStats {
 }
 
 export interface WorkerInfo {
+  /** The Node process running guest code, as the host sees it (inside the second wall, when it is on). */
   pid: number | undefined;
+  /** The process the host started: bwrap with the second wall on, the same as `pid` without it. */
+  launchedPid: number | undefined;
   role: "normal" | "quarantine";
   isolation: Isolation;
   tenants: string[];
@@ -67,6 +77,8 @@ export interface SupervisedSandboxPool extends SandboxPool {
   /** The live worker processes (for diagnostics and fault tests). */
   workers(): WorkerInfo[];
   stats(): PoolStats;
+  /** The wall the workers run in. */
+  readonly wall: WallKind;
 }
 
 const livePools = new Set<Supervisor>();
@@ -77,14 +89,17 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once("exit", () => {
-    for (const supervisor of livePools) for (const worker of supervisor.workers()) worker.child.kill("SIGKILL");
+    for (const supervisor of livePools)
+      for (const worker of supervisor.workers()) worker.kill({ reason: "closed", detail: "the host exited" });
   });
 }
 
 export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedSandboxPool {
   const tenants = new Map<string, TenantSandboxImpl>();
+  const launcher = workerLauncher(options.wall);
   const supervisor = new Supervisor({
     workerPath: options.workerPath ?? defaultWorkerPath(),
+    launcher,
     workers: options.workers ?? 2,
     graceMs: options.killGraceMs ?? 500,
     rssBudgetBytes: (options.workerRssBudgetMb ?? 1024) * 1048576,
@@ -112,6 +127,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     logsPerSecond: options.logsPerSecond ?? 100,
   };
   return {
+    wall: launcher.wall,
     tenant(name: string, limits?: Partial<SandboxLimits>, given?: TenantSandboxOptions): TenantSandbox {
       let tenant = tenants.get(name);
       if (tenant === undefined) {
@@ -126,7 +142,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     },
     workers(): WorkerInfo[] {
       return supervisor.workers().map((worker) => ({
-        pid: worker.pid,
+        pid: launcher.nodePid(worker.child),
+        launchedPid: worker.pid,
         role: worker.role,
         isolation: supervisor.isDedicated(worker) ? "process-per-tenant" : "shared",
         tenants: [...worker.tenants],

@@ -1,8 +1,10 @@
 import type { Isolation } from "./api.js";
 import { WorkerProcess, type WorkerExit, type WorkerRole } from "./worker-process.js";
+import type { Launcher } from "./wall/launcher.js";
 
 export interface SupervisorOptions {
   workerPath: string;
+  launcher: Launcher;
   workers: number;
   graceMs: number;
   rssBudgetBytes: number;
@@ -113,6 +115,7 @@ export class Supervisor {
   private spawn(role: WorkerRole): WorkerProcess {
     return new WorkerProcess({
       path: this.options.workerPath,
+      launcher: this.options.launcher,
       role,
       graceMs: this.options.graceMs,
       onExit: (worker, exit) => {

@@ -6,6 +6,7 @@ import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { RunBudgets } from "../loop/run-budget.js";
+import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -75,6 +76,8 @@ const ConfigSchema = z.strictObject({
       idleMs: z.number().int().nonnegative().optional(),
       /** Tenants with a live isolate, at most (default 2000; least recently used idle ones go first). */
       maxLiveIsolates: positiveInt.optional(),
+      /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
+      wall: z.enum(WALL_MODES).optional(),
     })
     .optional(),
 });
@@ -101,6 +104,8 @@ export interface ServerConfig {
   /** The sandbox pool's eviction options (docs/sandbox.md); unset: the pool's defaults. */
   idleMs?: number;
   maxLiveIsolates?: number;
+  /** Absent: the pool's default ("auto"). */
+  wall?: WallMode;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -188,6 +193,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     drainMs: server.drainMs ?? 1000,
     ...(server.idleMs !== undefined ? { idleMs: server.idleMs } : {}),
     ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
+    ...(server.wall ? { wall: server.wall } : {}),
   };
 }
 

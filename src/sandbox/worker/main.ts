@@ -19,6 +19,10 @@ import { watchParent } from "./parent-watch.js";
 import { ScriptContext } from "./script-context.js";
 import { PollPolicy } from "../poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
+import { closeInheritedFds } from "../wall/inherited-fds.js";
+
+// Before anything else: descriptors the host holds without close-on-exec must not stay open in here.
+closeInheritedFds();
 
 const RUNTIME_HASH = "hookbox-runtime";
 const code = new CodeCache();
