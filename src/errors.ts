@@ -45,7 +45,9 @@ export type HostErrorCode =
   /** The tenant's stored bytes would go over its store quota. */
   | "STORE_QUOTA"
   /** A bug in the host itself surfaced in this run; the run fails, the host goes on. */
-  | "HOST_FAULT";
+  | "HOST_FAULT"
+  /** The sandbox wall was required and cannot be had on this machine. */
+  | "WALL_UNAVAILABLE";
 
 export interface SerializedError {
   code: string;

@@ -55,6 +55,8 @@ export type {
   SandboxRun,
   LogEntry,
   OnHookError,
+  Isolation,
+  TenantSandboxOptions,
 } from "./sandbox/api.js";
 
 // Sessions and their store.

@@ -4,6 +4,7 @@ import type { RunOptions } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { Pricing } from "../loop/usage-meter.js";
 import { parseTraceparent } from "../telemetry/run-trace.js";
+import { wallModeFlag, type WallMode } from "../sandbox/wall/mode.js";
 
 export interface RunFlags {
   scripts: string[];
@@ -21,6 +22,8 @@ export interface RunFlags {
   session?: string;
   limits: Partial<SandboxLimits>;
   options: RunOptions;
+  /** The sandbox's second wall (`--wall`; the pool's default when absent). */
+  wall?: WallMode;
 }
 
 const spec = {
@@ -52,6 +55,7 @@ const spec = {
   "fallback-model": { type: "string" },
   "fallback-base-url": { type: "string" },
   traceparent: { type: "string" },
+  wall: { type: "string" },
 } as const;
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
@@ -174,5 +178,6 @@ export function parseRunFlags(argv: string[]): RunFlags {
     session: v.session,
     limits,
     options,
+    wall: wallModeFlag(v.wall),
   };
 }

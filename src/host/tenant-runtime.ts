@@ -59,7 +59,9 @@ export async function createTenantRuntime(
     hooks: [...fromModule.hooks, ...(extras.host?.hooks ?? [])],
     middleware: [...fromModule.middleware, ...(extras.host?.middleware ?? [])],
   };
-  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
+  const sandbox: TenantSandbox | undefined = config.scripts.length
+    ? pool.tenant(config.name, config.limits, config.isolation ? { isolation: config.isolation } : undefined)
+    : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
   buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run

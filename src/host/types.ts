@@ -3,7 +3,7 @@ import type { Json } from "../turns/json.js";
 import type { Tags, UserContext } from "../contracts/context.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
-import type { SandboxLimits, ScriptSource } from "../sandbox/api.js";
+import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "../loop/usage-meter.js";
 import type { RunBudgets } from "../loop/run-budget.js";
 
@@ -96,6 +96,8 @@ export interface TenantConfig {
   /** USD per million tokens by model id (`"*"` for any other); needed for maxCostUsd. */
   pricing?: Pricing;
   limits?: Partial<SandboxLimits>;
+  /** "process-per-tenant": this tenant's isolates get a worker process of their own (default: the pool's, "shared"). */
+  isolation?: Isolation;
   /** Defaults for every run of this tenant. */
   runDefaults?: RunOptions;
   /** What each run may produce (bytes, tool calls per inference); unset ones take DEFAULT_RUN_BUDGETS. */

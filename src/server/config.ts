@@ -6,6 +6,7 @@ import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { RunBudgets } from "../loop/run-budget.js";
+import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -72,6 +73,8 @@ const TenantSchema = z.strictObject({
   /** USD per million tokens by model id; "*" for any model not named. */
   pricing: PricingSchema.optional(),
   limits: LimitsSchema.optional(),
+  /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
+  isolation: z.enum(["shared", "process-per-tenant"]).optional(),
 });
 
 const ConfigSchema = z.strictObject({
@@ -83,6 +86,12 @@ const ConfigSchema = z.strictObject({
       maxBodyBytes: positiveInt.optional(),
       /** On SIGTERM, how long in-flight runs may finish before they are interrupted, ms (default 1000). */
       drainMs: z.number().int().nonnegative().optional(),
+      /** A tenant's isolate unused for this long is disposed, ms (default 300000; 0: never by age). */
+      idleMs: z.number().int().nonnegative().optional(),
+      /** Tenants with a live isolate, at most (default 2000; least recently used idle ones go first). */
+      maxLiveIsolates: positiveInt.optional(),
+      /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
+      wall: z.enum(WALL_MODES).optional(),
     })
     .optional(),
 });
@@ -106,6 +115,11 @@ export interface ServerConfig {
   host: string;
   maxBodyBytes: number;
   drainMs: number;
+  /** The sandbox pool's eviction options (docs/sandbox.md); unset: the pool's defaults. */
+  idleMs?: number;
+  maxLiveIsolates?: number;
+  /** Absent: the pool's default ("auto"). */
+  wall?: WallMode;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -156,6 +170,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`) };
     if (tenant.fallbackModel) config.fallbackModel = modelSpec(file, base, tenant.fallbackModel, `${at}.fallbackModel`);
     if (tenant.pricing) config.pricing = tenant.pricing;
+    if (tenant.isolation) config.isolation = tenant.isolation;
     if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
     const limits = tenant.limits ?? {};
     const sandbox: Partial<SandboxLimits> = {};
@@ -195,6 +210,9 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     host: server.host ?? "127.0.0.1",
     maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024,
     drainMs: server.drainMs ?? 1000,
+    ...(server.idleMs !== undefined ? { idleMs: server.idleMs } : {}),
+    ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
+    ...(server.wall ? { wall: server.wall } : {}),
   };
 }
 

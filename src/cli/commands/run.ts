@@ -37,7 +37,12 @@ export async function runCommand(argv: string[]): Promise<number> {
     return failUsage("run", error);
   }
 
-  const pool = createSandboxPool();
+  let pool;
+  try {
+    pool = createSandboxPool({ wall: flags.wall });
+  } catch (error) {
+    return failUsage("run", error);
+  }
   try {
     let runtime: TenantRuntime;
     try {

@@ -8,12 +8,13 @@ import { loadServerConfig } from "../../server/config.js";
 import { startServer } from "../../server/server.js";
 import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
+import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 
-const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS]";
+const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS] [--wall auto|required|none]";
 
 /** `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests. */
 export async function serveCommand(argv: string[]): Promise<number> {
-  let flags: { port: number; store: string; config: string; host?: string };
+  let flags: ServeFlags;
   try {
     flags = parseServeFlags(argv);
   } catch (error) {
@@ -31,7 +32,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
   } catch (error) {
     return failUsage("serve", error);
   }
-  const pool = createSandboxPool();
+  let pool;
+  try {
+    pool = createSandboxPool({
+      wall: flags.wall ?? config.wall,
+      ...(config.idleMs !== undefined ? { idleMs: config.idleMs } : {}),
+      ...(config.maxLiveIsolates !== undefined ? { maxLiveIsolates: config.maxLiveIsolates } : {}),
+    });
+  } catch (error) {
+    await store.close();
+    return failUsage("serve", error);
+  }
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
     await closePool(pool);
@@ -84,12 +95,27 @@ export async function serveCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-function parseServeFlags(argv: string[]): { port: number; store: string; config: string; host?: string } {
+interface ServeFlags {
+  port: number;
+  store: string;
+  config: string;
+  host?: string;
+  /** Overrides the config's server.wall. */
+  wall?: WallMode;
+}
+
+function parseServeFlags(argv: string[]): ServeFlags {
   let values;
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { port: { type: "string" }, store: { type: "string" }, config: { type: "string" }, host: { type: "string" } },
+      options: {
+        port: { type: "string" },
+        store: { type: "string" },
+        config: { type: "string" },
+        host: { type: "string" },
+        wall: { type: "string" },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -102,5 +128,11 @@ function parseServeFlags(argv: string[]): { port: number; store: string; config:
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new HookboxError("USAGE", `--port ${values.port}: expected an integer from 0 to 65535`);
-  return { port, store: values.store!, config: values.config!, ...(values.host ? { host: values.host } : {}) };
+  return {
+    port,
+    store: values.store!,
+    config: values.config!,
+    ...(values.host ? { host: values.host } : {}),
+    wall: wallModeFlag(values.wall),
+  };
 }
