@@ -36,7 +36,9 @@ export type HostErrorCode =
   | "SESSION_BUSY"
   | "NOT_RESUMABLE"
   | "NOT_FOUND"
-  | "STORE";
+  | "STORE"
+  | "SCRIPT_INVALID"
+  | "REPLAY";
 
 export interface SerializedError {
   code: string;

@@ -2,10 +2,11 @@ import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
-import { build, type Message, type Plugin } from "esbuild";
+import { build, type BuildOptions, type Message, type Plugin } from "esbuild";
 import { HookboxError } from "../errors.js";
 import type { ScriptSource } from "./api.js";
 import { SourceMap, type RawSourceMap } from "./source-map.js";
+import { bundleUploadedFiles } from "./files-bundler.js";
 
 /** A script bundled for the sandbox: one iife, wrapped as a factory that receives the "hookbox" module. */
 export interface Bundle {
@@ -29,7 +30,8 @@ const cache = new Map<string, CacheEntry>();
 const byFilename = new Map<string, Bundle>();
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-const builtinFilter = new RegExp(
+/** Node built-in module specifiers (`fs`, `node:fs`, `fs/promises`, ...): refused in the sandbox. */
+export const builtinFilter = new RegExp(
   `^(node:.*|(${builtinModules
     .filter((name) => !name.startsWith("_"))
     .map(escapeRegExp)
@@ -54,6 +56,21 @@ function guardPlugin(root: string): Plugin {
     },
   };
 }
+
+/** esbuild options every sandbox bundle is built with: one iife the runtime wraps, with an external source map. */
+export const sandboxBuildOptions = {
+  bundle: true,
+  write: false,
+  format: "iife",
+  globalName: "__hookboxScript",
+  platform: "neutral",
+  target: "es2022",
+  sourcemap: "external",
+  metafile: true,
+  logLevel: "silent",
+  legalComments: "none",
+  define: { "process.env.NODE_ENV": '"production"' },
+} as const satisfies BuildOptions;
 
 function formatMessages(messages: Message[]): string {
   return messages
@@ -86,6 +103,7 @@ function inputsUnchanged(entry: CacheEntry): boolean {
  * Cached by source (path, or content hash for source text) and revalidated against the input files.
  */
 export async function bundleScript(source: ScriptSource): Promise<Bundle> {
+  if ("files" in source) return bundleUploadedFiles(source);
   const isPath = "path" in source;
   const entry = resolve(isPath ? source.path : source.filename);
   const key = isPath ? `path:${entry}` : `source:${createHash("sha256").update(entry).update("\0").update(source.source).digest("hex")}`;
@@ -109,18 +127,8 @@ export async function bundleScript(source: ScriptSource): Promise<Bundle> {
           }),
       absWorkingDir: root,
       outfile: join(root, "__hookbox_bundle.js"),
-      bundle: true,
-      write: false,
-      format: "iife",
-      globalName: "__hookboxScript",
-      platform: "neutral",
+      ...sandboxBuildOptions,
       mainFields: ["module", "main"],
-      target: "es2022",
-      sourcemap: "external",
-      metafile: true,
-      logLevel: "silent",
-      legalComments: "none",
-      define: { "process.env.NODE_ENV": '"production"' },
       plugins: [guardPlugin(root)],
     });
   } catch (error) {
@@ -131,17 +139,12 @@ export async function bundleScript(source: ScriptSource): Promise<Bundle> {
   const js = result.outputFiles.find((file) => file.path.endsWith(".js"));
   const mapFile = result.outputFiles.find((file) => file.path.endsWith(".map"));
   if (js === undefined || mapFile === undefined) throw new HookboxError("SCRIPT_LOAD", `${entry}: bundling produced no output`);
-  // The prefix stays on line 1 so bundle line numbers match the source map.
-  const code = `(function (__hookbox_runtime__) {${js.text}\nreturn __hookboxScript;\n})`;
-  const hash = createHash("sha256").update(code).digest("hex");
-  const bundle: Bundle = {
-    hash,
-    filename: `bundle-${hash.slice(0, 12)}.js`,
-    code,
+  const bundle = finishBundle({
+    js: js.text,
+    map: mapFile.text,
     defaultName: scriptName(entry),
     displayPath: relative(process.cwd(), entry) || entry,
-    map: new SourceMap(JSON.parse(mapFile.text) as RawSourceMap),
-  };
+  });
   // Files the bundle was built from (source text itself is part of the cache key, not a file).
   const inputs = Object.keys(result.metafile.inputs)
     .filter((input) => !input.includes(":") && (isPath || resolve(root, input) !== entry))
@@ -151,6 +154,22 @@ export async function bundleScript(source: ScriptSource): Promise<Bundle> {
       return { path, mtimeMs: stat.mtimeMs, size: stat.size };
     });
   cache.set(key, { bundle, inputs });
+  return bundle;
+}
+
+/** Wraps esbuild's iife output as the sandbox's factory and registers its source map (shared by every way of bundling). */
+export function finishBundle(output: { js: string; map: string; defaultName: string; displayPath: string }): Bundle {
+  // The prefix stays on line 1 so bundle line numbers match the source map.
+  const code = `(function (__hookbox_runtime__) {${output.js}\nreturn __hookboxScript;\n})`;
+  const hash = createHash("sha256").update(code).digest("hex");
+  const bundle: Bundle = {
+    hash,
+    filename: `bundle-${hash.slice(0, 12)}.js`,
+    code,
+    defaultName: output.defaultName,
+    displayPath: output.displayPath,
+    map: new SourceMap(JSON.parse(output.map) as RawSourceMap),
+  };
   byFilename.set(bundle.filename, bundle);
   return bundle;
 }
