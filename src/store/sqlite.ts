@@ -5,6 +5,8 @@ import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
+import { SqlitePolicyTables } from "./sqlite-policy.js";
+import type { PolicyStore } from "./policy-types.js";
 import { interruptedEvent } from "./interrupted.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 import {
@@ -22,6 +24,7 @@ import {
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
+  private readonly policy: SqlitePolicyTables;
 
   constructor(readonly location: string) {
     this.db = openDatabase(location);
@@ -32,7 +35,7 @@ export class SqliteStore implements Store {
       ),
       getSession: db.prepare("SELECT * FROM sessions WHERE id = ?"),
       insertRun: db.prepare(
-        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
       runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid"),
@@ -63,8 +66,19 @@ export class SqliteStore implements Store {
       listToolResults: db.prepare("SELECT call_id, block FROM tool_results WHERE run_id = ?"),
       runningRuns: db.prepare("SELECT * FROM runs WHERE status = 'running'"),
     };
+    this.policy = new SqlitePolicyTables(db, (what, action) => this.write(what, action));
     this.interruptOrphanedRuns();
   }
+
+  createScriptVersion: PolicyStore["createScriptVersion"] = (version) => this.policy.createScriptVersion(version);
+  getScriptVersion: PolicyStore["getScriptVersion"] = (tenant, name, version) => this.policy.getScriptVersion(tenant, name, version);
+  listScriptVersions: PolicyStore["listScriptVersions"] = (tenant, name) => this.policy.listScriptVersions(tenant, name);
+  createDeployment: PolicyStore["createDeployment"] = (deployment) => this.policy.createDeployment(deployment);
+  getDeployment: PolicyStore["getDeployment"] = (tenant, id) => this.policy.getDeployment(tenant, id);
+  listDeployments: PolicyStore["listDeployments"] = (tenant) => this.policy.listDeployments(tenant);
+  recordHookCall: PolicyStore["recordHookCall"] = (call) => this.policy.recordHookCall(call);
+  listHookCalls: PolicyStore["listHookCalls"] = (runId) => this.policy.listHookCalls(runId);
+  findRuns: PolicyStore["findRuns"] = (filter) => this.policy.findRuns(filter);
 
   async createSession(session: SessionRecord): Promise<void> {
     this.write("create session", () =>
@@ -123,6 +137,8 @@ export class SqliteStore implements Store {
         run.startedMs,
         run.lastSeq,
         run.ownerPid ?? null,
+        run.deployment ? JSON.stringify(run.deployment) : null,
+        run.deployment?.id ?? null,
       ),
     );
   }

@@ -3,6 +3,7 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
+import type { PolicyStore, RunDeployment } from "./policy-types.js";
 
 /*
  * The durable side of sessions. Every method returns a promise so a networked store (Redis, Postgres)
@@ -43,6 +44,8 @@ export interface RunRecord {
   lastSeq: number;
   /** Process that owns a `running` run; a dead owner means the run was interrupted. */
   ownerPid?: number;
+  /** The deployment (script versions) the run started with; its resume uses the same. */
+  deployment?: RunDeployment;
 }
 
 export interface SnapshotRecord {
@@ -75,7 +78,7 @@ export interface SessionSummary {
   lastRun?: { id: string; status: StoredRunStatus; prompt: string; startedMs: number };
 }
 
-export interface Store {
+export interface Store extends PolicyStore {
   /** Where the data lives (a file path, or `:memory:`); named in every error. */
   readonly location: string;
 

@@ -16,7 +16,9 @@ describe("type-checking an uploaded file map", () => {
 
   it("checks each hook return where it is written, as `hookbox check` does", () => {
     const { errors } = typeCheckFiles(
-      { "policy.ts": `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { beforeToolCall() { return { action: "nope" }; } } });\n` },
+      {
+        "policy.ts": `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { beforeToolCall() { return { action: "nope" }; } } });\n`,
+      },
       "policy.ts",
     );
     expect(errors[0]).toMatchObject({ file: "policy.ts", line: 2 });
