@@ -16,7 +16,19 @@ export type EventBody =
   | { type: "run-started"; prompt: string; runId: string }
   | { type: "inference-started"; iteration: number }
   | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
-  | { type: "hook-decision"; hook: string; script: string; callId: string; decision: JsonObject }
+  | {
+      type: "hook-decision";
+      hook: string;
+      script: string;
+      callId: string;
+      decision: JsonObject;
+      /** The script's version when it came from a deployment. */
+      version?: number;
+      /** The script's bundle hash (every sandboxed script). */
+      bundleHash?: string;
+      /** A shadow script's decision: recorded, never enforced. */
+      shadow?: true;
+    }
   | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
   | {
       type: "tool-finished";

@@ -4,7 +4,15 @@ import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
 import { PayloadKeys } from "../turns/keys.gen.js";
-import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type SandboxPool,
+  type SandboxRun,
+  type ScriptManifest,
+  type ScriptSource,
+  type TenantSandbox,
+} from "../sandbox/api.js";
+import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
@@ -28,6 +36,17 @@ export interface TenantRuntimeExtras {
    * inferences a resumed run already made; overrides `config.model`.
    */
   model?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /** Scripts from a deployment (src/policy/deployment-runtime.ts): versions, shadows, a sandbox of their own. */
+  deployment?: DeploymentScripts;
+}
+
+export interface DeploymentScripts {
+  record: RunDeployment;
+  /** The sandbox the deployment's scripts load in (one per deployment: two versions of a script never share one). */
+  sandboxTenant: string;
+  /** Version of each of `config.scripts`, in order. */
+  versions: number[];
+  shadow?: { sources: ScriptSource[]; versions: number[]; sandboxTenant: string };
 }
 
 /**
@@ -47,9 +66,16 @@ export async function createTenantRuntime(
     hooks: [...fromModule.hooks, ...(extras.host?.hooks ?? [])],
     middleware: [...fromModule.middleware, ...(extras.host?.middleware ?? [])],
   };
-  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
+  const deployment = extras.deployment;
+  const sandboxTenant = deployment?.sandboxTenant ?? config.name;
+  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(sandboxTenant, config.limits) : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   buildRegistry(host, manifests, undefined); // duplicate names and broken schemas fail at load, not at the first run
+  const shadow = deployment?.shadow?.sources.length ? deployment.shadow : undefined;
+  const shadowSandbox = shadow && pool.tenant(shadow.sandboxTenant, config.limits);
+  const shadowManifests = shadowSandbox ? await shadowSandbox.load(shadow.sources) : [];
+  // A shadow run is done waiting for its last decisions after its own wall limit and a margin.
+  const shadowWaitMs = (config.limits?.wallMs ?? DEFAULT_SANDBOX_LIMITS.wallMs) + 1000;
 
   const components =
     (runId: string) =>
@@ -59,19 +85,33 @@ export async function createTenantRuntime(
           ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
           : undefined;
       const registry = buildRegistry(host, manifests, run);
+      const shadowRun =
+        shadowSandbox && (await shadowSandbox.openRun({ runId: `${runId}~shadow`, scripts: shadowManifests }).catch(() => undefined));
       return {
+        ...(shadowRun
+          ? {
+              shadow: {
+                hooks: shadowManifests.map((m, i) => scriptHookProvider(m, shadowRun, shadow!.versions[i])),
+                waitMs: shadowWaitMs,
+              },
+            }
+          : {}),
         registry,
         middleware: [
           ...host.middleware.map(hostMiddleware),
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
         ],
-        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
-        close: async () => run?.close(),
+        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m, i) => scriptHookProvider(m, run!, deployment?.versions[i]))],
+        close: async () => {
+          await shadowRun?.close().catch(() => undefined);
+          await run?.close();
+        },
       };
     };
 
   return {
     name: config.name,
+    ...(deployment ? { deployment: deployment.record } : {}),
     start(request: StartRunRequest): RunHandle {
       const options = mergeRunOptions(config.runDefaults, request.options);
       const runId = request.runId ?? newId("run");

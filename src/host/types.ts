@@ -4,6 +4,8 @@ import type { Tags, UserContext } from "../contracts/context.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
 import type { SandboxLimits, ScriptSource } from "../sandbox/api.js";
+import type { ChainVerdict } from "../loop/verdict.js";
+import type { RunDeployment } from "../store/policy-types.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -44,6 +46,8 @@ export interface RunPersistence {
   onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
   /** Called for every event, in seq order, before it is delivered to readers. */
   onEvent(event: HookboxEvent): void;
+  /** Called once per hook chain evaluation, active or shadow (what replay and the shadow report read). */
+  onHookCall?(verdict: ChainVerdict): void;
   /** Tool results committed so far (by call id): on resume these calls are not executed again. */
   journal?: {
     lookup(callId: string): Block | undefined;
@@ -81,6 +85,8 @@ export interface TenantConfig {
 
 export interface TenantRuntime {
   readonly name: string;
+  /** The deployment whose script versions this runtime runs (recorded on each run it starts). */
+  readonly deployment?: RunDeployment;
   start(request: StartRunRequest): RunHandle;
   close(): Promise<void>;
 }

@@ -8,6 +8,7 @@ import type { RunHandle, RunResult, SnapshotPhase } from "./handle.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
+import { ShadowHooks } from "./shadow-hooks.js";
 import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
@@ -37,6 +38,8 @@ export interface LoopComponents {
   registry: ToolRegistry;
   middleware: Middleware[];
   hooks: HookProvider[];
+  /** Shadow hooks (shadow-hooks.ts): run beside `hooks` on the same payloads, never enforced. */
+  shadow?: { hooks: HookProvider[]; waitMs: number };
   close?(): Promise<void>;
 }
 
@@ -102,6 +105,7 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
   let turn: Turn = structuredClone(initial);
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
+  let shadow: ShadowHooks | undefined;
   const snapshot = async (phase: SnapshotPhase) => {
     await options.persistence?.onSnapshot(phase, structuredClone(turn));
   };
@@ -117,6 +121,7 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
   });
 
   const finish = async (ending: Ending): Promise<RunResult> => {
+    await shadow?.settle(components?.shadow?.waitMs ?? 0);
     try {
       await components?.close?.();
     } catch {
@@ -160,7 +165,12 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
     TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
 
-    const hooks = new HookChain(components.hooks, events);
+    const onVerdict = options.persistence?.onHookCall;
+    if (components.shadow?.hooks.length) shadow = new ShadowHooks(components.shadow.hooks, events, onVerdict);
+    const hooks = new HookChain(components.hooks, events, {
+      ...(onVerdict ? { onVerdict } : {}),
+      ...(shadow ? { shadowHooks: shadow } : {}),
+    });
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
       engineStep({ model: options.model, tools: () => registry.definitions(), signal, stream: options.stream }),

@@ -31,8 +31,11 @@ import { Session, type CreateSessionOptions } from "./session.js";
 
 export interface SessionManagerOptions {
   store: Store;
-  /** The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume). */
-  runtimeFor(tenant: string, session: SessionRecord): Promise<TenantRuntime>;
+  /**
+   * The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume).
+   * `run` is given when resuming: its recorded deployment names the script versions it must go on with.
+   */
+  runtimeFor(tenant: string, session: SessionRecord, run?: RunRecord): Promise<TenantRuntime>;
 }
 
 export interface SessionView {
@@ -94,6 +97,7 @@ export class SessionManager {
         startedMs: Date.now(),
         lastSeq: 0,
         ownerPid: process.pid,
+        ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
       });
       return this.runs.launch(runtime, { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged }, new Map());
     });
@@ -114,7 +118,7 @@ export class SessionManager {
           { sessionId, runId: run.id, status: run.status },
         );
       }
-      const runtime = await this.runtimeFor(record.tenant, record);
+      const runtime = await this.runtimeFor(record.tenant, record, run);
       const snapshot = await this.store.latestSnapshot(run.id);
       const journal = await this.store.listToolResults(run.id);
       const turn = snapshot?.turn ?? withUserMessage(await this.historyBefore(record, runs, run.id), run);
