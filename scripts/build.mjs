@@ -31,6 +31,8 @@ await Promise.all([
     chunkNames: "chunks/[name]-[hash]",
   }),
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/worker/main.ts")], outfile: join(root, "dist/sandbox-worker.js") }),
+  // Uploaded scripts are type-checked in a worker thread with its own heap limit and a deadline.
+  build({ ...nodeCommon, entryPoints: [join(root, "src/check/check-worker.ts")], outfile: join(root, "dist/check-worker.js") }),
   build({
     entryPoints: [join(root, "runtime/bootstrap.ts")],
     outfile: join(root, "dist/runtime.js"),

@@ -67,6 +67,8 @@ export interface LogEntry {
 export interface SandboxPool {
   /** The sandbox of one tenant (created on first use; the same object afterwards). */
   tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandbox;
+  /** Forgets a tenant's sandbox and disposes its isolate (a throwaway one, e.g. for checking an upload). */
+  drop?(name: string): void;
   close(): Promise<void>;
 }
 
