@@ -11,6 +11,7 @@ const commands: Record<string, () => Promise<Command>> = {
   resume: async () => (await import("./commands/resume.js")).resumeCommand,
   sessions: async () => (await import("./commands/sessions.js")).sessionsCommand,
   serve: async () => (await import("./commands/serve.js")).serveCommand,
+  replay: async () => (await import("./commands/replay.js")).replayCommand,
 };
 
 const usage = `usage: hookbox <command> [options]
@@ -21,7 +22,8 @@ commands:
   codegen [--check]                         generate key constants and .d.ts from codegen/spec
   resume --store FILE --session ID          continue an interrupted run
   sessions --store FILE                     list stored sessions
-  serve --port N --store FILE --config FILE the multi-tenant HTTP server`;
+  serve --port N --store FILE --config FILE the multi-tenant HTTP server
+  replay --store FILE --scripts FILE...     re-evaluate scripts' hooks against recorded runs`;
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -95,7 +95,8 @@ export class Deployments {
     if (!run) return this.runtimeOf(await this.current(tenant));
     if (!run.deployment) return this.configRuntime(tenant); // a run stored before deployments existed
     const recorded = await this.options.store.getDeployment(tenant, run.deployment.id);
-    if (!recorded) throw new HookboxError("STORE", `run ${run.id} names deployment ${run.deployment.id}, which tenant ${tenant} does not have`);
+    if (!recorded)
+      throw new HookboxError("STORE", `run ${run.id} names deployment ${run.deployment.id}, which tenant ${tenant} does not have`);
     return this.runtimeOf(recorded);
   }
 

@@ -8,6 +8,7 @@ import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
+import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -16,13 +17,15 @@ export interface AppOptions {
   manager: SessionManager;
   /** True once SIGTERM arrived: no new runs. */
   draining(): boolean;
+  /** Script versions, deployments, shadow report and replays (src/server/policy-routes.ts). */
+  policy?: Omit<PolicyServices, "tenants">;
 }
 
 /**
  * The HTTP API of contract.md section 5. A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
-export function createApp({ config, manager, draining }: AppOptions): Hono<Env> {
+export function createApp({ config, manager, draining, policy }: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
   const tenants = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant]));
   const runBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.runsPerMinute)]));
@@ -145,6 +148,8 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     handle.cancel("cancelled over HTTP");
     return c.json({ cancelled: true });
   });
+
+  if (policy) registerPolicyRoutes(app, { ...policy, tenants });
 
   return app;
 }
