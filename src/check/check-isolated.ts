@@ -39,7 +39,9 @@ export function typeCheckFilesIsolated(
     worker.once("error", (error) => {
       clearTimeout(timer);
       const memory = /heap|memory/i.test(error.message);
-      resolve(refused(memory ? `type-checking needed more than ${heapMb} MB; simplify the types` : `type-checking failed: ${error.message}`));
+      resolve(
+        refused(memory ? `type-checking needed more than ${heapMb} MB; simplify the types` : `type-checking failed: ${error.message}`),
+      );
     });
   });
 }

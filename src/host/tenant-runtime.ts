@@ -74,8 +74,8 @@ export async function createTenantRuntime(
   const shadow = deployment?.shadow?.sources.length ? deployment.shadow : undefined;
   const shadowSandbox = shadow && pool.tenant(shadow.sandboxTenant, config.limits);
   const shadowManifests = shadowSandbox ? await shadowSandbox.load(shadow.sources) : [];
-  // A shadow run is done waiting for its last decisions after its own wall limit and a margin.
-  const shadowWaitMs = (config.limits?.wallMs ?? DEFAULT_SANDBOX_LIMITS.wallMs) + 1000;
+  // At the run's end, shadow chains in flight get at most their own wall limit per shadow script, plus a margin.
+  const shadowWaitMs = (config.limits?.wallMs ?? DEFAULT_SANDBOX_LIMITS.wallMs) * shadowManifests.length + 1000;
 
   const components =
     (runId: string) =>

@@ -126,9 +126,12 @@ export async function bundleUploadedFiles(upload: UploadedFiles): Promise<Bundle
   const js = result.outputFiles.find((file) => file.path.endsWith(".js"));
   const map = result.outputFiles.find((file) => file.path.endsWith(".map"));
   if (js === undefined || map === undefined) throw new HookboxError("SCRIPT_LOAD", `${upload.label}: bundling produced no output`);
+  // Stack traces name the uploaded files as uploaded (the source map says `hookbox-upload:lib/util.ts`).
+  const sourceMap = JSON.parse(map.text) as { sources: string[] };
+  sourceMap.sources = sourceMap.sources.map((source) => source.replace(`${NAMESPACE}:`, ""));
   const bundle = finishBundle({
     js: js.text,
-    map: map.text,
+    map: JSON.stringify(sourceMap),
     defaultName: posix.basename(upload.entry).replace(/\.[mc]?[jt]sx?$/, ""),
     displayPath: upload.label,
   });
