@@ -111,6 +111,14 @@ async function realLoopThroughput() {
   return measureLoopToolCallsPerSecond({ dist: join(root, "dist") });
 }
 
+/** replay_calls_per_s: 10,000 recorded calls re-evaluated (scripts/bench/replay.mjs). */
+async function replayThroughput() {
+  const { measureReplayCallsPerSecond } = await import("./bench/replay.mjs");
+  const measured = await measureReplayCallsPerSecond({ dist: join(root, "dist") });
+  log(`replay: ${measured.calls} calls in ${round(measured.seconds, 2)} s`);
+  return measured.callsPerSecond;
+}
+
 /**
  * A minimal stand-in for the tool loop (fallback when the real loop cannot run): 8 concurrent runs, each tool call = beforeToolCall + the
  * script's tool + afterToolCall through the sandbox. Swap for the real loop when it exists.
@@ -312,6 +320,8 @@ log("1000 idle tenants...");
 const rssMb = await rssPerTenant();
 log("under attack...");
 const attack = await underAttack();
+log("replay of recorded calls...");
+const replayPerSecond = await replayThroughput();
 log("HTTP server and store (scripts/bench-server.mjs)...");
 const server = serverFigures();
 
@@ -327,6 +337,7 @@ const results = {
   loop_tool_calls_per_s: Math.round(latency.throughput),
   event_loop_delay_p99_ms_under_attack: round(attack.eventLoopP99, 2),
   victim_hook_p99_ms_under_attack: round(attack.victimP99, 2),
+  replay_calls_per_s: Math.round(replayPerSecond),
   ...server,
 };
 log(`done in ${round((performance.now() - started) / 1000, 1)} s`);
@@ -341,6 +352,7 @@ if (json) {
     rss_per_tenant_mb: "<= 1.5",
     event_loop_delay_p99_ms_under_attack: "<= 5",
     victim_hook_p99_ms_under_attack: "<= 5",
+    replay_calls_per_s: ">= 1000 (10,000 calls in < 10 s)",
   };
   console.log(
     `hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`,

@@ -25,3 +25,4 @@ export type { Turn, Block } from "./turns/turn.js";
 export * from "./turns/keys.gen.js";
 export { openStore } from "./store/index.js";
 export { SessionManager } from "./session/manager.js";
+export { replay, loadReplayScripts, type ReplayChange, type ReplaySummary } from "./policy/replay.js";
