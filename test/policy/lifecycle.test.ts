@@ -201,4 +201,30 @@ describe("script versions and deployments over HTTP", () => {
     expect((await globex().request("GET", "/v1/deployment")).body.deploymentId).toBe(current);
     expect((await globex().request("POST", "/v1/deployment/rollback")).status).toBe(409);
   });
+
+  it("replays a version over the tenant's stored runs: POST /v1/replays", async () => {
+    // After the first test: acme has runs under v1 (c1 and c2 proceed) and one under v2 (c2 denied).
+    const strict = await acme().request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 2 }] });
+    expect(strict.status).toBe(200);
+    const { changes, summary } = strict.body;
+    expect(summary.changed).toEqual({ "proceed->deny": 3 });
+    expect(summary.errors).toBe(0);
+    expect(
+      changes.every(
+        (c: { callId: string; hook: string; decision: { reason: string } }) =>
+          c.callId === "c2" && c.hook === "beforeToolCall" && c.decision.reason === "blocked by v2",
+      ),
+    ).toBe(true);
+    const lenient = await acme().request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }] });
+    expect(lenient.body.summary.changed).toEqual({ "deny->proceed": 1 });
+    expect(lenient.body.summary.calls).toBe(summary.calls);
+    const none = await acme().request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 2 }], since: "2999-01-01T00:00:00Z" });
+    expect(none.body.summary).toEqual({ runs: 0, calls: 0, same: 0, changed: {}, errors: 0 });
+    // Another tenant's runs and versions are invisible.
+    expect((await globex().request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 2 }] })).status).toBe(400);
+    expect(
+      (await acme().request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }], sessionIds: ["not-ours"] })).body.summary
+        .runs,
+    ).toBe(0);
+  });
 });

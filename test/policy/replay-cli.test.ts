@@ -115,7 +115,16 @@ describe("hookbox replay", () => {
     expect(one.stdout).toContain(`session ${third} run `);
     expect(one.stdout).toContain("call D beforeToolCall (attempt 1): recorded proceed, now deny (over 50)");
     expect(one.stdout.trim().split("\n").at(-1)).toBe("replayed 2 calls of 1 runs: 1 same, 1 changed (proceed->deny: 1), 0 hook errors");
-    const future = await runCli(["replay", "--store", store, "--scripts", join(dir, "strict.ts"), "--since", "2999-01-01T00:00:00Z", "--json"]);
+    const future = await runCli([
+      "replay",
+      "--store",
+      store,
+      "--scripts",
+      join(dir, "strict.ts"),
+      "--since",
+      "2999-01-01T00:00:00Z",
+      "--json",
+    ]);
     expect(future.code).toBe(0);
     expect(jsonLines(future.stdout)).toEqual([{ runs: 0, calls: 0, same: 0, changed: {}, errors: 0 }]);
     expect((await runCli(["replay", "--store", store, "--scripts", join(dir, "strict.ts"), "--tenant", "globex", "--json"])).code).toBe(0);
