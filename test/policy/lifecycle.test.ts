@@ -34,7 +34,7 @@ beforeAll(async () => {
   ]);
   log = fixture.log;
   server = await startServe({ config: fixture.config, store: fixture.store });
-});
+}, 120_000);
 afterAll(async () => {
   await server?.stop();
 });
@@ -133,7 +133,7 @@ describe("script versions and deployments over HTTP", () => {
     expect((await globex().request("GET", `/v1/deployments/${d1.body.deploymentId}/shadow-report`)).status).toBe(404);
     const globexRun = await runToEnd(globex(), "globex-key");
     expect(executed(globexRun.sessionId)).toEqual(["c1", "c2"]);
-  });
+  }, 120_000);
 
   it("returns diagnostics with file, line and column for a broken upload, and stores nothing", async () => {
     const broken = await acme().request("POST", "/v1/scripts", {
@@ -165,7 +165,7 @@ describe("script versions and deployments over HTTP", () => {
       diagnostics: [{ file: "policy.ts", message: expect.stringContaining("no") }],
     });
     expect((await acme().request("GET", "/v1/scripts/broken")).status).toBe(404);
-  });
+  }, 120_000);
 
   it("refuses uploads that import ../x, an absolute path or a host module, and bad paths or sizes", async () => {
     for (const [spec, why] of [
@@ -192,7 +192,7 @@ describe("script versions and deployments over HTTP", () => {
     });
     expect((await acme().request("POST", "/v1/scripts", { name: "../etc", entry: "a.ts", files: { "a.ts": "" } })).status).toBe(400);
     expect((await acme().request("GET", "/v1/scripts/escape")).status).toBe(404);
-  });
+  }, 120_000);
 
   it("refuses a deployment of a version that does not exist, naming it, and keeps the current one", async () => {
     const current = (await globex().request("GET", "/v1/deployment")).body.deploymentId;
@@ -200,7 +200,7 @@ describe("script versions and deployments over HTTP", () => {
     expect(refused).toMatchObject({ status: 400, body: { error: { code: "DEPLOYMENT_INVALID", path: "$.scripts[0]" } } });
     expect((await globex().request("GET", "/v1/deployment")).body.deploymentId).toBe(current);
     expect((await globex().request("POST", "/v1/deployment/rollback")).status).toBe(409);
-  });
+  }, 120_000);
 
   it("replays a version over the tenant's stored runs: POST /v1/replays", async () => {
     // After the first test: acme has runs under v1 (c1 and c2 proceed) and one under v2 (c2 denied).
@@ -226,5 +226,5 @@ describe("script versions and deployments over HTTP", () => {
       (await acme().request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }], sessionIds: ["not-ours"] })).body.summary
         .runs,
     ).toBe(0);
-  });
+  }, 120_000);
 });

@@ -82,7 +82,7 @@ export default [{
   }
   expect(toolCalls()).toEqual(["A", "B", "D"]);
   expect(modelRequests).toHaveLength(6);
-});
+}, 120_000);
 
 describe("hookbox replay", () => {
   it("lists exactly the calls a stricter policy flips, exits 1, and calls no model and no tool", async () => {
@@ -99,13 +99,13 @@ describe("hookbox replay", () => {
     expect(summary).toEqual({ runs: 3, calls: 7, same: 5, changed: { "proceed->deny": 2 }, errors: 0 });
     expect(toolCalls()).toEqual(["A", "B", "D"]);
     expect(modelRequests).toHaveLength(6);
-  });
+  }, 120_000);
 
   it("exits 0 with the same policy, and prints a human summary", async () => {
     const result = await runCli(["replay", "--store", store, "--scripts", join(dir, "same.ts")]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout.trim()).toBe("replayed 7 calls of 3 runs: 7 same, 0 changed, 0 hook errors");
-  });
+  }, 120_000);
 
   it("filters by session and time, prints each changed call in human form", async () => {
     const sessions = jsonLines((await runCli(["sessions", "--store", store, "--json"])).stdout);
@@ -128,7 +128,7 @@ describe("hookbox replay", () => {
     expect(future.code).toBe(0);
     expect(jsonLines(future.stdout)).toEqual([{ runs: 0, calls: 0, same: 0, changed: {}, errors: 0 }]);
     expect((await runCli(["replay", "--store", store, "--scripts", join(dir, "strict.ts"), "--tenant", "globex", "--json"])).code).toBe(0);
-  });
+  }, 120_000);
 
   it("exits 2 naming the problem: a script that does not load, bad flags", async () => {
     const broken = await runCli(["replay", "--store", store, "--scripts", join(dir, "broken.ts")]);
@@ -140,5 +140,5 @@ describe("hookbox replay", () => {
     const since = await runCli(["replay", "--store", store, "--scripts", join(dir, "strict.ts"), "--since", "yesterday"]);
     expect(since.code).toBe(2);
     expect(since.stderr).toContain("--since");
-  });
+  }, 120_000);
 });

@@ -58,5 +58,5 @@ describe("a run started from a deployment, killed and resumed by hookbox resume"
       .split("\n")
       .filter((line) => line.startsWith(`tool ${sessionId} `));
     expect(executed.sort()).toEqual([`tool ${sessionId} c1`, `tool ${sessionId} c2`]);
-  });
+  }, 120_000);
 });

@@ -20,7 +20,7 @@ beforeAll(async () => {
   ]);
   log = fixture.log;
   server = await startServe({ config: fixture.config, store: fixture.store });
-});
+}, 120_000);
 afterAll(async () => {
   await server?.stop();
 });
@@ -115,7 +115,7 @@ describe("shadow scripts", () => {
     expect(report.body.samples).toEqual([
       expect.objectContaining({ runId: run.runId, callId: "c2", hook: "beforeToolCall", active: "proceed", shadow: "deny" }),
     ]);
-  });
+  }, 120_000);
 
   it("reports agreement and each disagreement by its transition", async () => {
     await upload("strict2", "beforeToolCall(p) { if (p.call.id === 'c2') return { action: 'deny', reason: 'no' }; }");
@@ -133,5 +133,5 @@ describe("shadow scripts", () => {
       ["c2", "beforeToolCall"],
       ["c2", "beforeToolCall"],
     ]);
-  });
+  }, 120_000);
 });
