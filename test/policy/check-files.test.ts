@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { fileURLToPath } from "node:url";
 import { typeCheckFiles } from "../../src/check/check-files.js";
+import { typeCheckFilesIsolated } from "../../src/check/check-isolated.js";
 
 describe("type-checking an uploaded file map", () => {
   it("reports a hook's bad return in the imported file with its line and column", () => {
@@ -34,4 +35,17 @@ describe("type-checking an uploaded file map", () => {
     );
     expect(errors[0]).toMatchObject({ file: "policy.ts", line: 1, message: expect.stringContaining("TS2307") });
   });
+});
+
+describe("type-checking an upload off the event loop", () => {
+  const files = { "policy.ts": `import { defineScript } from "hookbox";\nconst n: number = "x";\nexport default defineScript({});\n` };
+
+  it("answers from the worker thread, and a check past its deadline is refused while the next one still works", async () => {
+    expect((await typeCheckFilesIsolated(files, "policy.ts")).errors).toEqual([
+      { file: "policy.ts", line: 2, column: 7, message: expect.stringContaining("TS2322") },
+    ]);
+    const late = await typeCheckFilesIsolated(files, "policy.ts", { timeoutMs: 1 });
+    expect(late.errors[0].message).toBe("type-checking took longer than 1 ms; simplify the types");
+    expect((await typeCheckFilesIsolated(files, "policy.ts")).errors[0]).toMatchObject({ line: 2, column: 7 });
+  }, 120_000);
 });
