@@ -37,6 +37,7 @@ export class DeploymentRefused extends HookboxError {
 
 export class Deployments {
   private readonly runtimes = new Map<string, Promise<TenantRuntime>>();
+  private readonly firsts = new Map<string, Promise<DeploymentRecord>>();
 
   constructor(private readonly options: DeploymentsOptions) {}
 
@@ -44,14 +45,21 @@ export class Deployments {
   async current(tenant: string): Promise<DeploymentRecord> {
     const last = (await this.options.store.listDeployments(tenant)).at(-1);
     if (last) return last;
-    return this.options.store.createDeployment({
-      id: newId("dep"),
-      tenant,
-      scripts: [],
-      shadow: [],
-      fromConfig: true,
-      createdMs: Date.now(),
-    });
+    // Concurrent first uses of a tenant make one first deployment, not one each.
+    let first = this.firsts.get(tenant);
+    if (!first) {
+      first = this.options.store.createDeployment({
+        id: newId("dep"),
+        tenant,
+        scripts: [],
+        shadow: [],
+        fromConfig: true,
+        createdMs: Date.now(),
+      });
+      this.firsts.set(tenant, first);
+      first.catch(() => this.firsts.delete(tenant));
+    }
+    return first;
   }
 
   async history(tenant: string): Promise<DeploymentRecord[]> {

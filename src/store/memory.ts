@@ -4,7 +4,7 @@ import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
-import type { PolicyStore } from "./policy-types.js";
+import { WithPolicyTables } from "./with-policy-tables.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 
 interface RunState {
@@ -19,24 +19,14 @@ interface RunState {
  * The same contract as the SQLite store, kept in this process only (nothing survives it). For library
  * use without a file and as the baseline the bench compares the SQLite store against.
  */
-export class MemoryStore implements Store {
+export class MemoryStore extends WithPolicyTables implements Store {
   readonly location = ":memory:";
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
-  private readonly policy = new MemoryPolicyTables({
+  protected readonly policy = new MemoryPolicyTables({
     runs: () => [...this.runs.values()].map((state) => state.record),
     session: (id) => this.sessions.get(id),
   });
-
-  createScriptVersion: PolicyStore["createScriptVersion"] = (version) => this.policy.createScriptVersion(version);
-  getScriptVersion: PolicyStore["getScriptVersion"] = (tenant, name, version) => this.policy.getScriptVersion(tenant, name, version);
-  listScriptVersions: PolicyStore["listScriptVersions"] = (tenant, name) => this.policy.listScriptVersions(tenant, name);
-  createDeployment: PolicyStore["createDeployment"] = (deployment) => this.policy.createDeployment(deployment);
-  getDeployment: PolicyStore["getDeployment"] = (tenant, id) => this.policy.getDeployment(tenant, id);
-  listDeployments: PolicyStore["listDeployments"] = (tenant) => this.policy.listDeployments(tenant);
-  recordHookCall: PolicyStore["recordHookCall"] = (call) => this.policy.recordHookCall(call);
-  listHookCalls: PolicyStore["listHookCalls"] = (runId) => this.policy.listHookCalls(runId);
-  findRuns: PolicyStore["findRuns"] = (filter) => this.policy.findRuns(filter);
 
   async createSession(session: SessionRecord): Promise<void> {
     if (this.sessions.has(session.id)) throw new HookboxError("STORE", `session ${session.id} already exists`, { sessionId: session.id });

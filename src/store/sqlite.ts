@@ -6,7 +6,7 @@ import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
-import type { PolicyStore } from "./policy-types.js";
+import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 import {
@@ -21,12 +21,13 @@ import {
 } from "./rows.js";
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
-export class SqliteStore implements Store {
+export class SqliteStore extends WithPolicyTables implements Store {
   private readonly db: Database.Database;
   private readonly statements;
-  private readonly policy: SqlitePolicyTables;
+  protected readonly policy: SqlitePolicyTables;
 
   constructor(readonly location: string) {
+    super();
     this.db = openDatabase(location);
     const db = this.db;
     this.statements = {
@@ -69,16 +70,6 @@ export class SqliteStore implements Store {
     this.policy = new SqlitePolicyTables(db, (what, action) => this.write(what, action));
     this.interruptOrphanedRuns();
   }
-
-  createScriptVersion: PolicyStore["createScriptVersion"] = (version) => this.policy.createScriptVersion(version);
-  getScriptVersion: PolicyStore["getScriptVersion"] = (tenant, name, version) => this.policy.getScriptVersion(tenant, name, version);
-  listScriptVersions: PolicyStore["listScriptVersions"] = (tenant, name) => this.policy.listScriptVersions(tenant, name);
-  createDeployment: PolicyStore["createDeployment"] = (deployment) => this.policy.createDeployment(deployment);
-  getDeployment: PolicyStore["getDeployment"] = (tenant, id) => this.policy.getDeployment(tenant, id);
-  listDeployments: PolicyStore["listDeployments"] = (tenant) => this.policy.listDeployments(tenant);
-  recordHookCall: PolicyStore["recordHookCall"] = (call) => this.policy.recordHookCall(call);
-  listHookCalls: PolicyStore["listHookCalls"] = (runId) => this.policy.listHookCalls(runId);
-  findRuns: PolicyStore["findRuns"] = (filter) => this.policy.findRuns(filter);
 
   async createSession(session: SessionRecord): Promise<void> {
     this.write("create session", () =>
