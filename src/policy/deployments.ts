@@ -157,6 +157,8 @@ export class Deployments {
         },
       });
     } catch (error) {
+      this.options.pool.drop?.(`${tenant}~${deployment.id}`);
+      this.options.pool.drop?.(`${tenant}~${deployment.id}~shadow`);
       throw new DeploymentRefused(`the deployment does not load: ${(error as Error).message}`, "$");
     }
   }

@@ -227,4 +227,20 @@ describe("script versions and deployments over HTTP", () => {
         .runs,
     ).toBe(0);
   }, 120_000);
+
+  it("warns when defineScript names a script differently, and refuses a deployment whose scripts collide", async () => {
+    const copy = await acme().request("POST", "/v1/scripts", { name: "policy-copy", entry: "policy.ts", files: policyFiles([], "copy") });
+    expect(copy.status).toBe(201);
+    expect(copy.body.warnings).toEqual([expect.stringContaining('defineScript names the script "policy"')]);
+    const before = (await acme().request("GET", "/v1/deployment")).body.deploymentId;
+    const refused = await acme().request("PUT", "/v1/deployment", {
+      scripts: [
+        { name: "policy", version: 1 },
+        { name: "policy-copy", version: 1 },
+      ],
+    });
+    expect(refused).toMatchObject({ status: 400, body: { error: { code: "DEPLOYMENT_INVALID" } } });
+    expect(refused.body.error.message).toContain('two scripts are named "policy"');
+    expect((await acme().request("GET", "/v1/deployment")).body.deploymentId).toBe(before);
+  }, 120_000);
 });
