@@ -91,8 +91,10 @@ describe("shadow scripts", () => {
     const errorOf = (script: string) => shadow.filter((d) => d.script === script).map((d) => d.decision.code);
     expect(errorOf("thrower")).toEqual(["SCRIPT_ERROR", "SCRIPT_ERROR", "SCRIPT_ERROR", "SCRIPT_ERROR"]);
     expect(errorOf("bomber")).toHaveLength(2);
+    // The bomb is stopped by whichever sandbox limit trips first on this machine: memory, or the CPU time V8 spends collecting.
+    const contained = ["SANDBOX_MEMORY", "SANDBOX_TIMEOUT", "SANDBOX_CRASHED"];
     expect(
-      errorOf("bomber").every((code) => code === "SANDBOX_MEMORY" || code === "SANDBOX_CRASHED"),
+      errorOf("bomber").every((code) => contained.includes(code)),
       JSON.stringify(errorOf("bomber")),
     ).toBe(true);
     expect(errorOf("looper")).toHaveLength(2);
