@@ -92,7 +92,7 @@ describe("shadow scripts", () => {
     expect(errorOf("thrower")).toEqual(["SCRIPT_ERROR", "SCRIPT_ERROR", "SCRIPT_ERROR", "SCRIPT_ERROR"]);
     expect(errorOf("bomber")).toHaveLength(2);
     // The bomb is stopped by whichever sandbox limit trips first on this machine: memory, or the CPU time V8 spends collecting.
-    const contained = ["SANDBOX_MEMORY", "SANDBOX_TIMEOUT", "SANDBOX_CRASHED"];
+    const contained: unknown[] = ["SANDBOX_MEMORY", "SANDBOX_TIMEOUT", "SANDBOX_CRASHED"];
     expect(
       errorOf("bomber").every((code) => contained.includes(code)),
       JSON.stringify(errorOf("bomber")),
