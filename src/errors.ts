@@ -37,8 +37,7 @@ export type HostErrorCode =
   | "NOT_RESUMABLE"
   | "NOT_FOUND"
   | "STORE"
-  | "SCRIPT_INVALID"
-  | "REPLAY";
+  | "SCRIPT_INVALID";
 
 export interface SerializedError {
   code: string;
