@@ -11,4 +11,9 @@ if (major < 24) {
   process.exit(2);
 }
 const { main } = await import("../dist/cli.js");
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// The command is over once main returns; a host tool that ignored its abort signal may still hold a timer,
+// and it must not keep the process alive. Exit as soon as what was written has reached stdout and stderr.
+const flushed = (stream) => new Promise((resolve) => stream.write("", resolve));
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+process.exit(code);

@@ -43,6 +43,8 @@ const HOOKS = dict<true>();
 HOOKS.beforeToolCall = true;
 HOOKS.afterToolCall = true;
 HOOKS.onToolError = true;
+HOOKS.beforeRun = true;
+HOOKS.beforeFinish = true;
 const TOOL_FIELDS = dict<true>();
 TOOL_FIELDS.name = true;
 TOOL_FIELDS.description = true;
@@ -129,12 +131,12 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
 
   const hooks = exported.hooks;
   if (hooks !== undefined) {
-    if (!isObject(hooks)) fail("hooks must be an object { beforeToolCall?, afterToolCall?, onToolError? }");
+    if (!isObject(hooks)) fail("hooks must be an object { " + ArrayPrototypeJoin(ObjectKeys(HOOKS), "?, ") + "? }");
     const names = ObjectKeys(hooks);
     for (let i = 0; i < names.length; i++) {
       const hookName = names[i];
       if (HOOKS[hookName] !== true)
-        fail("hooks has an unknown hook " + JSONStringify(hookName) + " (known: beforeToolCall, afterToolCall, onToolError)");
+        fail("hooks has an unknown hook " + JSONStringify(hookName) + " (known: " + ArrayPrototypeJoin(ObjectKeys(HOOKS), ", ") + ")");
       const fn = hooks[hookName];
       if (fn === undefined) continue;
       if (typeof fn !== "function") fail("hooks." + hookName + " must be a function");

@@ -1,13 +1,14 @@
-// `npm run bench [-- --json]`: measures the sandbox against the goals of contract.md section 4, in one
+// `npm run bench [-- --json]`: measures the sandbox against the goals recorded in BENCHMARKS.md (keys: docs/bench.md), in one
 // run on this machine. With --json, stdout carries exactly one JSON object; progress goes to stderr.
 // Method and figures: BENCHMARKS.md.
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir, cpus, totalmem } from "node:os";
+import { readFileSync } from "node:fs";
+import { cpus, totalmem } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import vm from "node:vm";
+import { echoPayload, HOOK_BODY, percentile, round, script, smallPayload, timeCalls } from "./bench/fixtures.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const json = process.argv.includes("--json");
@@ -18,44 +19,8 @@ if (!process.argv.includes("--no-build")) {
 }
 const { createSandboxPool } = await import(pathToFileURL(join(root, "dist/index.js")).href);
 
-const scriptsDir = mkdtempSync(join(tmpdir(), "hookbox-bench-"));
-function script(name, source) {
-  const filename = join(scriptsDir, `${name}.ts`);
-  writeFileSync(filename, source);
-  return { path: filename };
-}
-
-const percentile = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-};
-const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
-
-// The same small hook everywhere: read the payload, decide, return a small object.
-const HOOK_BODY = `if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; return { action: "proceed" };`;
-const smallPayload = {
-  phase: "beforeToolCall",
-  call: { id: "call-1", name: "lookup_order", args: { id: "A17" }, origin: "script" },
-  attempt: 1,
-  sessionId: "s1",
-  inferenceId: "i1",
-  traceId: "t1",
-  turnId: "u1",
-  timestampMs: 1700000000000,
-  tags: { env: "bench" },
-  userContext: { originalUserRequest: "Please refund order A17", timestampMs: 1700000000000 },
-};
-const bigResult = {
-  items: Array.from({ length: 800 }, (_, i) => ({
-    id: `item-${i}`,
-    name: `Product number ${i}`,
-    price: i * 1.5,
-    tags: ["a", "b"],
-    note: "x".repeat(40),
-  })),
-};
-const echoPayload = { ...smallPayload, phase: "afterToolCall", result: bigResult, durationMs: 3 };
-const echoBytes = JSON.stringify(bigResult).length;
+// The payloads, the hook body and the helpers are shared with the finer scripts in scripts/bench/.
+const echoBytes = JSON.stringify(echoPayload.result).length;
 
 const policy = script(
   "policy",
@@ -69,16 +34,6 @@ export default defineScript({
   },
 });`,
 );
-
-async function timeCalls(count, call) {
-  const samples = [];
-  for (let i = 0; i < count; i++) {
-    const started = performance.now();
-    await call(i);
-    samples.push(performance.now() - started);
-  }
-  return samples;
-}
 
 // --- hook round trip, echo, loop throughput (one pool) -------------------------------------------
 async function sandboxLatency() {

@@ -1,6 +1,9 @@
 // Builds what must exist as plain JS at run time: the CLI/library bundle the `hookbox` bin loads, the
-// sandbox worker process entry, and the in-isolate runtime (evaluated inside every fresh context).
+// sandbox worker process entry, and the in-isolate runtime (evaluated inside every fresh context); and the
+// library's declaration files (dist/types, from src/index.ts), which `exports` points editors and tsc at.
 import { build } from "esbuild";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { mkdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,7 +23,20 @@ const nodeCommon = {
   logLevel: "warning",
 };
 
+// tsc emits declarations only (esbuild does the JS); incremental, so an unchanged tree costs well under a second.
+const declarations = promisify(execFile)(
+  process.execPath,
+  [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")],
+  {
+    cwd: root,
+  },
+).catch((error) => {
+  process.stderr.write(`${error.stdout ?? ""}${error.stderr ?? ""}`);
+  throw new Error("declaration build failed");
+});
+
 await Promise.all([
+  declarations,
   // Code splitting keeps each command's heavy dependencies (the TypeScript compiler, the AI SDK, SQLite)
   // out of the start-up path of the others: `hookbox check` does not load the sandbox, and vice versa.
   build({

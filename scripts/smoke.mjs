@@ -1,5 +1,5 @@
 // Runs every example through the real CLI (`hookbox run --json`) and checks its outcome.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -90,6 +90,64 @@ const examples = [
       expect(events.at(-1).status === "completed", "run completed");
     },
   },
+  {
+    name: "refund-approval",
+    args: [
+      ex("refund-approval/approval.ts"),
+      "--model",
+      `scripted:${ex("refund-approval/model.json")}`,
+      "--host-tools",
+      ex("refund-approval/tools.mjs"),
+      "--prompt",
+      "Refund my orders A17 and B20, and C31 too",
+    ],
+    // Answered as a reviewer would on stdin: A17 approved at a lower amount, B20 rejected.
+    answer(request) {
+      if (request.callId === "c1") return { approve: request.pauseId, args: { orderId: "A17", amount: 200 } };
+      return { reject: request.pauseId, reason: "B20 was already refunded" };
+    },
+    check(events) {
+      const resolved = events.filter((e) => e.type === "approval.resolved");
+      expect(events.filter((e) => e.type === "approval.requested").length === 2, "two refunds over 100 asked for approval");
+      expect(
+        resolved.some((e) => e.callId === "c1" && e.decision === "approved" && e.args.amount === 200),
+        "A17 approved with the edited amount",
+      );
+      expect(
+        resolved.some((e) => e.callId === "c2" && e.decision === "rejected"),
+        "B20 rejected",
+      );
+      const refunds = events
+        .filter((e) => e.type === "tool-finished" && e.name === "refund")
+        .map((e) => e.result.orderId + ":" + e.result.refunded);
+      expect(refunds.sort().join(",") === "A17:200,C31:40", "only the approved and the small refund ran");
+      expect(events.at(-1).status === "completed", "run completed");
+    },
+  },
+  {
+    name: "cite-order",
+    args: [
+      ex("cite-order/cite.ts"),
+      "--model",
+      `scripted:${ex("cite-order/model.json")}`,
+      "--host-tools",
+      ex("cite-order/tools.mjs"),
+      "--prompt",
+      "Where is my order?",
+    ],
+    check(events) {
+      const decisions = events.filter((e) => e.type === "hook-decision");
+      expect(
+        decisions.some((d) => d.hook === "beforeRun" && d.decision.prompt?.includes("cite the order id")),
+        "beforeRun added the instruction",
+      );
+      expect(
+        decisions.some((d) => d.hook === "beforeFinish" && d.decision.action === "continue"),
+        "the answer without an order id was sent back",
+      );
+      expect(events.at(-1).status === "completed" && events.at(-1).text.includes("A17"), "the final answer cites A17");
+    },
+  },
 ];
 
 let failures = 0;
@@ -97,8 +155,30 @@ function expect(ok, what) {
   if (!ok) throw new Error(what);
 }
 
+/** Runs the CLI; with `answer`, each approval request gets the stdin line it returns, as a reviewer's would. */
+async function runExample(example) {
+  const args = [join(root, "bin/hookbox.js"), "run", ...example.args, "--json"];
+  if (!example.answer) return spawnSync(process.execPath, args, { encoding: "utf8" });
+  const child = spawn(process.execPath, args);
+  let stdout = "";
+  let stderr = "";
+  let scanned = 0;
+  child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+  child.stdout.setEncoding("utf8").on("data", (d) => {
+    stdout += d;
+    const complete = stdout.lastIndexOf("\n") + 1;
+    for (const line of stdout.slice(scanned, complete).split("\n").filter(Boolean)) {
+      const event = JSON.parse(line);
+      if (event.type === "approval.requested") child.stdin.write(`${JSON.stringify(example.answer(event))}\n`);
+    }
+    scanned = complete;
+  });
+  const status = await new Promise((resolve) => child.on("close", resolve));
+  return { stdout, stderr, status };
+}
+
 for (const example of examples) {
-  const run = spawnSync(process.execPath, [join(root, "bin/hookbox.js"), "run", ...example.args, "--json"], { encoding: "utf8" });
+  const run = await runExample(example);
   try {
     const events = run.stdout
       .trim()

@@ -1,8 +1,9 @@
 import type { ErrorCode } from "./turns/keys.gen.js";
 
 /**
- * Every failure the host reports carries a stable `code` (the event `errorCode`s of contract.md) that
- * survives the worker-process boundary: errors cross as `{code, message, details}` and are rebuilt here.
+ * Every failure the host reports carries a stable `code` (the event `errorCode`s of docs/events.md) that
+ * survives the worker-process boundary: errors cross as `{code, message, details}` and are rebuilt by
+ * sandbox/call-errors.ts.
  */
 export class HookboxError extends Error {
   constructor(
@@ -56,9 +57,4 @@ export function hookContractError(script: string, hook: string, path: string, pr
 
 export function isHookboxError(value: unknown): value is HookboxError {
   return value instanceof HookboxError;
-}
-
-/** Rebuilds an error that crossed a process boundary. */
-export function reviveError(serialized: SerializedError): HookboxError {
-  return new HookboxError(serialized.code as ErrorCode, serialized.message, serialized.details ?? {});
 }

@@ -1,4 +1,11 @@
-// The library's public surface. Anything not exported here is internal.
+/*
+ * The library's public surface (`import { ... } from "hookbox"`), described in docs/library.md. Anything not
+ * exported here is internal and may change without notice. Only factories, interfaces and the few classes a
+ * host constructs or catches (SessionManager, ScriptedModel, HookboxError) are exported: implementation classes
+ * stay behind interfaces.
+ */
+
+// Running loops for one tenant.
 export { createTenantRuntime, type TenantRuntimeExtras } from "./host/tenant-runtime.js";
 export type {
   TenantConfig,
@@ -10,19 +17,58 @@ export type {
   ErrorPolicy,
   RetryBounds,
 } from "./host/types.js";
-export { createSandboxPool } from "./sandbox/index.js";
-export type { SandboxPool, SandboxLimits, ScriptSource, ScriptManifest, TenantSandbox, SandboxRun } from "./sandbox/api.js";
 export type { RunHandle, RunResult, SnapshotPhase } from "./loop/handle.js";
-export type { HookboxEvent, EventType } from "./events/types.js";
+
+// Trusted host code given in-process.
+export type { HostModule } from "./host/host-module.js";
+export type { ApprovalAnswer, AnswerResult, OpenApproval } from "./loop/approvals.js";
 export type { HostTool } from "./loop/tool-registry.js";
 export type { HostHooks } from "./loop/hook-provider.js";
-export type { HostMiddleware } from "./loop/middleware-chain.js";
+export type { HostMiddleware, Next } from "./loop/middleware-chain.js";
 export type { RestartHandler, RestartHandlers } from "./loop/context-restart.js";
 export { currentRunContext } from "./loop/ambient.js";
-export { ScriptedModel, loadScriptedSteps } from "./engine/scripted.js";
-export { HookboxError } from "./errors.js";
+export type {
+  CommonContext,
+  MiddlewareContext,
+  ToolContext,
+  ToolCallRef,
+  ToolErrorInfo,
+  HookPayload,
+  BeforeToolCallPayload,
+  AfterToolCallPayload,
+  OnToolErrorPayload,
+  UserContext,
+  Tags,
+} from "./contracts/context.js";
+
+// The sandbox that runs tenants' scripts.
+export { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool, type WorkerInfo } from "./sandbox/index.js";
+export type {
+  SandboxPool,
+  SandboxLimits,
+  ScriptSource,
+  ScriptManifest,
+  ScriptToolManifest,
+  TenantSandbox,
+  SandboxRun,
+  LogEntry,
+  OnHookError,
+} from "./sandbox/api.js";
+
+// Sessions and their store.
+export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
+export type { Session, CreateSessionOptions } from "./session/session.js";
+export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./store/index.js";
+export type { Store, SessionRecord, RunRecord, SnapshotRecord, PauseRecord, SessionSummary, StoredRunStatus } from "./store/index.js";
+
+// Events, models, errors, turns.
+export type { HookboxEvent, EventType, FinalStatus } from "./events/types.js";
+export { ScriptedModel, loadScriptedSteps, type ScriptedStep } from "./engine/scripted.js";
+export { HookboxError, isHookboxError, type HostErrorCode, type SerializedError } from "./errors.js";
 export type { Turn, Block } from "./turns/turn.js";
+export type { Json, JsonObject } from "./turns/json.js";
 export * from "./turns/keys.gen.js";
-export { openStore } from "./store/index.js";
-export { SessionManager } from "./session/manager.js";
-export { replay, loadReplayScripts, type ReplayChange, type ReplaySummary } from "./policy/replay.js";
+
+// Policy lifecycle: replay of recorded hook calls (docs/policy-lifecycle.md).
+export { replay, loadReplayScripts, type ReplayChange, type ReplaySummary, type ReplayScripts } from "./policy/replay.js";
+export type { ScriptVersionRecord, DeploymentRecord, RunDeployment, HookCallRecord, RunFilter } from "./store/index.js";

@@ -1,5 +1,5 @@
 /*
- * The script API of hookbox (contract.md section 1): what `import ... from "hookbox"` gives a script.
+ * The script API of hookbox (docs/script-api.md): what `import ... from "hookbox"` gives a script.
  * The module exists only inside the sandbox; editors and `hookbox check` resolve "hookbox" to this file.
  * Hand-written. Keys, block kinds and enums come from the generated ./turns.d.ts (codegen/spec.json).
  * The host validates the same shapes with zod (src/contracts/hook-returns.ts); test/contracts proves they agree.
@@ -86,7 +86,27 @@ export interface OnToolErrorPayload extends HookPayloadBase {
   error: ToolErrorInfo;
 }
 
-export type HookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload;
+/** Before the run's first inference (not again when an interrupted run is resumed). */
+export interface BeforeRunPayload extends CommonContext {
+  phase: "beforeRun";
+  /** The user's message for this run. */
+  prompt: string;
+  userContext: UserContext;
+}
+
+/** The model answered without calling tools: the run is about to finish with `text`. */
+export interface BeforeFinishPayload extends CommonContext {
+  phase: "beforeFinish";
+  /** The final answer's text ("" when the model gave none). */
+  text: string;
+  /** Inferences made so far in this run. */
+  iterations: number;
+  /** How many times beforeFinish already sent this run on, and how many it may. */
+  continues: number;
+  maxFinishContinues: number;
+}
+
+export type HookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload | BeforeRunPayload | BeforeFinishPayload;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Hook return contracts. Returning nothing means "no opinion". Anything else is a contract error at run time.
@@ -99,7 +119,13 @@ export type BeforeToolCallDecision =
   /** Do not run the tool; the model sees a denial carrying `reason`; the run goes on. */
   | { action: "deny"; reason: string }
   /** Do not run the tool; the whole run stops with status "aborted". */
-  | { action: "abort"; reason: string };
+  | { action: "abort"; reason: string }
+  /**
+   * Do not run the tool yet: a human approves (possibly editing the arguments) or rejects it. Approved, the
+   * call goes on with the approved arguments and the later hooks; rejected or unanswered in time, it is a deny.
+   * `timeoutMs` may shorten the host's approval timeout, never lengthen it.
+   */
+  | { action: "ask"; reason: string; timeoutMs?: number };
 
 export type AfterToolCallDecision =
   /** The run stops with status "aborted". */
@@ -115,7 +141,21 @@ export type OnToolErrorDecision =
   /** The run stops with status "aborted". */
   | { action: "abort"; reason: string };
 
+export type BeforeRunDecision =
+  /** Start the run; `prompt` replaces the user's message as the model sees it. */
+  | { action: "proceed"; prompt?: string }
+  /** Do not start: the run ends "aborted" with errorCode RUN_DENIED, and the model is never called. */
+  | { action: "deny"; reason: string };
+
+export type BeforeFinishDecision =
+  /** Do not finish yet: `message` is added as a user message and the model answers again (bounded by maxFinishContinues). */
+  | { action: "continue"; message: string }
+  /** The run stops with status "aborted". */
+  | { action: "abort"; reason: string };
+
 export type BeforeToolCallReturn = BeforeToolCallDecision | undefined;
+export type BeforeRunReturn = BeforeRunDecision | undefined;
+export type BeforeFinishReturn = BeforeFinishDecision | undefined;
 export type AfterToolCallReturn = AfterToolCallDecision | undefined;
 export type OnToolErrorReturn = OnToolErrorDecision | undefined;
 
@@ -123,6 +163,10 @@ export interface Hooks {
   beforeToolCall?(payload: BeforeToolCallPayload): Awaitable<BeforeToolCallReturn | void>;
   afterToolCall?(payload: AfterToolCallPayload): Awaitable<AfterToolCallReturn | void>;
   onToolError?(payload: OnToolErrorPayload): Awaitable<OnToolErrorReturn | void>;
+  /** Once per run, before the first inference: may rewrite the prompt or deny the run. */
+  beforeRun?(payload: BeforeRunPayload): Awaitable<BeforeRunReturn | void>;
+  /** When the model gives a final answer: may send it on with a message, or abort the run. */
+  beforeFinish?(payload: BeforeFinishPayload): Awaitable<BeforeFinishReturn | void>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -116,17 +116,17 @@ export declare const keys: {
 /** Set once a context restart of that suffix has been applied, so it is not fetched again. Key family `hookbox.context_restart_disabled.<suffix>@v1` (turn_data). */
 export declare function contextRestartDisabledKey<S extends string>(suffix: S): Key<boolean, `hookbox.context_restart_disabled.${S}@v1`, "turn_data">;
 
-export declare const HOOK_NAMES: readonly ["beforeToolCall", "afterToolCall", "onToolError"];
+export declare const HOOK_NAMES: readonly ["beforeToolCall", "afterToolCall", "onToolError", "beforeRun", "beforeFinish"];
 export type HookName = (typeof HOOK_NAMES)[number];
-export declare const HOOK_ACTIONS: readonly ["proceed", "skip", "deny", "abort", "retry", "fail"];
+export declare const HOOK_ACTIONS: readonly ["proceed", "skip", "deny", "abort", "retry", "fail", "ask", "continue"];
 export type HookAction = (typeof HOOK_ACTIONS)[number];
 export declare const ON_HOOK_ERROR: readonly ["fail-closed", "fail-open", "abort-run"];
 export type OnHookErrorPolicy = (typeof ON_HOOK_ERROR)[number];
 export declare const RUN_STATUSES: readonly ["completed", "failed", "aborted", "cancelled"];
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET"];
+export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED"];
 export type ErrorCode = (typeof ERROR_CODES)[number];
-export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "log", "run-finished"];
+export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "run-finished"];
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** One item of a turn. Unknown kinds read as "other". */

@@ -12,6 +12,8 @@ const HOOK_RETURN_TYPES: Record<string, string> = {
   beforeToolCall: "BeforeToolCallReturn",
   afterToolCall: "AfterToolCallReturn",
   onToolError: "OnToolErrorReturn",
+  beforeRun: "BeforeRunReturn",
+  beforeFinish: "BeforeFinishReturn",
 };
 
 export interface Insertion {

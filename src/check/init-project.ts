@@ -1,30 +1,44 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { HookboxError } from "../errors.js";
 import { hookboxTypesDir } from "./compile.js";
 
 /*
- * `hookbox init DIR`: a script project an editor type-checks as it is. The types are copied (not linked) so the
- * project works without hookbox installed next to it; `hookbox check` uses the same compiler options.
+ * `hookbox init DIR`: a script project an editor type-checks as it is; `hookbox check` uses the same compiler
+ * options. Inside a project that has hookbox installed (node_modules/hookbox above DIR), the tsconfig resolves
+ * "hookbox" to the installed package's script types through its `hookbox-script` export condition, so they
+ * follow upgrades. Anywhere else the types are copied into DIR/types, so the project works on its own.
  */
 
-const TSCONFIG = {
+const COMPILER_OPTIONS = {
+  target: "ES2022",
+  lib: ["ES2022"],
+  module: "ESNext",
+  moduleResolution: "Bundler",
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  allowJs: true,
+  checkJs: true,
+  // The sandbox has neither the DOM nor Node: no ambient types beyond the hookbox module.
+  types: [],
+};
+
+const tsconfig = (typesFrom: "installed" | "copied") => ({
   compilerOptions: {
-    target: "ES2022",
-    lib: ["ES2022"],
-    module: "ESNext",
-    moduleResolution: "Bundler",
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    allowJs: true,
-    checkJs: true,
-    // The sandbox has neither the DOM nor Node: no ambient types beyond the hookbox module.
-    types: [],
-    paths: { hookbox: ["./types/hookbox.d.ts"] },
+    ...COMPILER_OPTIONS,
+    ...(typesFrom === "installed" ? { customConditions: ["hookbox-script"] } : { paths: { hookbox: ["./types/hookbox.d.ts"] } }),
   },
   include: ["**/*.ts", "**/*.js"],
-};
+});
+
+/** Whether `import "hookbox"` from `dir` finds an installed hookbox package (node_modules/hookbox in an ancestor). */
+function hookboxInstalledAbove(dir: string): boolean {
+  for (let current = resolve(dir); ; current = dirname(current)) {
+    if (existsSync(join(current, "node_modules", "hookbox", "package.json"))) return true;
+    if (dirname(current) === current) return false;
+  }
+}
 
 const POLICY = `import { BlockKinds, PayloadKeys, defineScript, keys, setKey } from "hookbox";
 
@@ -92,7 +106,7 @@ const MODEL = {
 
 const README = `# hookbox script project
 
-- \`policy.ts\`: an example script (middleware, tools, hooks). Edit it; your editor type-checks it against \`types/\`.
+- \`policy.ts\`: an example script (middleware, tools, hooks). Edit it; your editor type-checks it against the hookbox script types.
 - \`model.json\`: a scripted model: each inference consumes the next step.
 
 \`\`\`sh
@@ -108,11 +122,16 @@ export interface InitResult {
 
 /** Writes the project into `dir` (created if needed). Refuses, writing nothing, if any file already exists. */
 export function initProject(dir: string): InitResult {
+  const installed = hookboxInstalledAbove(dir);
   const typesDir = hookboxTypesDir();
   const files: Record<string, string> = {
-    "tsconfig.json": `${JSON.stringify(TSCONFIG, null, 2)}\n`,
-    "types/hookbox.d.ts": readFileSync(join(typesDir, "hookbox.d.ts"), "utf8"),
-    "types/turns.d.ts": readFileSync(join(typesDir, "turns.d.ts"), "utf8"),
+    "tsconfig.json": `${JSON.stringify(tsconfig(installed ? "installed" : "copied"), null, 2)}\n`,
+    ...(installed
+      ? {}
+      : {
+          "types/hookbox.d.ts": readFileSync(join(typesDir, "hookbox.d.ts"), "utf8"),
+          "types/turns.d.ts": readFileSync(join(typesDir, "turns.d.ts"), "utf8"),
+        }),
     "policy.ts": POLICY,
     "model.json": `${JSON.stringify(MODEL, null, 2)}\n`,
     "README.md": README,

@@ -1,7 +1,7 @@
 import { HookboxError } from "../errors.js";
 import type { FinalStatus } from "../events/types.js";
 
-/** contract.md section 2: 0 completed, 1 failed, 2 usage/config/load, 3 aborted by a hook, 130 cancelled. */
+/** Exit codes (docs/cli.md): 0 completed, 1 failed, 2 usage/config/load, 3 aborted by a hook, 130 cancelled. */
 export function exitCodeFor(status: FinalStatus): number {
   switch (status) {
     case "completed":

@@ -34,6 +34,8 @@ const spec = {
   "cpu-ms": { type: "string" },
   "wall-ms": { type: "string" },
   "pause-timeout-ms": { type: "string" },
+  "approval-timeout-ms": { type: "string" },
+  "max-finish-continues": { type: "string" },
   step: { type: "boolean" },
   json: { type: "boolean" },
   store: { type: "string" },
@@ -44,6 +46,13 @@ function positiveInt(flag: string, value: string | undefined): number | undefine
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new HookboxError("USAGE", `--${flag} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function nonNegativeInt(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new HookboxError("USAGE", `--${flag} must be a non-negative integer, got "${value}"`);
   return n;
 }
 
@@ -71,7 +80,7 @@ function parseUserContext(value: string | undefined): RunOptions["userContext"] 
   return parsed as RunOptions["userContext"];
 }
 
-/** `hookbox run` flags (contract.md section 2); any mistake is a USAGE error naming the flag. */
+/** `hookbox run` flags (docs/cli.md); any mistake is a USAGE error naming the flag. */
 export function parseRunFlags(argv: string[]): RunFlags {
   let parsed;
   try {
@@ -87,6 +96,8 @@ export function parseRunFlags(argv: string[]): RunFlags {
     maxParallelTools: positiveInt("max-parallel-tools", v["max-parallel-tools"]),
     toolTimeoutMs: positiveInt("tool-timeout-ms", v["tool-timeout-ms"]),
     pauseTimeoutMs: positiveInt("pause-timeout-ms", v["pause-timeout-ms"]),
+    approvalTimeoutMs: positiveInt("approval-timeout-ms", v["approval-timeout-ms"]),
+    maxFinishContinues: nonNegativeInt("max-finish-continues", v["max-finish-continues"]),
     step: v.step ?? false,
     tags: parseTags(v.tags),
     userContext: parseUserContext(v["user-context"]),

@@ -25,8 +25,16 @@ export function describeEvent(event: HookboxEvent): string | undefined {
       const detail =
         event.decision.reason ??
         event.decision.message ??
+        (typeof event.decision.prompt === "string" ? `prompt rewritten to ${short(event.decision.prompt)}` : undefined) ??
         (rewritten ? `the model sees ${short(rewritten.error ?? rewritten.result)}` : "");
-      return `    ${event.script}.${event.hook} → ${action}${detail ? `: ${short(detail)}` : ""} [${event.callId}]`;
+      const where = event.callId !== undefined ? ` [${event.callId}]` : "";
+      return `    ${event.script}.${event.hook} → ${action}${detail ? `: ${short(detail)}` : ""}${where}`;
+    }
+    case "approval.requested":
+      return `    ? approval needed for ${event.name}(${short(event.args)}) [${event.callId}]: ${event.reason} (${event.script}; ${event.pauseId}, until ${new Date(event.deadlineMs).toISOString()})`;
+    case "approval.resolved": {
+      const edited = event.args !== undefined ? ` with ${short(event.args)}` : "";
+      return `    ${event.decision === "approved" ? "✓" : "✗"} ${event.decision}${edited}${event.reason ? `: ${event.reason}` : ""} [${event.callId}]`;
     }
     case "tool-started":
       return `    ${event.origin} tool ${event.name}(${short(event.args)}) attempt ${event.attempt}`;

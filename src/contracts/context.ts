@@ -72,6 +72,22 @@ export interface OnToolErrorPayload extends HookPayloadBase {
   phase: "onToolError";
   error: ToolErrorInfo;
 }
-export type HookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload;
+/** Before the first inference of a run (not again on resume). */
+export interface BeforeRunPayload extends CommonContext {
+  phase: "beforeRun";
+  prompt: string;
+  userContext: UserContext;
+}
+/** When an inference made no tool calls: the run would finish with `text`. */
+export interface BeforeFinishPayload extends CommonContext {
+  phase: "beforeFinish";
+  text: string;
+  iterations: number;
+  /** How many times beforeFinish already sent the run on (this run), and the bound. */
+  continues: number;
+  maxFinishContinues: number;
+}
+export type ToolHookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload;
+export type HookPayload = ToolHookPayload | BeforeRunPayload | BeforeFinishPayload;
 
 export { JsonObjectSchema };

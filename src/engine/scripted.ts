@@ -11,7 +11,7 @@ import { HookboxError } from "../errors.js";
 import { JsonObjectSchema } from "../turns/json.js";
 import { jsonPath } from "../contracts/json-path.js";
 
-/** contract.md section 2: `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
+/** The scripted model file (docs/cli.md): `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
 const ScriptedStepSchema = z.strictObject({
   text: z.string().optional(),
   reasoning: z.string().optional(),

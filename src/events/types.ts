@@ -10,17 +10,20 @@ export interface EventBase {
   inferenceId: string;
 }
 
+export type ApprovalDecision = "approved" | "rejected" | "timeout" | "cancelled";
+
 export type FinalStatus = RunStatus | "interrupted";
 
 export type EventBody =
   | { type: "run-started"; prompt: string; runId: string }
   | { type: "inference-started"; iteration: number }
   | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
+  /** `callId` names the tool call; run hooks (beforeRun, beforeFinish) have none. */
   | {
       type: "hook-decision";
       hook: string;
       script: string;
-      callId: string;
+      callId?: string;
       decision: JsonObject;
       /** The script's version when it came from a deployment. */
       version?: number;
@@ -49,6 +52,24 @@ export type EventBody =
       pendingToolCalls: { id: string; name: string; args: JsonObject }[];
     }
   | { type: "debugger.continue"; pauseId: string; reason: "continued" | "timeout" | "cancelled" | "disabled" }
+  | {
+      type: "approval.requested";
+      pauseId: string;
+      callId: string;
+      name: string;
+      args: JsonObject;
+      reason: string;
+      script: string;
+      deadlineMs: number;
+    }
+  | {
+      type: "approval.resolved";
+      pauseId: string;
+      callId: string;
+      decision: ApprovalDecision;
+      args?: JsonObject;
+      reason?: string;
+    }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
   | { type: "run-finished"; status: FinalStatus; reason?: string; errorCode?: ErrorCode | string; text?: string; iterations: number };
 

@@ -3,6 +3,7 @@ import { DEFAULT_RETRY_BOUNDS } from "../loop/retry-budget.js";
 import type { RunOptions } from "./types.js";
 
 export const DEFAULT_PAUSE_TIMEOUT_MS = 30_000;
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 300_000;
 
 /**
  * Per-run options over session defaults over tenant defaults. Scalars replace; the bags that are naturally
@@ -33,5 +34,7 @@ export function loopLimits(options: RunOptions): LoopLimits {
     maxContextRestarts: options.maxContextRestarts ?? 5,
     maxConsecutiveToolErrors: 10,
     defaultBackoffMs: 100,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
+    maxFinishContinues: options.maxFinishContinues ?? 3,
   };
 }

@@ -141,9 +141,6 @@ export async function createTenantRuntime(
         ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations } } : {}),
       });
     },
-    async close() {
-      /* the pool is shared and closed by its owner */
-    },
   };
 }
 

@@ -33,6 +33,10 @@ export interface RunOptions {
   maxContextRestarts?: number;
   step?: boolean;
   pauseTimeoutMs?: number;
+  /** How long an approval (`ask`) waits before it counts as a rejection (default 300000). */
+  approvalTimeoutMs?: number;
+  /** How many more inferences beforeFinish may ask for in one run (default 3). */
+  maxFinishContinues?: number;
   tags?: Tags;
   /** Merged over `{originalUserRequest: prompt, timestampMs: now}`. */
   userContext?: Partial<UserContext> & { [key: string]: Json | undefined };
@@ -48,10 +52,13 @@ export interface RunPersistence {
   onEvent(event: HookboxEvent): void;
   /** Called once per hook chain evaluation, active or shadow (what replay and the shadow report read). */
   onHookCall?(verdict: ChainVerdict): void;
-  /** Tool results committed so far (by call id): on resume these calls are not executed again. */
+  /**
+   * Tool results committed so far, by the call's tool_call block id (model call ids repeat across
+   * responses): on resume these calls are not executed again.
+   */
   journal?: {
-    lookup(callId: string): Block | undefined;
-    record(callId: string, toolUse: Block): void | Promise<void>;
+    lookup(callBlockId: string): Block | undefined;
+    record(callBlockId: string, toolUse: Block): void | Promise<void>;
   };
 }
 
@@ -88,5 +95,4 @@ export interface TenantRuntime {
   /** The deployment whose script versions this runtime runs (recorded on each run it starts). */
   readonly deployment?: RunDeployment;
   start(request: StartRunRequest): RunHandle;
-  close(): Promise<void>;
 }

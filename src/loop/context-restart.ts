@@ -2,6 +2,7 @@ import type { Json } from "../turns/json.js";
 import type { Block, Turn } from "../turns/turn.js";
 import type { CallOutcome } from "./tool-call.js";
 import { contextRestartDisabledKey, PayloadKeys } from "../turns/keys.gen.js";
+import { newId } from "./ids.js";
 
 /** Applies a tool's `context_restart_<suffix>` enrichment to the turn (mutating it). */
 export type RestartHandler = (turn: Turn, restart: { suffix: string; item?: Json; callId: string }) => void | Promise<void>;
@@ -14,10 +15,10 @@ export interface RestartHandlers {
 }
 
 /** Appends the item as a context block and sets the suffix's disable flag so it is not fetched again. */
-export const genericRestartHandler: RestartHandler = (turn, { suffix, item, callId }) => {
+export const genericRestartHandler: RestartHandler = (turn, { suffix, item }) => {
   if (item !== undefined) {
     turn.blocks.push({
-      id: `context_${callId}`,
+      id: newId("blk"),
       kind: "context",
       role: "system",
       payload: { [PayloadKeys.restartType]: suffix, [PayloadKeys.item]: item },
@@ -50,7 +51,7 @@ export async function applyRestart(
   const refuse = (message: string) => ({
     ok: false as const,
     block: {
-      id: `tool_use_${restart.callId}`,
+      id: newId("blk"),
       kind: "tool_use" as const,
       role: "tool",
       payload: { [PayloadKeys.id]: restart.callId, [PayloadKeys.error]: { message, code: "CONTEXT_RESTART" } as Json },
@@ -62,7 +63,7 @@ export async function applyRestart(
   const handler = restartHandlerFor(handlers, restart.suffix);
   if (!handler) return refuse(`no context restart handler for "${restart.suffix}"`);
   // No tool result is appended: the call itself leaves the transcript, the enrichment takes its place.
-  turn.blocks = turn.blocks.filter((b) => !(b.kind === "tool_call" && b.payload[PayloadKeys.id] === restart.callId));
+  turn.blocks = turn.blocks.filter((b) => b.id !== restart.blockId);
   await handler(turn, { suffix: restart.suffix, item: restart.item, callId: restart.callId });
   return { ok: true };
 }

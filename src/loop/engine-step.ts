@@ -30,7 +30,7 @@ export function engineStep(options: { model: LanguageModelV4; tools: () => ToolD
     }
     for (const call of result.toolCalls) {
       blocks.push({
-        id: `tool_call_${call.id}`,
+        id: newId("blk"),
         kind: "tool_call",
         role: "assistant",
         payload: { [PayloadKeys.id]: call.id, [PayloadKeys.name]: call.name, [PayloadKeys.args]: call.args },

@@ -1,5 +1,6 @@
 import type { Turn } from "../turns/turn.js";
 import type { HookboxEvent, FinalStatus } from "../events/types.js";
+import type { AnswerResult, ApprovalAnswer, OpenApproval } from "./approvals.js";
 
 /** How a run ended. */
 export interface RunResult {
@@ -26,6 +27,10 @@ export interface RunHandle {
   readonly pauseId?: string;
   /** Continues the pause with this id; false when it is not this run's current pause. */
   continue(pauseId: string): boolean;
+  /** Approvals waiting for an answer (beforeToolCall returned `ask`), oldest first. */
+  readonly openApprovals: OpenApproval[];
+  /** Approves (optionally with edited arguments) or rejects an open approval of this run. */
+  answerApproval(pauseId: string, answer: ApprovalAnswer): AnswerResult;
 }
 
 export type SnapshotPhase = "pre_inference" | "post_inference" | "post_tools" | "final";

@@ -1,10 +1,19 @@
 import { HookboxError } from "../errors.js";
-import type { AfterToolCallPayload, BeforeToolCallPayload, HookPayload, OnToolErrorPayload, ToolErrorInfo } from "../contracts/context.js";
+import type {
+  AfterToolCallPayload,
+  BeforeFinishPayload,
+  BeforeRunPayload,
+  BeforeToolCallPayload,
+  HookPayload,
+  OnToolErrorPayload,
+  ToolErrorInfo,
+} from "../contracts/context.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { EventBody } from "../events/types.js";
 import type { HookProvider } from "./hook-provider.js";
-import type { ChainVerdict, Verdict } from "./verdict.js";
+import type { Approvals } from "./approvals.js";
+import { toolHookVerdict, type ChainVerdict, type Trace, type Verdict } from "./verdict.js";
 
 export type BeforeOutcome =
   | { kind: "proceed"; args: JsonObject }
@@ -21,30 +30,38 @@ export type ErrorOutcome =
   | { kind: "fail"; error?: string }
   | { kind: "abort"; reason: string; errorCode?: string };
 
+export type RunStartOutcome = { kind: "proceed"; prompt: string } | { kind: "deny"; reason: string; errorCode: string };
+
+export type FinishOutcome =
+  | { kind: "finish" }
+  | { kind: "continue"; message: string; script: string }
+  | { kind: "abort"; reason: string; errorCode?: string }
+  | { kind: "failed"; reason: string; errorCode: string };
+
+export interface HookChainOptions {
+  /** Answers `ask` decisions; without it an ask ends the chain (shadow chains, replay). */
+  approvals?: Approvals;
+  /** A shadow chain: its decisions are `hook-decision {shadow: true}` events, and it writes no logs. */
+  shadow?: boolean;
+  /** Called once per tool-call hook chain evaluation (recording for replay and the shadow report). */
+  onVerdict?(verdict: ChainVerdict): void;
+  /** Shadow hooks given every tool-call hook payload this chain is given; what they decide never reaches the run. */
+  shadowHooks?: { observe(hook: HookName, payload: HookPayload): void };
+}
+
 /** What a failing hook leads to, by its script's onHookError policy. */
 type HookFailure =
   { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
-
-/** One chain evaluation in progress: the last decision shown, and whether a hook failure ended it. */
-interface Trace {
-  decision: JsonObject;
-  failed: boolean;
-}
-
-export interface HookChainOptions {
-  /** A shadow chain: its decisions are `hook-decision {shadow: true}` events, and it writes no logs. */
-  shadow?: boolean;
-  /** Called once per chain evaluation (recording for replay and the shadow report). */
-  onVerdict?(verdict: ChainVerdict): void;
-  /** Shadow hooks given every payload this chain is given; what they decide never reaches the run. */
-  shadowHooks?: { observe(hook: HookName, payload: HookPayload): void };
-}
 
 /**
  * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the
  * previous one's arguments or result); the first terminal decision ends the chain for that call.
  * Every decision, including "no opinion" and hook failures, becomes a hook-decision event carrying the
- * script's version and bundle hash; every evaluation ends in one verdict (verdict.ts).
+ * script's version and bundle hash; every tool-call hook evaluation ends in one verdict (verdict.ts).
+ *
+ * `ask` (beforeToolCall) waits for a human right there: approved, the chain goes on with the approved
+ * arguments (later hooks still run); rejected or timed out, it ends as a deny. Run hooks: beforeRun
+ * rewrites accumulate and the first deny ends the chain; in beforeFinish the first continue or abort does.
  */
 export class HookChain {
   constructor(
@@ -53,46 +70,42 @@ export class HookChain {
     private readonly options: HookChainOptions = {},
   ) {}
 
-  async beforeToolCall(payload: BeforeToolCallPayload): Promise<BeforeOutcome> {
-    this.options.shadowHooks?.observe("beforeToolCall", payload);
-    const trace: Trace = { decision: { action: "none" }, failed: false };
-    const outcome = await this.before(payload, trace);
-    const verdict: Verdict = trace.failed
-      ? "error"
-      : outcome.kind === "proceed"
-        ? outcome.args === payload.call.args
-          ? "proceed"
-          : "rewrite"
-        : outcome.kind === "blocked"
-          ? "error"
-          : outcome.kind;
-    this.settled("beforeToolCall", payload, verdict, trace);
-    return outcome;
+  /** `signal` ends an open approval of this call when its batch stops (another call aborted the run). */
+  async beforeToolCall(payload: BeforeToolCallPayload, options: { signal?: AbortSignal } = {}): Promise<BeforeOutcome> {
+    return this.evaluated("beforeToolCall", payload, (trace) => this.before(payload, trace, options));
   }
 
   async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
-    this.options.shadowHooks?.observe("afterToolCall", payload);
-    const trace: Trace = { decision: { action: "none" }, failed: false };
-    const outcome = await this.after(payload, trace);
-    const same = outcome.kind === "apply" && outcome.result === payload.result && outcome.error === payload.error;
-    this.settled(
-      "afterToolCall",
-      payload,
-      trace.failed ? "error" : outcome.kind === "abort" ? "abort" : same ? "proceed" : "rewrite",
-      trace,
-    );
-    return outcome;
+    return this.evaluated("afterToolCall", payload, (trace) => this.after(payload, trace));
   }
 
   async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
-    this.options.shadowHooks?.observe("onToolError", payload);
-    const trace: Trace = { decision: { action: "none" }, failed: false };
-    const outcome = await this.onError(payload, trace);
-    this.settled("onToolError", payload, trace.failed ? "error" : outcome.kind, trace);
+    return this.evaluated("onToolError", payload, (trace) => this.onError(payload, trace));
+  }
+
+  /** One tool-call hook evaluation: shadows see the payload, the chain decides, its verdict is reported. */
+  private async evaluated<O extends { kind: string }>(
+    hook: "beforeToolCall" | "afterToolCall" | "onToolError",
+    payload: BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload,
+    chain: (trace: Trace) => Promise<O>,
+  ): Promise<O> {
+    this.options.shadowHooks?.observe(hook, payload);
+    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
+    const outcome = await chain(trace);
+    const verdict: Verdict = toolHookVerdict(hook, payload, outcome, trace);
+    this.options.onVerdict?.({
+      hook,
+      callId: payload.call.id,
+      attempt: payload.attempt,
+      verdict,
+      decision: trace.decision,
+      payload,
+      shadow: this.options.shadow ?? false,
+    });
     return outcome;
   }
 
-  private async before(payload: BeforeToolCallPayload, trace: Trace): Promise<BeforeOutcome> {
+  private async before(payload: BeforeToolCallPayload, trace: Trace, options: { signal?: AbortSignal }): Promise<BeforeOutcome> {
     let args = payload.call.args;
     for (const provider of this.with("beforeToolCall")) {
       const current = { ...payload, call: { ...payload.call, args } };
@@ -111,11 +124,80 @@ export class HookChain {
         if (decision.args) args = decision.args;
         continue;
       }
+      if (decision.action === "skip" || decision.action === "deny") trace.asked = false; // a later hook's own decision
       if (decision.action === "skip") return { kind: "skip", result: decision.result, reason: decision.reason };
       if (decision.action === "deny") return { kind: "deny", reason: decision.reason };
+      if (decision.action === "ask") {
+        trace.asked = true;
+        const approvals = this.options.approvals;
+        if (!approvals) return { kind: "deny", reason: `${provider.name} asked for an approval and nobody can answer here` };
+        const approval = await approvals.ask({
+          callId: payload.call.id,
+          name: payload.call.name,
+          args,
+          reason: decision.reason,
+          script: provider.name,
+          ...(decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {}),
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        if (approval.decision === "approved") {
+          args = approval.args;
+          continue;
+        }
+        const why =
+          approval.decision === "timeout" ? approval.reason : `rejected by the reviewer${approval.reason ? `: ${approval.reason}` : ""}`;
+        return { kind: "deny", reason: why };
+      }
       return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
     }
     return { kind: "proceed", args };
+  }
+
+  /** Before the first inference: the prompt the model gets, or a denial (the run ends aborted, no model call). */
+  async beforeRun(payload: BeforeRunPayload): Promise<RunStartOutcome> {
+    let prompt = payload.prompt;
+    for (const provider of this.with("beforeRun")) {
+      let decision;
+      try {
+        decision = await provider.call("beforeRun", { ...payload, prompt });
+      } catch (error) {
+        const failure = this.fail(provider, "beforeRun", undefined, error);
+        if (failure.policy === "fail-open") continue;
+        // The guarded action is the run itself: fail-closed and abort-run both keep it from starting.
+        const reason = failure.policy === "abort-run" ? failure.reason : failure.error.message;
+        return {
+          kind: "deny",
+          reason,
+          errorCode: failure.policy === "abort-run" ? failure.errorCode : (failure.error.code ?? "SCRIPT_ERROR"),
+        };
+      }
+      this.decided(provider, "beforeRun", undefined, decision);
+      if (!decision) continue;
+      if (decision.action === "deny") return { kind: "deny", reason: `${provider.name}: ${decision.reason}`, errorCode: "RUN_DENIED" };
+      if (decision.prompt !== undefined) prompt = decision.prompt;
+    }
+    return { kind: "proceed", prompt };
+  }
+
+  /** When the model gave a final answer: finish, send the model on with a message, or end the run. */
+  async beforeFinish(payload: BeforeFinishPayload): Promise<FinishOutcome> {
+    for (const provider of this.with("beforeFinish")) {
+      let decision;
+      try {
+        decision = await provider.call("beforeFinish", payload);
+      } catch (error) {
+        const failure = this.fail(provider, "beforeFinish", undefined, error);
+        if (failure.policy === "fail-open") continue;
+        if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
+        // fail-closed: an answer the policy could not check is not delivered as completed.
+        return { kind: "failed", reason: failure.error.message, errorCode: failure.error.code ?? "SCRIPT_ERROR" };
+      }
+      this.decided(provider, "beforeFinish", undefined, decision);
+      if (!decision) continue;
+      if (decision.action === "continue") return { kind: "continue", message: decision.message, script: provider.name };
+      return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+    }
+    return { kind: "finish" };
   }
 
   private async after(payload: AfterToolCallPayload, trace: Trace): Promise<AfterOutcome> {
@@ -169,25 +251,17 @@ export class HookChain {
     return this.providers.filter((p) => p.has(hook));
   }
 
-  private settled(hook: HookName, payload: HookPayload & { call: { id: string } }, verdict: Verdict, trace: Trace): void {
-    this.options.onVerdict?.({
-      hook,
-      callId: payload.call.id,
-      attempt: payload.attempt,
-      verdict,
-      decision: trace.decision,
-      payload,
-      shadow: this.options.shadow ?? false,
-    });
+  private decided(provider: HookProvider, hook: HookName, callId: string | undefined, decision: unknown, trace?: Trace): void {
+    this.emitDecision(provider, hook, callId, decision === undefined ? { action: "none" } : (decision as JsonObject), trace);
   }
 
-  private emitDecision(provider: HookProvider, hook: HookName, callId: string, decision: JsonObject, trace: Trace): void {
-    trace.decision = decision;
+  private emitDecision(provider: HookProvider, hook: HookName, callId: string | undefined, decision: JsonObject, trace?: Trace): void {
+    if (trace) trace.decision = decision;
     this.events.emit({
       type: "hook-decision",
       hook,
       script: provider.name,
-      callId,
+      ...(callId !== undefined ? { callId } : {}),
       decision,
       ...(provider.version !== undefined ? { version: provider.version } : {}),
       ...(provider.bundleHash !== undefined ? { bundleHash: provider.bundleHash } : {}),
@@ -195,11 +269,7 @@ export class HookChain {
     });
   }
 
-  private decided(provider: HookProvider, hook: HookName, callId: string, decision: unknown, trace: Trace): void {
-    this.emitDecision(provider, hook, callId, decision === undefined ? { action: "none" } : (decision as JsonObject), trace);
-  }
-
-  private fail(provider: HookProvider, hook: HookName, callId: string, error: unknown, trace: Trace): HookFailure {
+  private fail(provider: HookProvider, hook: HookName, callId: string | undefined, error: unknown, trace?: Trace): HookFailure {
     const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
     const raw = error instanceof Error ? error.message : String(error);
     const message = raw.includes(hook) ? raw : `${provider.name}: ${hook} failed: ${raw}`;
@@ -209,7 +279,7 @@ export class HookChain {
       if (!this.options.shadow) this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
       return { policy };
     }
-    trace.failed = true;
+    if (trace) trace.failed = true;
     if (policy === "abort-run") return { policy, reason: message, errorCode: code };
     return { policy, error: { message, code } };
   }

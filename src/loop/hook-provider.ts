@@ -1,7 +1,15 @@
 import { HookboxError } from "../errors.js";
 import type { HookReturns } from "../contracts/hook-returns.js";
 import { validateHookReturn } from "../contracts/validate-hook-return.js";
-import type { AfterToolCallPayload, BeforeToolCallPayload, HookPayload, OnToolErrorPayload, ToolOrigin } from "../contracts/context.js";
+import type {
+  AfterToolCallPayload,
+  BeforeFinishPayload,
+  BeforeRunPayload,
+  BeforeToolCallPayload,
+  HookPayload,
+  OnToolErrorPayload,
+  ToolOrigin,
+} from "../contracts/context.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { OnHookError, SandboxRun, ScriptManifest } from "../sandbox/api.js";
 import { withRunContext } from "./ambient.js";
@@ -30,6 +38,8 @@ export interface HostHooks {
   beforeToolCall?(payload: BeforeToolCallPayload): MaybePromise<HookReturns["beforeToolCall"]>;
   afterToolCall?(payload: AfterToolCallPayload): MaybePromise<HookReturns["afterToolCall"]>;
   onToolError?(payload: OnToolErrorPayload): MaybePromise<HookReturns["onToolError"]>;
+  beforeRun?(payload: BeforeRunPayload): MaybePromise<HookReturns["beforeRun"]>;
+  beforeFinish?(payload: BeforeFinishPayload): MaybePromise<HookReturns["beforeFinish"]>;
 }
 
 export function hostHookProvider(hooks: HostHooks): HookProvider {

@@ -13,12 +13,15 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall, type PendingCall } from "./tool-call.js";
+import { executeToolCall } from "./tool-call.js";
+import { describeCall, pendingCalls } from "./pending-calls.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
+import { Approvals } from "./approvals.js";
+import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -31,6 +34,10 @@ export interface LoopLimits {
   maxConsecutiveToolErrors: number;
   /** Backoff for retries the error policy asks for (hooks give their own). */
   defaultBackoffMs: number;
+  /** How long an `ask` waits for an answer (a hook may ask for less, never more); then it is a rejection. */
+  approvalTimeoutMs: number;
+  /** How many more inferences beforeFinish may ask for in one run. */
+  maxFinishContinues: number;
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
@@ -60,18 +67,6 @@ export interface LoopOptions {
   resume?: { nextSeq: number; iterations: number };
 }
 
-/** Tool calls in the turn without a matching tool_use block, in call order. */
-export function pendingCalls(turn: Turn): PendingCall[] {
-  const done = new Set(turn.blocks.filter((b) => b.kind === "tool_use").map((b) => String(b.payload[PayloadKeys.id])));
-  return turn.blocks
-    .filter((b) => b.kind === "tool_call" && !done.has(String(b.payload[PayloadKeys.id])))
-    .map((b) => ({
-      id: String(b.payload[PayloadKeys.id]),
-      name: String(b.payload[PayloadKeys.name]),
-      args: (b.payload[PayloadKeys.args] ?? {}) as PendingCall["args"],
-    }));
-}
-
 function lastText(turn: Turn): string | undefined {
   for (let i = turn.blocks.length - 1; i >= 0; i--) {
     const block = turn.blocks[i];
@@ -96,8 +91,6 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   if (options.deadlineMs !== undefined) controller.enforceDeadline(options.deadlineMs);
   return controller;
 }
-
-type Ending = Omit<RunResult, "turn" | "iterations">;
 
 async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, run: RunController, stepper: Stepper): Promise<RunResult> {
   const { limits, ids } = options;
@@ -165,12 +158,28 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
     TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
 
+    const approvals = new Approvals({
+      events,
+      signal,
+      timeoutMs: limits.approvalTimeoutMs,
+      checkArgs: (name, args) => {
+        const tool = registry.get(name);
+        return tool ? registry.argsIssue(tool, args) : undefined;
+      },
+    });
+    run.attachApprovals(approvals);
     const onVerdict = options.persistence?.onHookCall;
     if (components.shadow?.hooks.length) shadow = new ShadowHooks(components.shadow.hooks, events, onVerdict);
     const hooks = new HookChain(components.hooks, events, {
+      approvals,
       ...(onVerdict ? { onVerdict } : {}),
       ...(shadow ? { shadowHooks: shadow } : {}),
     });
+    const finishGuard = new FinishGuard(hooks, events, limits);
+    if (!options.resume) {
+      const denied = await guardRunStart(turn, hooks, { ...context(), prompt: options.prompt, userContext: options.userContext });
+      if (denied) return finish(denied);
+    }
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
       engineStep({ model: options.model, tools: () => registry.definitions(), signal, stream: options.stream }),
@@ -196,9 +205,18 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
         const text = lastText(turn);
-        events.emit({ type: "inference-finished", iteration: iterations, ...(text !== undefined ? { text } : {}), toolCalls: pending });
+        events.emit({
+          type: "inference-finished",
+          iteration: iterations,
+          ...(text !== undefined ? { text } : {}),
+          toolCalls: pending.map(describeCall),
+        });
         await snapshot("post_inference");
-        if (pending.length === 0) return finish({ status: "completed" });
+        if (pending.length === 0) {
+          const verdict = await finishGuard.check(turn, text ?? "", iterations, context());
+          if (verdict === "continue") continue;
+          return finish(verdict);
+        }
         await stepper.pause("after_inference", pending);
         if (signal.aborted) throw signal.reason;
       }
@@ -218,7 +236,7 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           journal,
         });
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
-        if (outcome.kind === "result" && journal && !journal.lookup(call.id)) await journal.record(call.id, outcome.block);
+        if (outcome.kind === "result" && journal && !journal.lookup(call.blockId)) await journal.record(call.blockId, outcome.block);
         return outcome;
       });
       for (const outcome of outcomes) {
@@ -254,9 +272,4 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
-}
-
-/** The loop as an object: options once, then `start(turn)` per run. */
-export function createLoop(options: LoopOptions): { start(turn: Turn): RunHandle } {
-  return { start: (turn) => startLoop(turn, options) };
 }

@@ -3,6 +3,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { EventLog } from "./event-log.js";
 import type { RunHandle, RunResult } from "./handle.js";
 import type { Stepper } from "./stepper.js";
+import type { AnswerResult, ApprovalAnswer, Approvals, OpenApproval } from "./approvals.js";
 
 /** The run handle: events, wait, cancel and continue over one running loop. */
 export class RunController implements RunHandle {
@@ -11,6 +12,7 @@ export class RunController implements RunHandle {
   readonly inferenceId: string;
   private readonly abort = new AbortController();
   private stepper?: Stepper;
+  private approvals?: Approvals;
   private result?: Promise<RunResult>;
   cancelReason?: string;
 
@@ -29,6 +31,18 @@ export class RunController implements RunHandle {
 
   attachStepper(stepper: Stepper): void {
     this.stepper = stepper;
+  }
+
+  attachApprovals(approvals: Approvals): void {
+    this.approvals = approvals;
+  }
+
+  get openApprovals(): OpenApproval[] {
+    return this.approvals?.list() ?? [];
+  }
+
+  answerApproval(pauseId: string, answer: ApprovalAnswer): AnswerResult {
+    return this.approvals?.answer(pauseId, answer) ?? { ok: false, code: "NOT_FOUND", message: `no open approval ${pauseId} in this run` };
   }
 
   finishWith(result: Promise<RunResult>): void {

@@ -1,6 +1,7 @@
 import type { EventLog } from "./event-log.js";
 import { newPauseId } from "./ids.js";
 import type { PendingCall } from "./tool-call.js";
+import { describeCall } from "./pending-calls.js";
 
 export type PausePhase = "after_inference" | "after_tools";
 type ContinueReason = "continued" | "timeout" | "cancelled" | "disabled";
@@ -43,7 +44,7 @@ export class Stepper {
         pauseId: id,
         phase,
         deadlineMs: Date.now() + this.timeoutMs,
-        pendingToolCalls: pending.map(({ id: callId, name, args }) => ({ id: callId, name, args })),
+        pendingToolCalls: pending.map(describeCall),
       });
     });
     clearTimeout(timer);

@@ -10,8 +10,11 @@ import type { RetryBudget } from "./retry-budget.js";
 import type { RegisteredTool, ToolRegistry } from "./tool-registry.js";
 import { raceAbort, sleep } from "./abortable.js";
 import { withRunContext } from "./ambient.js";
+import { newId } from "./ids.js";
 
 export interface PendingCall {
+  /** The call's tool_call block: unique in the session, unlike the model's call id. */
+  blockId: string;
   id: string;
   name: string;
   args: JsonObject;
@@ -19,7 +22,7 @@ export interface PendingCall {
 
 export type CallOutcome =
   | { kind: "result"; block: Block; failed: boolean }
-  | { kind: "restart"; callId: string; suffix: string; item?: Json }
+  | { kind: "restart"; callId: string; blockId: string; suffix: string; item?: Json }
   | { kind: "abort"; reason: string; errorCode?: string };
 
 export interface CallServices {
@@ -35,6 +38,9 @@ export interface CallServices {
   journal?: RunPersistence["journal"];
 }
 
+/** What one attempt produced: the handler's result or why it failed. */
+type AttemptOutcome = { result?: Json; error?: ToolErrorInfo };
+
 const RESTART_PREFIX = "context_restart_";
 
 /**
@@ -42,7 +48,7 @@ const RESTART_PREFIX = "context_restart_";
  * bounded retries -> afterToolCall -> a tool_use block (or a context restart, or a run abort).
  */
 export async function executeToolCall(call: PendingCall, services: CallServices): Promise<CallOutcome> {
-  const committed = services.journal?.lookup(call.id);
+  const committed = services.journal?.lookup(call.blockId);
   if (committed) return { kind: "result", block: committed, failed: committed.payload[PayloadKeys.error] !== undefined };
 
   const { events, hooks, registry } = services;
@@ -51,7 +57,10 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const ref = (args: JsonObject): ToolCallRef => ({ id: call.id, name: call.name, args, origin });
   const base = () => ({ ...services.context(), timestampMs: Date.now() });
 
-  const before = await hooks.beforeToolCall({ ...base(), phase: "beforeToolCall", call: ref(call.args), attempt: 1 });
+  const before = await hooks.beforeToolCall(
+    { ...base(), phase: "beforeToolCall", call: ref(call.args), attempt: 1 },
+    { signal: services.signal },
+  );
   if (before.kind === "abort") return before;
   if (before.kind === "skip") return finished(call, origin, before.result, undefined);
   if (before.kind === "deny") return finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" });
@@ -61,8 +70,10 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   let attempt = 1;
   for (;;) {
     const started = Date.now();
-    events.emit({ type: "tool-started", callId: call.id, name: call.name, args, attempt, origin });
-    const outcome = await runOnce(tool, call, args, attempt, services);
+    // A call refused before its handler (unknown tool, invalid arguments) never started: only tool-finished.
+    const admitted = admitCall(tool, call, args, services.registry);
+    if ("tool" in admitted) events.emit({ type: "tool-started", callId: call.id, name: call.name, args, attempt, origin });
+    const outcome: AttemptOutcome = "tool" in admitted ? await runOnce(admitted.tool, call, args, attempt, services) : admitted;
     const durationMs = Date.now() - started;
     if (attempt > 1) services.budget.spend(durationMs);
     events.emit({ type: "tool-finished", callId: call.id, name: call.name, attempt, durationMs, ...outcome });
@@ -106,22 +117,31 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
     });
     if (after.kind === "abort") return after;
     const restart = asRestart(after.result);
-    if (restart && !after.error) return { kind: "restart", callId: call.id, ...restart };
+    if (restart && !after.error) return { kind: "restart", callId: call.id, blockId: call.blockId, ...restart };
     return finished(call, origin, after.result, after.error);
   }
 }
 
-async function runOnce(
+/** The tool to run, or why the call is refused before its handler starts. */
+function admitCall(
   tool: RegisteredTool | undefined,
+  call: PendingCall,
+  args: JsonObject,
+  registry: ToolRegistry,
+): { tool: RegisteredTool } | { error: ToolErrorInfo } {
+  if (!tool) return { error: { message: `unknown tool "${call.name}"`, code: "UNKNOWN_TOOL" } };
+  const invalid = registry.checkArgs(tool, args);
+  if (invalid) return { error: { message: invalid, code: "TOOL_ARGS" } };
+  return { tool };
+}
+
+async function runOnce(
+  tool: RegisteredTool,
   call: PendingCall,
   args: JsonObject,
   attempt: number,
   services: CallServices,
-): Promise<{ result?: Json; error?: ToolErrorInfo }> {
-  if (!tool) return { error: { message: `unknown tool "${call.name}"`, code: "UNKNOWN_TOOL" } };
-  const invalid = services.registry.checkArgs(tool, args);
-  if (invalid) return { error: { message: invalid, code: "TOOL_ARGS" } };
-
+): Promise<AttemptOutcome> {
   const ctx: ToolContext = {
     ...services.context(),
     timestampMs: Date.now(),
@@ -171,5 +191,5 @@ function finished(call: PendingCall, origin: string, result: Json | undefined, e
   if (error) payload[PayloadKeys.error] = error.code ? { message: error.message, code: error.code } : { message: error.message };
   else payload[PayloadKeys.result] = result ?? null;
   const metadata: JsonObject = { [BlockMetadataKeys.origin.id]: origin };
-  return { kind: "result", block: { id: `tool_use_${call.id}`, kind: "tool_use", role: "tool", payload, metadata }, failed: !!error };
+  return { kind: "result", block: { id: newId("blk"), kind: "tool_use", role: "tool", payload, metadata }, failed: !!error };
 }

@@ -67,12 +67,23 @@ export class ToolRegistry {
   /** Checks args against the tool's `parameters`; returns a message naming the field, or undefined. */
   checkArgs(tool: RegisteredTool, args: JsonObject): string | undefined {
     if (typeof args.__invalid_json__ === "string") return args.__invalid_json__;
+    const issue = this.argsIssue(tool, args);
+    if (!issue) return undefined;
+    return `invalid arguments for ${tool.name}: ${issue.pointer || "(root)"} ${issue.message}`;
+  }
+
+  /** The first schema violation of `args`: its JSON pointer (`/amount`), path segments and message. */
+  argsIssue(tool: RegisteredTool, args: JsonObject): { pointer: string; segments: string[]; message: string } | undefined {
     const validate = validatorFor(tool);
     if (validate(args)) return undefined;
     const issue = validate.errors?.[0];
-    if (!issue) return `invalid arguments for ${tool.name}`;
-    const field =
+    if (!issue) return { pointer: "", segments: [], message: "is invalid" };
+    const pointer =
       issue.instancePath || (issue.params && "missingProperty" in issue.params ? `/${String(issue.params.missingProperty)}` : "");
-    return `invalid arguments for ${tool.name}: ${field || "(root)"} ${issue.message ?? "is invalid"}`;
+    const segments = pointer
+      .split("/")
+      .slice(1)
+      .map((part) => part.replaceAll("~1", "/").replaceAll("~0", "~"));
+    return { pointer, segments, message: issue.message ?? "is invalid" };
   }
 }

@@ -1,4 +1,4 @@
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool } from "./api.js";
+import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool, type TenantSandbox } from "./api.js";
 import { defaultWorkerPath } from "./paths.js";
 import { Supervisor } from "./supervisor.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
@@ -36,7 +36,6 @@ export interface WorkerInfo {
 }
 
 export interface SupervisedSandboxPool extends SandboxPool {
-  tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandboxImpl;
   /** The live worker processes (for diagnostics and fault tests). */
   workers(): WorkerInfo[];
 }
@@ -79,7 +78,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     logsPerSecond: options.logsPerSecond ?? 100,
   };
   return {
-    tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandboxImpl {
+    tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandbox {
       let tenant = tenants.get(name);
       if (tenant === undefined) {
         tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, tenantOptions);

@@ -9,6 +9,8 @@ import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } fro
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
 import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
+import { openApiDocument } from "./openapi.js";
+import { approvalRoute } from "./approval-route.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -22,7 +24,7 @@ export interface AppOptions {
 }
 
 /**
- * The HTTP API of contract.md section 5. A key sees only its own tenant: another tenant's session,
+ * The HTTP API of docs/http-api.md (described to clients by openapi.ts). A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
 export function createApp({ config, manager, draining, policy }: AppOptions): Hono<Env> {
@@ -35,6 +37,9 @@ export function createApp({ config, manager, draining, policy }: AppOptions): Ho
   app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`)));
 
   app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
+  // The API's description is public (no key), like /healthz: registered before the key check.
+  const openapi = openApiDocument();
+  app.get("/v1/openapi.json", (c) => c.json(openapi));
 
   app.use("/v1/*", async (c, next) => {
     const header = c.req.header("authorization") ?? "";
@@ -141,6 +146,8 @@ export function createApp({ config, manager, draining, policy }: AppOptions): Ho
     return c.json({ continued: true });
   });
 
+  approvalRoute(app, { manager, ownedRun });
+
   app.post("/v1/runs/:runId/cancel", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
     const handle = manager.liveRun(run.id);
@@ -149,7 +156,7 @@ export function createApp({ config, manager, draining, policy }: AppOptions): Ho
     return c.json({ cancelled: true });
   });
 
-  if (policy) registerPolicyRoutes(app, { ...policy, tenants });
+  registerPolicyRoutes(app, policy && { ...policy, tenants });
 
   return app;
 }

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { z } from "zod";
-import { JsonSchema } from "../turns/json.js";
+import { JsonObjectSchema, JsonSchema } from "../turns/json.js";
 import { TagsSchema } from "../contracts/context.js";
 import { ApiError } from "./api-error.js";
 import { jsonPath } from "../contracts/json-path.js";
@@ -29,6 +29,12 @@ export const StartRunBody = z.strictObject({
 });
 
 export const ContinueBody = z.strictObject({ pauseId: z.string().min(1).max(200) });
+
+export const ApprovalBody = z.strictObject({
+  decision: z.enum(["approve", "reject"]),
+  args: JsonObjectSchema.optional(),
+  reason: z.string().max(2000).optional(),
+});
 
 export const ForkBody = z.strictObject({ runId: z.string().min(1).optional() });
 

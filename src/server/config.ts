@@ -7,7 +7,7 @@ import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 
 /*
- * The `hookbox serve --config FILE` file (contract.md section 5). Paths are relative to the file.
+ * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
  * Every problem is a CONFIG error naming the file and the field (`tenants[1].apiKeys[0].env`).
  */
 
@@ -31,6 +31,10 @@ const LimitsSchema = z.strictObject({
   maxParallelTools: positiveInt.optional(),
   toolTimeoutMs: positiveInt.optional(),
   pauseTimeoutMs: positiveInt.optional(),
+  /** How long an approval waits before it counts as a rejection (default 300000). */
+  approvalTimeoutMs: positiveInt.optional(),
+  /** How many more inferences beforeFinish may ask for per run (default 3). */
+  maxFinishContinues: z.number().int().nonnegative().optional(),
   /** Run starts per minute for the tenant (token bucket; default 600). */
   runsPerMinute: positiveInt.optional(),
   /** Authenticated requests per minute for the tenant (default 6000). */
@@ -133,6 +137,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (limits.maxParallelTools !== undefined) runDefaults.maxParallelTools = limits.maxParallelTools;
     if (limits.toolTimeoutMs !== undefined) runDefaults.toolTimeoutMs = limits.toolTimeoutMs;
     if (limits.pauseTimeoutMs !== undefined) runDefaults.pauseTimeoutMs = limits.pauseTimeoutMs;
+    if (limits.approvalTimeoutMs !== undefined) runDefaults.approvalTimeoutMs = limits.approvalTimeoutMs;
+    if (limits.maxFinishContinues !== undefined) runDefaults.maxFinishContinues = limits.maxFinishContinues;
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
     return { config, runsPerMinute: limits.runsPerMinute ?? 600, requestsPerMinute: limits.requestsPerMinute ?? 6000 };
   });

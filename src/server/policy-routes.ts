@@ -24,13 +24,16 @@ export interface PolicyServices {
 const ScriptName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "a script name: letters, digits, _ . - (at most 64)");
 const ScriptRefSchema = z.strictObject({ name: ScriptName, version: z.number().int().positive() });
 
-const UploadBody = z.strictObject({
+export const UploadBody = z.strictObject({
   name: ScriptName,
   entry: z.string().min(1).max(DEFAULT_UPLOAD_LIMITS.maxPathChars),
   files: z.record(z.string(), z.string()),
 });
-const DeployBody = z.strictObject({ scripts: z.array(ScriptRefSchema).max(32), shadow: z.array(ScriptRefSchema).max(32).optional() });
-const ReplayBody = z.strictObject({
+export const DeployBody = z.strictObject({
+  scripts: z.array(ScriptRefSchema).max(32),
+  shadow: z.array(ScriptRefSchema).max(32).optional(),
+});
+export const ReplayBody = z.strictObject({
   scripts: z.array(ScriptRefSchema).min(1).max(32),
   since: z.iso.datetime({ offset: true }).optional(),
   sessionIds: z.array(z.string().min(1).max(200)).max(1000).optional(),
@@ -47,11 +50,16 @@ function deploymentView(deployment: DeploymentRecord) {
   return { deploymentId: id, ...rest };
 }
 
-export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): void {
-  const { store, deployments } = services;
-  const served = (c: Context<Env>) => services.tenants.get(c.get("tenant"))!;
+/** The routes are always there (the OpenAPI document lists them); without services (no sandbox pool) they answer 501. */
+export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | undefined): void {
+  const need = (): PolicyServices => {
+    if (!given) throw new ApiError(501, "NOT_AVAILABLE", "this server has no sandbox pool of its own: no policy lifecycle routes");
+    return given;
+  };
+  const served = (c: Context<Env>) => need().tenants.get(c.get("tenant"))!;
 
   app.post("/v1/scripts", async (c) => {
+    const { store, pool } = need();
     const upload = await readBody(c, UploadBody);
     const files = Object.entries(upload.files);
     const limits = DEFAULT_UPLOAD_LIMITS;
@@ -64,7 +72,7 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
     try {
       const version = await createScriptVersion({
         store,
-        pool: services.pool,
+        pool: pool,
         tenant: c.get("tenant"),
         limits: served(c).config.limits ?? {},
         upload,
@@ -77,6 +85,7 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
   });
 
   app.get("/v1/scripts/:name", async (c) => {
+    const { store } = need();
     const name = c.req.param("name");
     const versions = await store.listScriptVersions(c.get("tenant"), name);
     if (versions.length === 0) throw new ApiError(404, "NOT_FOUND", `no script ${name}`);
@@ -94,6 +103,7 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
   });
 
   app.get("/v1/scripts/:name/versions/:version", async (c) => {
+    const { store } = need();
     const { name, version } = c.req.param();
     const found = /^\d{1,9}$/.test(version) ? await store.getScriptVersion(c.get("tenant"), name, Number(version)) : undefined;
     if (!found) throw new ApiError(404, "NOT_FOUND", `no version ${version} of script ${name}`);
@@ -102,6 +112,7 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
   });
 
   app.put("/v1/deployment", async (c) => {
+    const { deployments } = need();
     const body = await readBody(c, DeployBody);
     try {
       const deployment = await deployments.deploy(c.get("tenant"), body);
@@ -112,11 +123,12 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
     }
   });
 
-  app.get("/v1/deployment", async (c) => c.json(deploymentView(await deployments.current(c.get("tenant")))));
+  app.get("/v1/deployment", async (c) => c.json(deploymentView(await need().deployments.current(c.get("tenant")))));
 
-  app.get("/v1/deployments", async (c) => c.json({ deployments: (await deployments.history(c.get("tenant"))).map(deploymentView) }));
+  app.get("/v1/deployments", async (c) => c.json({ deployments: (await need().deployments.history(c.get("tenant"))).map(deploymentView) }));
 
   app.post("/v1/deployment/rollback", async (c) => {
+    const { deployments } = need();
     const deployment = await deployments.rollback(c.get("tenant"));
     if (!deployment)
       throw new ApiError(409, "NO_PREVIOUS_DEPLOYMENT", "the current deployment is the first one: there is nothing to roll back to");
@@ -124,12 +136,14 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
   });
 
   app.get("/v1/deployments/:id/shadow-report", async (c) => {
+    const { store } = need();
     const id = c.req.param("id");
     if (!(await store.getDeployment(c.get("tenant"), id))) throw new ApiError(404, "NOT_FOUND", `no deployment ${id}`);
     return c.json(await shadowReport(store, c.get("tenant"), id));
   });
 
   app.post("/v1/replays", async (c) => {
+    const { store, pool } = need();
     const body = await readBody(c, ReplayBody);
     const tenant = c.get("tenant");
     const versions = [];
@@ -146,7 +160,7 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
     }
     const sandboxName = `${tenant}~replay~${randomUUID()}`;
     try {
-      const scripts = await loadReplayScripts(services.pool, sandboxName, versions.map(asSource), {
+      const scripts = await loadReplayScripts(pool, sandboxName, versions.map(asSource), {
         limits: served(c).config.limits ?? {},
         versions: versions.map((v) => v.version),
       });
@@ -169,7 +183,7 @@ export function registerPolicyRoutes(app: Hono<Env>, services: PolicyServices): 
       if (isHookboxError(error) && error.code === "SCRIPT_LOAD") throw new ApiError(400, "SCRIPT_LOAD", error.message);
       throw error;
     } finally {
-      services.pool.drop?.(sandboxName);
+      pool.drop?.(sandboxName);
     }
   });
 }

@@ -16,8 +16,8 @@
  * restoreTenantConfig(record.tenantConfig, overrideFromConfig), pool)`, then `await manager.resume(ID)`.
  * Events of a resumed run continue the stored seq; `manager.events(runId, afterSeq)` reads stored + live ones.
  */
-import { randomUUID } from "node:crypto";
 import { HookboxError } from "../errors.js";
+import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle } from "../loop/handle.js";
 import type { RunOptions, TenantRuntime } from "../host/types.js";
@@ -60,7 +60,7 @@ export class SessionManager {
 
   async create(options: CreateSessionOptions): Promise<Session> {
     const record: SessionRecord = {
-      id: options.sessionId ?? randomUUID(),
+      id: options.sessionId ?? newId("sess"),
       tenant: options.tenant,
       tenantConfig: await recordTenantConfig(options.tenantConfig),
       defaults: options.defaults ?? {},
@@ -84,7 +84,7 @@ export class SessionManager {
       const record = await this.requireSession(sessionId);
       const runtime = await this.runtimeFor(record.tenant, record);
       const history = await this.history(sessionId);
-      const runId = randomUUID();
+      const runId = newId("run");
       const merged = mergeRunOptions(record.defaults, options);
       await this.store.createRun({
         id: runId,
@@ -123,7 +123,7 @@ export class SessionManager {
       const journal = await this.store.listToolResults(run.id);
       const turn = snapshot?.turn ?? withUserMessage(await this.historyBefore(record, runs, run.id), run);
       const iterations = snapshot?.iterations ?? 0;
-      const inferenceId = run.inferenceId || randomUUID();
+      const inferenceId = run.inferenceId || newId("inf");
       await this.store.reopenRun(run.id, { ownerPid: process.pid, iterations });
       return this.runs.launch(
         runtime,
@@ -147,7 +147,7 @@ export class SessionManager {
       throw new HookboxError("NOT_FOUND", `session ${sessionId} has no run ${options.runId}`, { sessionId, runId: options.runId });
     const turn = run ? (await this.store.latestSnapshot(run.id))?.turn : source.initialTurn;
     const record: SessionRecord = {
-      id: options.sessionId ?? randomUUID(),
+      id: options.sessionId ?? newId("sess"),
       tenant: source.tenant,
       tenantConfig: source.tenantConfig,
       defaults: source.defaults,

@@ -53,6 +53,6 @@ export interface CreateSessionOptions {
   tenant: string;
   tenantConfig: TenantConfig;
   defaults?: RunOptions;
-  /** Choose the id (CLI `--session ID` for a new session); default a random UUID. */
+  /** Choose the id (CLI `--session ID` for a new session); default a new `sess_<32 hex>` id. */
   sessionId?: string;
 }

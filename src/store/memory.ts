@@ -5,6 +5,7 @@ import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
+import { pauseChange } from "./pause-events.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 
 interface RunState {
@@ -93,17 +94,12 @@ export class MemoryStore extends WithPolicyTables implements Store {
     run.lastSeq = event.seq;
     if (run.inferenceId === "") run.inferenceId = event.inferenceId;
     if (event.type === "inference-finished") run.iterations += 1;
-    if (event.type === "debugger.pause") {
-      state.pauses.set(event.pauseId, {
-        pauseId: event.pauseId,
-        runId,
-        phase: event.phase,
-        deadlineMs: event.deadlineMs,
-        pendingToolCalls: structuredClone(event.pendingToolCalls),
-        openedMs: event.timestampMs,
-      });
-    } else if (event.type === "debugger.continue") {
-      state.pauses.delete(event.pauseId);
+    const pause = pauseChange(event);
+    if (pause?.open) {
+      const { pending, ...open } = structuredClone(pause.open);
+      state.pauses.set(open.pauseId, { ...open, runId, pendingToolCalls: pending });
+    } else if (pause?.close) {
+      state.pauses.delete(pause.close.pauseId);
     } else if (event.type === "run-finished") {
       state.pauses.clear();
       Object.assign(run, { status: event.status, iterations: event.iterations, finishedMs: event.timestampMs });

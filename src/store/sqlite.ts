@@ -8,6 +8,7 @@ import { isProcessAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
+import { pauseChange } from "./pause-events.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 import {
   rowToPause,
@@ -164,10 +165,12 @@ export class SqliteStore extends WithPolicyTables implements Store {
         );
       }
       s.insertEvent.run(runId, event.seq, event.type, JSON.stringify(event));
-      if (event.type === "debugger.pause") {
-        s.openPause.run(event.pauseId, runId, event.phase, event.deadlineMs, JSON.stringify(event.pendingToolCalls), event.timestampMs);
-      } else if (event.type === "debugger.continue") {
-        s.closePause.run(event.reason, event.pauseId, runId);
+      const pause = pauseChange(event);
+      if (pause?.open) {
+        const { pauseId, phase, deadlineMs, pending, openedMs } = pause.open;
+        s.openPause.run(pauseId, runId, phase, deadlineMs, JSON.stringify(pending), openedMs);
+      } else if (pause?.close) {
+        s.closePause.run(pause.close.reason, pause.close.pauseId, runId);
       } else if (event.type === "run-finished") {
         s.closeAllPauses.run("run-finished", runId);
         s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);

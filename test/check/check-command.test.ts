@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkCommand } from "../../src/cli/commands/check.js";
 import { capture, tempDir } from "../codegen/helpers.js";
+import { runCli } from "../helpers/cli.js";
 
 function script(name: string, text: string): string {
   const dir = tempDir("hookbox-check-");
@@ -143,3 +144,41 @@ describe("hookbox check", () => {
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+describe("hookbox check: approvals and run hooks", () => {
+  const RUN_HOOKS = `import { defineScript } from "hookbox";
+
+export default defineScript({
+  hooks: {
+    beforeToolCall(p) { if (p.call.args.amount > 100) return { action: "ask", reason: "over 100", timeoutMs: 60000 }; },
+    beforeRun(p) { return { action: "proceed", prompt: p.prompt.trim() + " " + p.userContext.originalUserRequest.length }; },
+    beforeFinish(p) {
+      if (p.continues < p.maxFinishContinues && !/A\\d+/.test(p.text)) return { action: "continue", message: "cite the order" };
+      return p.iterations > 10 ? { action: "abort", reason: "too long" } : undefined;
+    },
+  },
+});
+`;
+
+  it("accepts ask, beforeRun and beforeFinish returns (the real CLI, exit 0, no output)", async () => {
+    const result = await runCli(["check", script("run-hooks.ts", RUN_HOOKS)]);
+    expect(result.stdout + result.stderr).toBe("");
+    expect(result.code).toBe(0);
+  });
+
+  it.each([
+    ['{ action: "continue", message: "cite the order" }', '{ action: "continue" } /* WRONG */'],
+    ['{ action: "ask", reason: "over 100", timeoutMs: 60000 }', '{ action: "ask", timeoutMs: 60000 } /* WRONG */'],
+    [
+      '{ action: "proceed", prompt: p.prompt.trim() + " " + p.userContext.originalUserRequest.length }',
+      '{ action: "skip", result: 1 } /* WRONG */',
+    ],
+  ])("reports a return outside the contract at its own line: %s -> %s", async (good, bad) => {
+    const text = RUN_HOOKS.replace(good, bad);
+    const file = script("bad-run-hooks.ts", text);
+    const result = await runCli(["check", file]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`${file}:${lineOf(text, "WRONG")}:`);
+    expect(result.stdout.match(/ - error TS\d+/g), result.stdout).toHaveLength(1);
+  });
+});

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
 import { writeSteps } from "../helpers/harness.js";
@@ -46,6 +48,14 @@ describe("hookbox run", () => {
     [["run", "--model", "scripted:x.json", "--prompt", "x", "--max-iterations", "zero"], "--max-iterations must be a positive integer"],
     [["run", "--model", "scripted:x.json", "--prompt", "x", "--bogus"], "--bogus"],
     [["run", "--model", "scripted:x.json", "--prompt", "x", "--user-context", "{nope"], "--user-context is not JSON"],
+    [
+      ["run", "--model", "scripted:x.json", "--prompt", "x", "--approval-timeout-ms", "0"],
+      "--approval-timeout-ms must be a positive integer",
+    ],
+    [
+      ["run", "--model", "scripted:x.json", "--prompt", "x", "--max-finish-continues", "some"],
+      "--max-finish-continues must be a non-negative",
+    ],
   ])("usage errors exit 2 with one clear line: %j", async (args, message) => {
     const r = await runCli(args);
     expect(r.code).toBe(2);
@@ -81,5 +91,42 @@ describe("hookbox run", () => {
     const r = await done;
     expect(r.code).toBe(130);
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: "run-finished", status: "cancelled" });
+  });
+});
+
+describe("hookbox run: the human transcript shows the run hooks' decisions", () => {
+  it("beforeRun's rewrite and beforeFinish's continue appear as lines (examples/cite-order)", async () => {
+    const ex = (file: string) => join(repoRoot, "examples", "cite-order", file);
+    const r = await runCli([
+      "run",
+      ex("cite.ts"),
+      "--model",
+      `scripted:${ex("model.json")}`,
+      "--host-tools",
+      ex("tools.mjs"),
+      "--prompt",
+      "Where is my order?",
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("cite-order.beforeRun → proceed: prompt rewritten to Where is my order?");
+    expect(r.stdout).toContain("cite-order.beforeFinish → continue: Your answer must cite the order id");
+    expect(r.stdout).toContain("final answer: Order A17 has shipped");
+  });
+
+  it("a denied run says so and exits 3", async () => {
+    const ex = (file: string) => join(repoRoot, "examples", "cite-order", file);
+    const dir = mkdtempSync(join(tmpdir(), "hookbox-deny-"));
+    const script = join(dir, "guard.ts");
+    writeFileSync(
+      script,
+      `import { defineScript } from "hookbox";
+export default defineScript({ name: "guard", hooks: { beforeRun() { return { action: "deny", reason: "closed today" }; } } });
+`,
+    );
+    const r = await runCli(["run", script, "--model", `scripted:${ex("model.json")}`, "--prompt", "hi"]);
+    expect(r.code).toBe(3);
+    expect(r.stdout).toContain("guard.beforeRun → deny: closed today");
+    expect(r.stdout).toContain("■ aborted (RUN_DENIED): guard: closed today after 0 inference(s)");
+    expect(r.stderr).toBe("hookbox run: aborted (RUN_DENIED): guard: closed today\n");
   });
 });

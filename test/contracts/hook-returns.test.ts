@@ -23,6 +23,8 @@ const TABLES: Record<HookName, Table> = {
       `{ action: "skip", result: null, reason: "cached" }`,
       `{ action: "deny", reason: "over limit" }`,
       `{ action: "abort", reason: "fraud" }`,
+      `{ action: "ask", reason: "refund over 100" }`,
+      `{ action: "ask", reason: "refund over 100", timeoutMs: 60000 }`,
     ],
     rejected: [
       "null",
@@ -38,7 +40,11 @@ const TABLES: Record<HookName, Table> = {
       `{ action: "proceed", args: "id=A17" }`,
       `{ action: "retry" }`,
       `{ result: 1 }`,
+      `{ action: "ask" }`,
+      `{ action: "ask", reason: "r", timeoutMs: "60s" }`,
+      `{ action: "ask", reason: "r", args: { id: "A17" } }`,
     ],
+    zodOnly: [`{ action: "ask", reason: "r", timeoutMs: 0 }`, `{ action: "ask", reason: "r", timeoutMs: 2.5 }`],
   },
   afterToolCall: {
     accepted: [
@@ -85,12 +91,47 @@ const TABLES: Record<HookName, Table> = {
     // Value refinements a type cannot express: the host rejects them at run time, the compiler cannot.
     zodOnly: [`{ action: "retry", backoffMs: -1 }`, `{ action: "retry", backoffMs: 1.5 }`],
   },
+  beforeRun: {
+    accepted: [
+      "undefined",
+      `{ action: "proceed" }`,
+      `{ action: "proceed", prompt: "Refund order A17 (customer verified)" }`,
+      `{ action: "deny", reason: "prompt injection" }`,
+    ],
+    rejected: [
+      "null",
+      "{}",
+      `{ action: "deny" }`,
+      `{ action: "abort", reason: "x" }`,
+      `{ action: "proceed", prompt: 5 }`,
+      `{ action: "proceed", args: {} }`,
+      `{ action: "skip", result: 1 }`,
+      `{ prompt: "rewritten" }`,
+    ],
+    zodOnly: [`{ action: "proceed", prompt: "" }`],
+  },
+  beforeFinish: {
+    accepted: ["undefined", `{ action: "continue", message: "Cite the order id." }`, `{ action: "abort", reason: "no order id" }`],
+    rejected: [
+      "null",
+      "{}",
+      `{ action: "continue" }`,
+      `{ action: "continue", message: ["a"] }`,
+      `{ action: "abort" }`,
+      `{ action: "proceed" }`,
+      `{ action: "deny", reason: "x" }`,
+      `{ action: "continue", message: "m", extra: 1 }`,
+    ],
+    zodOnly: [`{ action: "continue", message: "" }`],
+  },
 };
 
 const RETURN_TYPES: Record<HookName, string> = {
   beforeToolCall: "BeforeToolCallReturn",
   afterToolCall: "AfterToolCallReturn",
   onToolError: "OnToolErrorReturn",
+  beforeRun: "BeforeRunReturn",
+  beforeFinish: "BeforeFinishReturn",
 };
 
 const dir = join(process.cwd(), ".hookbox-contract-snippets");
@@ -110,7 +151,7 @@ function snippets() {
       const asValue = join(dir, `${hook}-${index}-value.ts`);
       overlay.set(
         asHook,
-        `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { ${hook}(p) {\n  if (p.attempt > 0) return ${example};\n} } });\n`,
+        `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { ${hook}(p) {\n  if (p.timestampMs > 0) return ${example};\n} } });\n`,
       );
       overlay.set(
         asAsyncHook,

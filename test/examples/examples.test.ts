@@ -13,15 +13,21 @@ const scripts = exampleDirs.flatMap(({ name: dir }) =>
 );
 
 describe("examples", () => {
+  it("finds the example scripts", () => {
+    expect(exampleDirs.length).toBeGreaterThan(0);
+    expect(scripts.length).toBeGreaterThanOrEqual(exampleDirs.length);
+  });
+
   it.each(scripts)("%s type-checks with hookbox check", async (script) => {
     const r = await runCli(["check", script]);
     expect(r.stdout + r.stderr).toBe("");
     expect(r.code).toBe(0);
   });
 
-  it("every example runs through the CLI with its expected outcome (scripts/smoke.mjs)", () => {
+  it("every example directory runs through the CLI with its expected outcome (scripts/smoke.mjs)", () => {
     const r = spawnSync(process.execPath, [join(repoRoot, "scripts/smoke.mjs")], { encoding: "utf8" });
-    expect(r.stdout).toContain("3 passed, 0 failed");
+    for (const { name } of exampleDirs) expect(r.stdout).toMatch(new RegExp(`^ok +${name} \\(`, "m"));
+    expect(r.stdout).toContain(`${exampleDirs.length} passed, 0 failed`);
     expect(r.status).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { HookPayload, ToolContext, MiddlewareContext } from "../../src/contracts/context.js";
+import type { BeforeToolCallPayload, HookPayload, ToolContext, MiddlewareContext } from "../../src/contracts/context.js";
 import type { Turn } from "../../src/turns/turn.js";
 
 export const scriptDir = mkdtempSync(join(tmpdir(), "hookbox-sandbox-test-"));
@@ -24,7 +24,7 @@ export function writeFiles(files: Record<string, string>): string {
 /** The ids and times every ctx and payload carries. */
 const common = { sessionId: "s1", inferenceId: "i1", traceId: "t1", turnId: "u1", timestampMs: 1, tags: {} };
 
-export function beforePayload(name = "lookup", args: Record<string, unknown> = {}): HookPayload {
+export function beforePayload(name = "lookup", args: Record<string, unknown> = {}): BeforeToolCallPayload {
   return {
     phase: "beforeToolCall",
     call: { id: "call-1", name, args: args as never, origin: "script" },

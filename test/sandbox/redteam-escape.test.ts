@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { afterPayload, beforePayload, script, toolCtx } from "./helpers.js";
-import { assertHostIntact, attacker, redTeamPool } from "./redteam-helpers.js";
+import { assertWorkerIntact, attacker, redTeamPool } from "./redteam-helpers.js";
 
 /* Red team: escapes and pollution. Each case is a real script through the real sandbox. */
 const { pool, good } = redTeamPool({ workers: 2 });
@@ -9,7 +9,7 @@ const skipWith = (expr: string) => `{ hooks: { beforeToolCall() { return { actio
 
 describe("red team: escapes", () => {
   it("constructor chains reach only the isolate's own realm", async () => {
-    const { run } = await attacker(
+    const { run, tenant } = await attacker(
       pool,
       skipWith(`(() => {
         const F = ({}).constructor.constructor;
@@ -24,7 +24,7 @@ describe("red team: escapes", () => {
     };
     expect(decision.result.probe).toEqual(Array(8).fill("undefined"));
     expect(decision.result.viaError).toBe("undefined");
-    assertHostIntact();
+    await assertWorkerIntact(pool, tenant);
     await good.served();
   });
 
@@ -50,6 +50,7 @@ describe("red team: escapes", () => {
     };
     expect(decision.result.runtimeFunctions).toBe(0);
     expect(decision.result.runtimeThis).toBe(0);
+    expect(decision.result.files.length).toBeGreaterThan(0); // the hook did see frames
     for (const file of decision.result.files) expect(file).not.toMatch(/\/work\/|node_modules|dist\//);
     await good.served();
   });
@@ -123,7 +124,7 @@ describe("red team: prototype pollution", () => {
     } }] }`;
 
   it("a polluted context still returns correct JSON, and the pollution stays in that run", async () => {
-    const { run, tenant } = await attacker(pool, polluter);
+    const { run, tenant, manifests } = await attacker(pool, polluter);
     expect(await run.callTool("attack", "pollute", {}, toolCtx)).toEqual({ ok: true, list: [1, 2], nested: { a: "b" } });
     // Same run, same context: the script sees its own pollution, the host still gets real JSON.
     expect(await run.callTool("attack", "inspect", { x: [1] }, toolCtx)).toEqual({
@@ -134,14 +135,14 @@ describe("red team: prototype pollution", () => {
     });
     // A new run of the same tenant starts clean.
     const sandbox = pool.tenant(tenant);
-    const fresh = await sandbox.openRun({ runId: "fresh", scripts: [...sandbox.scripts.values()].map((entry) => entry.manifest) });
+    const fresh = await sandbox.openRun({ runId: "fresh", scripts: manifests });
     expect(await fresh.callTool("attack", "inspect", { x: 1 }, toolCtx)).toEqual({
       polluted: null,
       stringify: '{"a":1}',
       escaped: null,
       echo: { x: 1 },
     });
-    assertHostIntact();
+    await assertWorkerIntact(pool, tenant);
     await good.served();
   });
 
@@ -160,6 +161,6 @@ describe("red team: prototype pollution", () => {
     const run = await sandbox.openRun({ runId: "r", scripts: manifests });
     expect(await run.callTool("first", "set", {}, toolCtx)).toBe(true);
     expect(await run.callTool("second", "get", {}, toolCtx)).toEqual([null, null]);
-    assertHostIntact();
+    await assertWorkerIntact(pool, "two-scripts");
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect } from "vitest";
 import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
-import type { SandboxLimits, SandboxRun } from "../../src/sandbox/api.js";
-import { beforePayload, rejection, script } from "./helpers.js";
+import type { SandboxLimits, SandboxRun, ScriptManifest } from "../../src/sandbox/api.js";
+import { beforePayload, rejection, script, toolCtx } from "./helpers.js";
 
 export const attackLimits: Partial<SandboxLimits> = { cpuMs: 100, wallMs: 1000, memoryMb: 32 };
 
@@ -12,13 +12,16 @@ export async function attacker(
   pool: SupervisedSandboxPool,
   body: string,
   limits = attackLimits,
-): Promise<{ run: SandboxRun; tenant: string }> {
+): Promise<{ run: SandboxRun; tenant: string; manifests: ScriptManifest[] }> {
   const tenant = `attacker-${++counter}`;
-  const sandbox = pool.tenant(tenant, limits);
+  // Loaded under the default limits (the attacks are in the hooks, not at load, and a loaded machine can take
+  // more than a tight CPU limit to evaluate a bundle); the attack limits apply from the first call on.
+  const sandbox = pool.tenant(tenant);
   const manifests = await sandbox.load([
     script("attack", `import { defineScript } from "hookbox";\nexport default defineScript(${body});`),
   ]);
-  return { run: await sandbox.openRun({ runId: `run-${tenant}`, scripts: manifests }), tenant };
+  pool.tenant(tenant, limits);
+  return { run: await sandbox.openRun({ runId: `run-${tenant}`, scripts: manifests }), tenant, manifests };
 }
 
 /** A well-behaved tenant; `served()` asserts it answers promptly and correctly. */
@@ -49,12 +52,32 @@ export async function timedRejection(
   return { ...error, ms: performance.now() - started };
 }
 
-/** Nothing a script did reached the host realm. */
-export function assertHostIntact(): void {
-  expect(Object.prototype).not.toHaveProperty("polluted");
-  expect(JSON.stringify({ a: 1 })).toBe('{"a":1}');
-  expect([1, 2].map((x) => x * 2)).toEqual([2, 4]);
-  expect((globalThis as Record<string, unknown>).escaped).toBeUndefined();
+const PROBE = `export default { tools: [{ name: "probe", description: "", handler() {
+  return { polluted: ({}).polluted ?? null, stringify: JSON.stringify({ a: 1 }), map: [1, 2].map((x) => x * 2),
+    escaped: globalThis.escaped ?? null, shared: globalThis.shared ?? null, process: typeof process };
+} }] };`;
+
+/**
+ * Nothing a script did outlived its run where scripts execute: in the worker processes. Every worker the pool
+ * lists is alive, and a probe script in a new run of `tenant` (the same isolate the attack ran in, when given)
+ * sees pristine built-ins and no globals left behind.
+ */
+export async function assertWorkerIntact(pool: SupervisedSandboxPool, tenant = "probe"): Promise<void> {
+  const workers = pool.workers();
+  expect(workers.length).toBeGreaterThan(0);
+  for (const { pid } of workers) if (pid !== undefined) expect(() => process.kill(pid, 0)).not.toThrow();
+  const sandbox = pool.tenant(tenant);
+  const manifests = await sandbox.load([script("probe", PROBE)]);
+  const run = await sandbox.openRun({ runId: `probe-${++counter}`, scripts: manifests });
+  expect(await run.callTool("probe", "probe", {}, toolCtx)).toEqual({
+    polluted: null,
+    stringify: '{"a":1}',
+    map: [2, 4],
+    escaped: null,
+    shared: null,
+    process: "undefined",
+  });
+  await run.close();
 }
 
 /**
@@ -71,7 +94,7 @@ export function redTeamPool(options: SandboxPoolOptions): {
     good = await victim(pool);
   });
   afterAll(async () => {
-    assertHostIntact();
+    await assertWorkerIntact(pool);
     await pool.close();
   });
   return { pool, good: { served: (boundMs) => good!.served(boundMs) } };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
-import { afterPayload, beforePayload, middlewareCtx, toolCtx, turn } from "./helpers.js";
-import { assertHostIntact, attackLimits, attacker, redTeamPool, timedRejection, victim } from "./redteam-helpers.js";
+import { afterPayload, beforePayload, middlewareCtx, script, toolCtx, turn } from "./helpers.js";
+import { assertWorkerIntact, attackLimits, attacker, redTeamPool, timedRejection, victim } from "./redteam-helpers.js";
 
 /*
  * Red team: resource attacks. Limits: 100 ms CPU, 1 s wall, 32 MB per callback/tenant; the supervisor's
@@ -14,7 +14,7 @@ const hook = (attack: string) =>
   `{ hooks: { beforeToolCall(p) { if (p.call.name === "attack") { ${attack} } return { action: "deny", reason: "fine" }; } } }`;
 
 async function expectContained(body: string, code: string, boundMs: number, messagePart?: string, limits = attackLimits) {
-  const { run } = await attacker(pool, body, limits);
+  const { run, tenant } = await attacker(pool, body, limits);
   const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
   const victimDuring = good.served(1500);
   const error = await timedRejection(attack);
@@ -23,9 +23,11 @@ async function expectContained(body: string, code: string, boundMs: number, mess
   if (messagePart) expect(error.message).toContain(messagePart);
   await victimDuring;
   await good.served(); // and after
-  // The same tenant's next callback works.
+  // The same tenant's next callback works. It re-creates the script's context, whose top-level evaluation a
+  // loaded machine can stretch past a tight attack limit: the check is that the tenant survives, under defaults.
+  pool.tenant(tenant, { cpuMs: 200, wallMs: 5000 });
   expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
-  assertHostIntact();
+  await assertWorkerIntact(pool, tenant);
   return error;
 }
 
@@ -79,6 +81,7 @@ describe("red team: CPU and time", () => {
     expect(error.code).toBe("SANDBOX_TIMEOUT");
     expect(error.ms).toBeLessThan(3000);
     await good.served();
+    pool.tenant(tenant, { cpuMs: 200, wallMs: 5000 }); // as in expectContained: survival, not speed under load
     expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
     // A tenant that broke a limit is moved to the quarantine worker.
     expect(pool.workers().find((worker) => worker.tenants.includes(tenant))?.role).toBe("quarantine");
@@ -193,10 +196,7 @@ describe("red team: floods", () => {
       const floodVictim = await victim(flood);
       const sandbox = flood.tenant("flooder", { cpuMs: 100, wallMs: 1000 });
       const manifests = await sandbox.load([
-        {
-          source: `export default { hooks: { beforeToolCall() { const end = Date.now() + 5; while (Date.now() < end) {} } } };`,
-          filename: "/tmp/flooder.ts",
-        },
+        script("flooder", `export default { hooks: { beforeToolCall() { const end = Date.now() + 5; while (Date.now() < end) {} } } };`),
       ]);
       const run = await sandbox.openRun({ runId: "flood", scripts: manifests });
       const calls = Array.from({ length: 40 }, () =>
@@ -215,22 +215,36 @@ describe("red team: floods", () => {
     }
   });
 
-  it("a log flood is rate- and size-limited", async () => {
+  it("a log flood is rate- and size-limited, and the dropped lines are reported", async () => {
     const sandbox = pool.tenant("logger");
     const manifests = await sandbox.load([
-      {
-        source: `export default { hooks: { beforeToolCall() { for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "y".repeat(10000)); } } };`,
-        filename: "/tmp/logger.ts",
-      },
+      script(
+        "logger",
+        `export default { hooks: {
+          beforeToolCall() { for (let i = 0; i < 5000; i++) console.log("line " + i + " " + "y".repeat(10000)); },
+          afterToolCall() { console.log("after"); },
+        } };`,
+      ),
     ]);
-    const logs: { message: string }[] = [];
+    const logs: { level: string; message: string }[] = [];
     const run = await sandbox.openRun({ runId: "logs", scripts: manifests, onLog: (entry) => logs.push(entry) });
     const started = performance.now();
     await run.callHook("logger", "beforeToolCall", beforePayload());
     const seconds = (performance.now() - started) / 1000;
-    expect(logs.length).toBeGreaterThan(0);
+    const passed = logs.filter((entry) => entry.message.startsWith("line ")).length;
+    expect(passed).toBeGreaterThan(0);
     // A burst of 100, refilled at 100 per second.
-    expect(logs.length).toBeLessThanOrEqual(100 + Math.ceil(seconds * 100) + 1);
+    expect(passed).toBeLessThanOrEqual(100 + Math.ceil(seconds * 100) + 1);
     for (const entry of logs) expect(entry.message.length).toBeLessThanOrEqual(4096);
+
+    // The next line that passes carries the count of what was dropped: every line is accounted for.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await run.callHook("logger", "afterToolCall", afterPayload({ ok: true }));
+    expect(logs.at(-1)).toMatchObject({ level: "info", message: "after" });
+    const notices = logs
+      .filter((entry) => entry.level === "warn")
+      .map((entry) => /^(\d+) log lines dropped: over the limit of 100 per second$/.exec(entry.message));
+    expect(notices.length).toBeGreaterThan(0);
+    expect(passed + notices.reduce((sum, match) => sum + Number(match![1]), 0)).toBe(5000);
   });
 });

@@ -56,6 +56,23 @@ describe("hookbox serve over HTTP", () => {
     expect((await globex().request("POST", "/v1/sessions", {})).status).toBe(201); // the {env} key works
   });
 
+  it("a session's second run replays the same call ids (c1, c2) and runs them again; ids are sess_/run_/inf_", async () => {
+    const client = acme();
+    const created = await client.request("POST", "/v1/sessions", {});
+    const sessionId = created.body.sessionId as string;
+    expect(sessionId).toMatch(/^sess_[0-9a-f]{32}$/);
+    for (const prompt of ["first", "second"]) {
+      const started = await client.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt });
+      expect(started.status).toBe(202);
+      expect(started.body.runId).toMatch(/^run_[0-9a-f]{32}$/);
+      expect(started.body.inferenceId).toMatch(/^inf_[0-9a-f]{32}$/);
+      const { messages } = await readEvents(server.url, "acme-key", started.body.runId);
+      const finished = messages.map((m) => m.event).filter((e) => e.type === "tool-finished");
+      expect(finished.map((e) => e.callId)).toEqual(["c1", "c2"]);
+      expect(messages.at(-1)!.event).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
+    }
+  });
+
   it("runs the full step-mode flow: pause over SSE, continue over HTTP, run-finished ends the stream", async () => {
     const { sessionId, runId, pauseId, seen } = await pausedRun();
     expect(seen.map((m) => m.id)).toEqual(seen.map((m) => String(m.event.seq)));

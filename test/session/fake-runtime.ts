@@ -1,5 +1,6 @@
 import type { HookboxEvent, EventBody } from "../../src/events/types.js";
 import type { RunHandle, RunResult } from "../../src/loop/handle.js";
+import type { AnswerResult } from "../../src/loop/approvals.js";
 import type { StartRunRequest, TenantRuntime } from "../../src/host/types.js";
 import type { Turn } from "../../src/turns/turn.js";
 
@@ -29,8 +30,6 @@ export class FakeRuntime implements TenantRuntime {
     this.requests.push(request);
     return new FakeRun(this, this.steps, request);
   }
-
-  async close(): Promise<void> {}
 }
 
 class FakeRun implements RunHandle {
@@ -159,6 +158,12 @@ class FakeRun implements RunHandle {
   cancel(reason = "cancelled"): void {
     this.cancelled = reason;
     this.pause?.resolve();
+  }
+
+  readonly openApprovals = [];
+
+  answerApproval(pauseId: string): AnswerResult {
+    return { ok: false, code: "NOT_FOUND", message: `no open approval ${pauseId} in this run` };
   }
 
   continue(pauseId: string): boolean {

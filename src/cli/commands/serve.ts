@@ -34,7 +34,6 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const pool = createSandboxPool();
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
-    for (const runtime of runtimes.values()) await runtime.close().catch(() => undefined);
     await closePool(pool);
     await store.close();
   };

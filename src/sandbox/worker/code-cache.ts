@@ -18,10 +18,6 @@ export class CodeCache {
     if (!this.entries.has(hash)) this.entries.set(hash, { code, filename });
   }
 
-  has(hash: string): boolean {
-    return this.entries.has(hash);
-  }
-
   compile(isolate: ivm.Isolate, hash: string): ivm.Script {
     const entry = this.entries.get(hash);
     if (entry === undefined) throw new Error(`bundle ${hash} was never sent to this worker`);

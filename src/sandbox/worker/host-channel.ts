@@ -30,7 +30,8 @@ const LEVELS = new Set(["debug", "info", "warn", "error"]);
 interface ChannelDeps {
   calls: Map<number, WorkerCall>;
   collector: () => Collector | undefined;
-  limiter: (tenant: string) => LogLimiter;
+  /** The log budget of the tenant this channel's context belongs to. */
+  limiter: LogLimiter;
   maxLogChars: number;
 }
 
@@ -124,14 +125,17 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
       } else if (op === "log") {
         const context = self();
         if (context === undefined || typeof a !== "string" || !LEVELS.has(a) || typeof b !== "string") return undefined;
-        if (!deps.limiter(context.tenant.name).take()) return undefined;
-        collector.logs.push({
-          tenant: context.tenant.name,
-          runId: context.runId,
-          script: context.script,
-          level: a as "debug" | "info" | "warn" | "error",
-          message: b.slice(0, deps.maxLogChars),
-        });
+        const limiter = deps.limiter;
+        if (!limiter.take()) return undefined;
+        const entry = { tenant: context.tenant.name, runId: context.runId, script: context.script };
+        const dropped = limiter.drainDropped();
+        if (dropped > 0)
+          collector.logs.push({
+            ...entry,
+            level: "warn",
+            message: `${dropped} log lines dropped: over the limit of ${limiter.perSecond} per second`,
+          });
+        collector.logs.push({ ...entry, level: a as "debug" | "info" | "warn" | "error", message: b.slice(0, deps.maxLogChars) });
       }
     } catch {
       // Never let a host exception reach guest code.

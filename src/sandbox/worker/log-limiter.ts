@@ -1,10 +1,13 @@
-/** Token bucket per tenant: a script cannot flood the host with log events. Drops are reported once per refill. */
+/**
+ * Token bucket per tenant: a script cannot flood the host with log events. Lines over the limit are counted,
+ * and the count goes out with the next line that passes (`drainDropped`), so readers learn what they missed.
+ */
 export class LogLimiter {
   private tokens: number;
   private last = performance.now();
-  dropped = 0;
+  private dropped = 0;
 
-  constructor(private readonly perSecond: number) {
+  constructor(readonly perSecond: number) {
     this.tokens = perSecond;
   }
 
@@ -18,5 +21,12 @@ export class LogLimiter {
     }
     this.dropped += 1;
     return false;
+  }
+
+  /** Lines dropped since the last call (and resets the count). */
+  drainDropped(): number {
+    const dropped = this.dropped;
+    this.dropped = 0;
+    return dropped;
   }
 }

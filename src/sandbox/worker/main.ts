@@ -61,9 +61,14 @@ function tenantFor(name: string, limits: WorkerLimits): TenantIsolate {
     tenants.set(name, tenant);
   }
   tenant.prepare(limits);
+  return tenant;
+}
+
+/** One log budget per tenant, shared by all its contexts. */
+function limiterFor(name: string, limits: WorkerLimits): LogLimiter {
   let limiter = limiters.get(name);
   if (limiter === undefined) limiters.set(name, (limiter = new LogLimiter(limits.logsPerSecond)));
-  return tenant;
+  return limiter;
 }
 
 function newContext(tenant: TenantIsolate, runId: string, script: string, bundleHash: string, limits: WorkerLimits): ScriptContext {
@@ -78,7 +83,7 @@ function newContext(tenant: TenantIsolate, runId: string, script: string, bundle
         {
           calls,
           collector: () => collector,
-          limiter: (name) => limiters.get(name) ?? new LogLimiter(limits.logsPerSecond),
+          limiter: limiterFor(tenant.name, limits),
           maxLogChars: limits.maxLogChars,
         },
         self,

@@ -1,0 +1,56 @@
+// Shared by the scripts in scripts/bench/: the bench's small hook payload, its 100 KB result, a script writer and
+// percentiles. The same shapes as scripts/bench.mjs uses, so figures compare.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-"));
+
+/** Writes a script file and returns its ScriptSource. */
+export function script(name, source) {
+  const path = join(dir, `${name}.ts`);
+  writeFileSync(path, source);
+  return { path };
+}
+
+export const smallPayload = {
+  phase: "beforeToolCall",
+  call: { id: "call-1", name: "lookup_order", args: { id: "A17" }, origin: "script" },
+  attempt: 1,
+  sessionId: "s1",
+  inferenceId: "i1",
+  traceId: "t1",
+  turnId: "u1",
+  timestampMs: 1700000000000,
+  tags: { env: "bench" },
+  userContext: { originalUserRequest: "Please refund order A17", timestampMs: 1700000000000 },
+};
+
+const bigResult = {
+  items: Array.from({ length: 800 }, (_, i) => ({
+    id: `item-${i}`,
+    name: `Product number ${i}`,
+    price: i * 1.5,
+    tags: ["a", "b"],
+    note: "x".repeat(40),
+  })),
+};
+export const echoPayload = { ...smallPayload, phase: "afterToolCall", result: bigResult, durationMs: 3 };
+
+export const HOOK_BODY = `if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; return { action: "proceed" };`;
+
+export const percentile = (values, p) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+};
+export const round = (value, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+export async function timeCalls(count, call) {
+  const samples = [];
+  for (let i = 0; i < count; i++) {
+    const started = performance.now();
+    await call(i);
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}

@@ -1,0 +1,38 @@
+import type { Block, Turn } from "../turns/turn.js";
+import { PayloadKeys } from "../turns/keys.gen.js";
+import type { PendingCall } from "./tool-call.js";
+
+/** Blocks a model response is made of; a run of them in the turn is one response. */
+const RESPONSE_KINDS = new Set(["reasoning", "llm_text", "tool_call"]);
+
+/**
+ * The calls of the turn's last model response that have no tool_use result yet, in call order.
+ *
+ * Call ids are only unique within one response: scripted models and some OpenAI-compatible servers number
+ * calls per response (`c1` in every response), so a result is matched to a call of the same response, never
+ * to an earlier response's call with the same id. Calls of earlier responses are never pending: each
+ * response's calls are answered (or the run ended) before the next inference.
+ */
+export function pendingCalls(turn: Turn): PendingCall[] {
+  let open: Block[] = [];
+  let previous: Block | undefined;
+  for (const block of turn.blocks) {
+    const startsResponse = RESPONSE_KINDS.has(block.kind) && !(previous && RESPONSE_KINDS.has(previous.kind));
+    if (startsResponse) open = [];
+    if (block.kind === "tool_call") open.push(block);
+    if (block.kind === "tool_use") {
+      const answered = open.findIndex((call) => call.payload[PayloadKeys.id] === block.payload[PayloadKeys.id]);
+      if (answered >= 0) open.splice(answered, 1);
+    }
+    previous = block;
+  }
+  return open.map((block) => ({
+    blockId: block.id,
+    id: String(block.payload[PayloadKeys.id]),
+    name: String(block.payload[PayloadKeys.name]),
+    args: (block.payload[PayloadKeys.args] ?? {}) as PendingCall["args"],
+  }));
+}
+
+/** A pending call as events and pauses show it (the block id is the loop's own bookkeeping). */
+export const describeCall = ({ id, name, args }: PendingCall) => ({ id, name, args });

@@ -1,0 +1,335 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import { packageRoot } from "../../codegen/package-root.js";
+import { JsonSchema } from "../turns/json.js";
+import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
+import { DeployBody, ReplayBody, UploadBody } from "./policy-routes.js";
+
+/*
+ * The server's OpenAPI 3.1 document, served at GET /v1/openapi.json. Request bodies are the very zod schemas
+ * the routes validate with (bodies.ts), turned into JSON Schema 2020-12 (OpenAPI 3.1's dialect) by zod's own
+ * z.toJSONSchema, so the document cannot drift from validation. Each operation below matches one route in
+ * app.ts; test/server/openapi.test.ts fails when a route is missing here or an example stops validating.
+ */
+
+const SessionCreated = z.object({ sessionId: z.string().meta({ description: "sess_ followed by 32 hex digits" }) });
+const RunStarted = z.object({
+  runId: z.string().meta({ description: "run_ followed by 32 hex digits" }),
+  inferenceId: z.string().meta({ description: "inf_ followed by 32 hex digits" }),
+});
+const ErrorBody = z.object({
+  error: z.object({
+    code: z.string().meta({ description: "stable machine-readable code, e.g. VALIDATION, NOT_FOUND, SESSION_BUSY" }),
+    message: z.string(),
+    path: z.string().optional().meta({ description: "JSON path of the offending field, when there is one" }),
+  }),
+});
+const JsonObject = z.record(z.string(), JsonSchema).meta({ description: "a JSON object: see docs/http-api.md for its fields" });
+
+/** Every schema the document names, under components.schemas. */
+const schemas = {
+  Json: JsonSchema,
+  JsonObject,
+  Error: ErrorBody,
+  CreateSessionBody,
+  StartRunBody,
+  ContinueBody,
+  ApprovalBody,
+  ForkBody,
+  SessionCreated,
+  RunStarted,
+  Continued: z.object({ continued: z.literal(true) }),
+  ApprovalAnswered: z.object({ pauseId: z.string(), decision: z.enum(["approved", "rejected"]) }),
+  Cancelled: z.object({ cancelled: z.literal(true) }),
+  UploadBody,
+  DeployBody,
+  ReplayBody,
+  VersionCreated: z.object({ name: z.string(), version: z.number(), bundleHash: z.string(), warnings: z.array(z.string()) }),
+  Deployed: z.object({ deploymentId: z.string(), number: z.number(), rollbackOf: z.string().optional() }),
+};
+type Schema = keyof typeof schemas;
+
+interface Operation {
+  method: "get" | "post" | "put";
+  /** OpenAPI form: `{param}`. */
+  path: string;
+  summary: string;
+  /** False for the few routes that answer without an API key. */
+  auth?: boolean;
+  body?: { schema: Schema; example: unknown; optional?: boolean };
+  responses: Record<number, { description: string; schema?: Schema; eventStream?: boolean }>;
+  /** Extra parameters beyond the path's own. */
+  parameters?: object[];
+}
+
+const errors = { 400: "invalid body or parameter", 401: "no or unknown API key", 404: "unknown, or another tenant's", 429: "rate limited" };
+const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) =>
+  Object.fromEntries(
+    codes.map((code) => [
+      code,
+      {
+        description:
+          code === 409
+            ? "conflict (session busy, run not active)"
+            : code === 413
+              ? "body too large"
+              : code === 503
+                ? "draining"
+                : errors[code],
+        schema: "Error" as const,
+      },
+    ]),
+  );
+
+export const operations: Operation[] = [
+  { method: "get", path: "/healthz", summary: "Liveness", auth: false, responses: { 200: { description: "up", schema: "JsonObject" } } },
+  {
+    method: "get",
+    path: "/v1/openapi.json",
+    summary: "This document",
+    auth: false,
+    responses: { 200: { description: "the OpenAPI 3.1 document", schema: "JsonObject" } },
+  },
+  {
+    method: "post",
+    path: "/v1/sessions",
+    summary: "Create a session (optionally with run defaults)",
+    body: { schema: "CreateSessionBody", example: { defaults: { maxIterations: 10, tags: { channel: "web" } } }, optional: true },
+    responses: { 201: { description: "created", schema: "SessionCreated" }, ...errorResponses(400, 401, 413, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/sessions",
+    summary: "List the tenant's sessions",
+    responses: { 200: { description: "the sessions", schema: "JsonObject" }, ...errorResponses(401, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/sessions/{sessionId}",
+    summary: "A session with its turns",
+    responses: { 200: { description: "the session", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+  },
+  {
+    method: "post",
+    path: "/v1/sessions/{sessionId}/runs",
+    summary: "Start a run in the session",
+    body: {
+      schema: "StartRunBody",
+      example: {
+        prompt: "Please refund order A17",
+        userContext: { userId: "u-42" },
+        step: false,
+        tags: { channel: "web" },
+        maxIterations: 5,
+      },
+    },
+    responses: { 202: { description: "started", schema: "RunStarted" }, ...errorResponses(400, 401, 404, 409, 413, 429, 503) },
+  },
+  {
+    method: "post",
+    path: "/v1/sessions/{sessionId}/resume",
+    summary: "Resume the session's interrupted run",
+    responses: { 202: { description: "resumed", schema: "RunStarted" }, ...errorResponses(401, 404, 409, 429, 503) },
+  },
+  {
+    method: "post",
+    path: "/v1/sessions/{sessionId}/fork",
+    summary: "Fork the session at a run (default: its last)",
+    body: { schema: "ForkBody", example: {}, optional: true },
+    responses: { 201: { description: "the new session", schema: "SessionCreated" }, ...errorResponses(400, 401, 404, 413, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/runs/{runId}",
+    summary: "A run's record and open pauses",
+    responses: { 200: { description: "the run", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/runs/{runId}/events",
+    summary: "The run's events as Server-Sent Events (id = seq); ends after run-finished",
+    parameters: [
+      {
+        name: "Last-Event-ID",
+        in: "header",
+        required: false,
+        description: "resume after this seq",
+        schema: { type: "string", pattern: "^\\d{1,15}$" },
+      },
+      {
+        name: "after",
+        in: "query",
+        required: false,
+        description: "same as Last-Event-ID",
+        schema: { type: "string", pattern: "^\\d{1,15}$" },
+      },
+    ],
+    responses: { 200: { description: "event stream", eventStream: true }, ...errorResponses(400, 401, 404, 429) },
+  },
+  {
+    method: "post",
+    path: "/v1/runs/{runId}/continue",
+    summary: "Continue a step pause",
+    body: { schema: "ContinueBody", example: { pauseId: "pause_AAAAAAAAAAAAAAAAAAAAAA" } },
+    responses: { 200: { description: "continued", schema: "Continued" }, ...errorResponses(400, 401, 404, 429) },
+  },
+  {
+    method: "post",
+    path: "/v1/runs/{runId}/approvals/{pauseId}",
+    summary: "Answer an open approval (approve, perhaps with edited arguments, or reject)",
+    body: { schema: "ApprovalBody", example: { decision: "approve" } },
+    responses: { 200: { description: "answered", schema: "ApprovalAnswered" }, ...errorResponses(400, 401, 404, 429) },
+  },
+  {
+    method: "post",
+    path: "/v1/runs/{runId}/cancel",
+    summary: "Cancel a running run",
+    responses: { 200: { description: "cancelled", schema: "Cancelled" }, ...errorResponses(401, 404, 409, 429) },
+  },
+  ...policyOperations(),
+];
+
+/** The policy lifecycle routes (src/server/policy-routes.ts, docs/policy-lifecycle.md), in an order a client can follow. */
+function policyOperations(): Operation[] {
+  const ref = { name: "refund-policy", version: 1 };
+  return [
+    {
+      method: "post",
+      path: "/v1/scripts",
+      summary: "Upload a script version: bundled from its files only, type-checked, loaded in a throwaway sandbox",
+      body: {
+        schema: "UploadBody",
+        example: {
+          name: "refund-policy",
+          entry: "policy.ts",
+          files: { "policy.ts": 'import { defineScript } from "hookbox";\nexport default defineScript({ hooks: {} });\n' },
+        },
+      },
+      responses: {
+        201: { description: "stored", schema: "VersionCreated" },
+        ...errorResponses(400, 401, 413, 429),
+      },
+    },
+    {
+      method: "get",
+      path: "/v1/scripts/{name}",
+      summary: "A script's versions",
+      responses: { 200: { description: "the versions", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/scripts/{name}/versions/{version}",
+      summary: "One version with its files",
+      responses: { 200: { description: "the version", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "put",
+      path: "/v1/deployment",
+      summary: "Deploy script versions (and shadow candidates); new runs use it at once",
+      body: { schema: "DeployBody", example: { scripts: [ref], shadow: [] } },
+      responses: { 200: { description: "deployed", schema: "Deployed" }, ...errorResponses(400, 401, 413, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/deployment",
+      summary: "The current deployment",
+      responses: { 200: { description: "the deployment", schema: "JsonObject" }, ...errorResponses(401, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/deployments",
+      summary: "The deployment history, oldest first",
+      responses: { 200: { description: "the history", schema: "JsonObject" }, ...errorResponses(401, 429) },
+    },
+    {
+      method: "post",
+      path: "/v1/deployment/rollback",
+      summary: "Make the deployment the current one replaced current again",
+      responses: { 200: { description: "rolled back", schema: "Deployed" }, ...errorResponses(401, 409, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/deployments/{id}/shadow-report",
+      summary: "Shadow verdicts beside the active ones over the deployment's runs",
+      responses: { 200: { description: "the report", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "post",
+      path: "/v1/replays",
+      summary: "Re-evaluate script versions against the tenant's recorded hook calls (no model, no tool)",
+      body: { schema: "ReplayBody", example: { scripts: [ref] } },
+      responses: { 200: { description: "changed calls and a summary", schema: "JsonObject" }, ...errorResponses(400, 401, 413, 429) },
+    },
+  ];
+}
+
+const ref = (name: Schema) => ({ $ref: `#/components/schemas/${name}` });
+
+/** components.schemas: zod's JSON Schema for each named schema, referring to the others by $ref. */
+function componentSchemas(): Record<string, object> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(schemas)) registry.add(schema, { id });
+  const { schemas: converted } = z.toJSONSchema(registry, {
+    target: "draft-2020-12",
+    io: "input",
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  // Each becomes a schema object inside the document: no dialect or id of its own.
+  return Object.fromEntries(Object.entries(converted).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema]));
+}
+
+const pathParameters = (path: string) =>
+  [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ name, in: "path", required: true, schema: { type: "string" } }));
+
+/** Builds the document (once per server: it depends only on the code). */
+export function openApiDocument(version = packageVersion()): object {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const op of operations) {
+    const responses = Object.fromEntries(
+      Object.entries(op.responses).map(([code, response]) => [
+        code,
+        {
+          description: response.description,
+          ...(response.eventStream
+            ? { content: { "text/event-stream": { schema: { type: "string" } } } }
+            : response.schema
+              ? { content: { "application/json": { schema: ref(response.schema) } } }
+              : {}),
+        },
+      ]),
+    );
+    (paths[op.path] ??= {})[op.method] = {
+      summary: op.summary,
+      operationId: `${op.method}${op.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
+      ...(op.auth === false ? { security: [] } : {}),
+      parameters: [...pathParameters(op.path), ...(op.parameters ?? [])],
+      ...(op.body
+        ? {
+            requestBody: {
+              required: !op.body.optional,
+              content: { "application/json": { schema: ref(op.body.schema), example: op.body.example } },
+            },
+          }
+        : {}),
+      responses,
+    };
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "hookbox server", version, description: "Sessions, runs and their event streams. See docs/http-api.md." },
+    components: {
+      schemas: componentSchemas(),
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "a tenant's API key" },
+        apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
+      },
+    },
+    security: [{ bearer: [] }, { apiKey: [] }],
+    paths,
+  };
+}
+
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
+}
