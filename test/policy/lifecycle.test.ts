@@ -243,4 +243,25 @@ describe("script versions and deployments over HTTP", () => {
     expect(refused.body.error.message).toContain('two scripts are named "policy"');
     expect((await acme().request("GET", "/v1/deployment")).body.deploymentId).toBe(before);
   }, 120_000);
+
+  it("a hostile upload (a loop or a memory bomb at load) is refused by the throwaway sandbox; the server and runs go on", async () => {
+    for (const [body, limit] of [
+      ["for (;;) {}", "time limit"],
+      ["const a: number[][] = []; for (;;) a.push(new Array(1e6).fill(1));", ""],
+    ]) {
+      const hostile = await acme().request("POST", "/v1/scripts", {
+        name: "hostile",
+        entry: "policy.ts",
+        files: { "policy.ts": `import { defineScript } from "hookbox";\n${body}\nexport default defineScript({});\n` },
+      });
+      expect(hostile.status).toBe(400);
+      expect(hostile.body.error.code).toBe("SCRIPT_INVALID");
+      expect(hostile.body.error.diagnostics[0].message).toContain("load failed");
+      expect(hostile.body.error.diagnostics[0].message).toContain(limit);
+    }
+    expect((await api(server.url, undefined).request("GET", "/healthz")).status).toBe(200);
+    expect((await acme().request("GET", "/v1/scripts/hostile")).status).toBe(404);
+    const after = await runToEnd();
+    expect(after.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
+  }, 120_000);
 });
