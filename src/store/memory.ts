@@ -5,6 +5,8 @@ import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../loop/usage-meter.js";
+import { MemoryPolicyTables } from "./memory-policy.js";
+import { WithPolicyTables } from "./with-policy-tables.js";
 import { pauseChange } from "./pause-events.js";
 import type {
   PageOptions,
@@ -33,13 +35,17 @@ interface RunState {
  * The same contract as the SQLite store, kept in this process only (nothing survives it). For library
  * use without a file and as the baseline the bench compares the SQLite store against.
  */
-export class MemoryStore implements Store {
+export class MemoryStore extends WithPolicyTables implements Store {
   readonly location = ":memory:";
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
   private readonly ledger: (UsageDelta & { tenant: string; runId: string; atMs: number })[] = [];
   /** Bytes of JSON text per tenant, counted as the SQLite store counts what it writes. */
   private readonly usage = new Map<string, number>();
+  protected readonly policy = new MemoryPolicyTables({
+    runs: () => [...this.runs.values()].map((state) => state.record),
+    session: (id) => this.sessions.get(id),
+  });
 
   async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
     if (this.sessions.has(session.id)) throw new HookboxError("STORE", `session ${session.id} already exists`, { sessionId: session.id });

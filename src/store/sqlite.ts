@@ -5,6 +5,8 @@ import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
+import { SqlitePolicyTables } from "./sqlite-policy.js";
+import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../loop/usage-meter.js";
@@ -46,12 +48,14 @@ const USAGE_SUMS = [
 type EventRow = { seq: number; type: string; body: string };
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
-export class SqliteStore implements Store {
+export class SqliteStore extends WithPolicyTables implements Store {
   private readonly db: Database.Database;
   private readonly statements;
   private readonly usage: SqliteTenantUsage;
+  protected readonly policy: SqlitePolicyTables;
 
   constructor(readonly location: string) {
+    super();
     this.db = openDatabase(location);
     const db = this.db;
     this.usage = new SqliteTenantUsage(db);
@@ -61,7 +65,7 @@ export class SqliteStore implements Store {
       ),
       getSession: db.prepare("SELECT * FROM sessions WHERE id = ?"),
       insertRun: db.prepare(
-        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
       runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?"),
@@ -100,6 +104,7 @@ export class SqliteStore implements Store {
       usageSince: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`),
       usageOfRun: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`),
     };
+    this.policy = new SqlitePolicyTables(db, (what, action) => this.write(what, action));
     this.interruptOrphanedRuns();
   }
 
@@ -168,6 +173,8 @@ export class SqliteStore implements Store {
           run.startedMs,
           run.lastSeq,
           run.ownerPid ?? null,
+          run.deployment ? JSON.stringify(run.deployment) : null,
+          run.deployment?.id ?? null,
         );
         this.usage.chargeRun(run.id, run.prompt.length + runOptions.length, options);
       })(),
