@@ -1,8 +1,8 @@
-import type { RunRecord, SessionRecord } from "./types.js";
+import type { RunRecord, RunSearch, SessionRecord } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
 
 /* The in-memory side of PolicyStore; MemoryStore delegates to it. */
-export class MemoryPolicyTables implements PolicyStore {
+export class MemoryPolicyTables implements PolicyStore, RunSearch {
   private readonly versions = new Map<string, ScriptVersionRecord[]>();
   private readonly deployments = new Map<string, DeploymentRecord[]>();
   private readonly hookCalls = new Map<string, HookCallRecord[]>();

@@ -1,5 +1,7 @@
 import type { JsonObject } from "../turns/json.js";
-import type { RunRecord } from "./types.js";
+import type { ScriptRef } from "../host/types.js";
+
+export type { RunDeployment, ScriptRef } from "../host/types.js";
 
 /*
  * What the policy lifecycle keeps (docs/policy-lifecycle.md): immutable script versions, the deployment
@@ -19,11 +21,6 @@ export interface ScriptVersionRecord {
   createdMs: number;
 }
 
-export interface ScriptRef {
-  name: string;
-  version: number;
-}
-
 export interface DeploymentRecord {
   id: string;
   tenant: string;
@@ -38,13 +35,6 @@ export interface DeploymentRecord {
   /** Set when this deployment was made by a rollback: the deployment it rolled back. */
   rollbackOf?: string;
   createdMs: number;
-}
-
-/** What a run records about the scripts it runs with (so its resume runs the same ones). */
-export interface RunDeployment {
-  id: string;
-  scripts: (ScriptRef & { bundleHash: string })[];
-  shadow: (ScriptRef & { bundleHash: string })[];
 }
 
 /** One evaluation of a hook chain for one tool call: its input as given, and what the chain decided. */
@@ -87,7 +77,4 @@ export interface PolicyStore {
   recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void>;
   /** A run's hook chain records, in order. */
   listHookCalls(runId: string): Promise<HookCallRecord[]>;
-
-  /** Runs matching every given filter, oldest first, with their session's tenant. */
-  findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]>;
 }

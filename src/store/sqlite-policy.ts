@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { rowToRun, type RunRow } from "./rows.js";
-import type { RunRecord } from "./types.js";
+import type { RunRecord, RunSearch } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
 
 /* The SQLite side of PolicyStore (tables of migration 2); SqliteStore delegates to it. */
@@ -75,7 +75,7 @@ const toHookCall = (row: HookCallRow): HookCallRecord => ({
   ...(row.payload !== null ? { payload: JSON.parse(row.payload) } : {}),
 });
 
-export class SqlitePolicyTables implements PolicyStore {
+export class SqlitePolicyTables implements PolicyStore, RunSearch {
   private readonly statements;
 
   constructor(

@@ -5,7 +5,7 @@ import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
 import type { RunUsage } from "../loop/usage-meter.js";
 import type { UsageTotals } from "./usage.js";
-import type { PolicyStore, RunDeployment } from "./policy-types.js";
+import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
 
 /*
  * The durable side of sessions. Every method returns a promise so a networked store (Redis, Postgres)
@@ -109,7 +109,13 @@ export interface TenantUsage {
   storedBytes: number;
 }
 
-export interface Store extends PolicyStore {
+/** Searching runs across sessions (replay, the shadow report); a store's policy tables answer it. */
+export interface RunSearch {
+  /** Runs matching every given filter, oldest first, with their session's tenant. */
+  findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]>;
+}
+
+export interface Store extends PolicyStore, RunSearch {
   /** Where the data lives (a file path, or `:memory:`); named in every error. */
   readonly location: string;
 

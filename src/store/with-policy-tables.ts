@@ -1,9 +1,9 @@
-import type { RunRecord } from "./types.js";
+import type { RunRecord, RunSearch } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
 
 /** The PolicyStore half of a store, served by its policy tables (sqlite-policy.ts, memory-policy.ts). */
-export abstract class WithPolicyTables implements PolicyStore {
-  protected abstract readonly policy: PolicyStore;
+export abstract class WithPolicyTables implements PolicyStore, RunSearch {
+  protected abstract readonly policy: PolicyStore & RunSearch;
 
   createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord> {
     return this.policy.createScriptVersion(version);
