@@ -1,5 +1,6 @@
 import type { JsonObject } from "../turns/json.js";
 import type { ScriptRef } from "../host/types.js";
+import type { WriteOptions } from "./quota.js";
 
 export type { RunDeployment, ScriptRef } from "../host/types.js";
 
@@ -62,8 +63,8 @@ export interface RunFilter {
 }
 
 export interface PolicyStore {
-  /** Stores a new version numbered after the last one of (tenant, name). */
-  createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord>;
+  /** Stores a new version numbered after the last one of (tenant, name); charged to the tenant's store quota. */
+  createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord>;
   getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined>;
   /** Versions of one script, oldest first. */
   listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]>;
@@ -74,7 +75,8 @@ export interface PolicyStore {
   /** The tenant's deployments, oldest first; the last is the current one. */
   listDeployments(tenant: string): Promise<DeploymentRecord[]>;
 
-  recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void>;
+  /** Charged to the run's tenant: over `maxTenantBytes` it is refused with STORE_QUOTA and nothing is kept. */
+  recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void>;
   /** A run's hook chain records, in order. */
   listHookCalls(runId: string): Promise<HookCallRecord[]>;
 }

@@ -3,6 +3,7 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
+import type { WriteOptions } from "./quota.js";
 import type { RunUsage } from "../loop/usage-meter.js";
 import type { UsageTotals } from "./usage.js";
 import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
@@ -89,14 +90,7 @@ export interface SessionSummary {
   lastRun?: { id: string; status: StoredRunStatus; prompt: string; startedMs: number };
 }
 
-/**
- * Options of a write that adds bytes to a tenant's stored total. With `maxTenantBytes`, a write that would
- * take the tenant's total over it is refused with STORE_QUOTA and nothing of it is kept (the check and the
- * write are one transaction, so concurrent writers cannot overshoot together).
- */
-export interface WriteOptions {
-  maxTenantBytes?: number;
-}
+export type { WriteOptions };
 
 /** A bounded read: at most `limit` items, and stop after the item that reaches `maxBytes` (at least one item). */
 export interface PageOptions {
