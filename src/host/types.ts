@@ -7,12 +7,24 @@ import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "../loop/usage-meter.js";
 import type { RunBudgets } from "../loop/run-budget.js";
 import type { ChainVerdict } from "../loop/verdict.js";
-import type { RunDeployment } from "../store/policy-types.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
  * A TenantRuntime is one tenant's loaded scripts, host tools and model; it starts runs.
  */
+
+/** One uploaded script version: its name and its number within the tenant. */
+export interface ScriptRef {
+  name: string;
+  version: number;
+}
+
+/** What a run records about the scripts it runs with (so its resume runs the same ones). */
+export interface RunDeployment {
+  id: string;
+  scripts: (ScriptRef & { bundleHash: string })[];
+  shadow: (ScriptRef & { bundleHash: string })[];
+}
 
 export type ErrorPolicy = "continue" | "retry" | "abort";
 

@@ -32,6 +32,8 @@ export interface CreateVersionOptions {
   tenant: string;
   limits?: Partial<SandboxLimits>;
   upload: Upload;
+  /** The tenant's store quota: a version that would take the tenant over it is refused with STORE_QUOTA. */
+  maxTenantBytes?: number;
 }
 
 /** Why a file path is refused, or undefined: relative POSIX paths of script files, nothing climbing or hidden. */
@@ -47,7 +49,14 @@ export function badFilePath(path: string, maxChars: number): string | undefined 
 }
 
 /** Validates, bundles, type-checks and loads an upload; stores it as the next version. Rejects with SCRIPT_INVALID. */
-export async function createScriptVersion({ store, pool, tenant, limits, upload }: CreateVersionOptions): Promise<ScriptVersionRecord> {
+export async function createScriptVersion({
+  store,
+  pool,
+  tenant,
+  limits,
+  upload,
+  maxTenantBytes,
+}: CreateVersionOptions): Promise<ScriptVersionRecord> {
   const label = `${upload.name}@upload`;
   const pathProblems = Object.keys(upload.files).flatMap((file) => {
     const problem = badFilePath(file, DEFAULT_UPLOAD_LIMITS.maxPathChars);
@@ -63,15 +72,18 @@ export async function createScriptVersion({ store, pool, tenant, limits, upload 
   if (manifestName !== upload.name) {
     warnings.push(`defineScript names the script "${manifestName}": hook decisions and logs name it so, not "${upload.name}"`);
   }
-  return store.createScriptVersion({
-    tenant,
-    name: upload.name,
-    entry: upload.entry,
-    files: upload.files,
-    bundleHash: bundle.hash,
-    warnings,
-    createdMs: Date.now(),
-  });
+  return store.createScriptVersion(
+    {
+      tenant,
+      name: upload.name,
+      entry: upload.entry,
+      files: upload.files,
+      bundleHash: bundle.hash,
+      warnings,
+      createdMs: Date.now(),
+    },
+    maxTenantBytes === undefined ? {} : { maxTenantBytes },
+  );
 }
 
 /** Loads the upload in a sandbox of its own, disposed afterwards; a load failure becomes a diagnostic. */

@@ -1,5 +1,5 @@
 import { hookContractError, HookboxError, type SerializedError } from "../errors.js";
-import { sourceMapFor } from "./bundler.js";
+import { sourceMapFor } from "./bundle-output.js";
 import type { CallKind } from "./protocol.js";
 import { remapStack } from "./source-map.js";
 

@@ -3,7 +3,8 @@ import { posix } from "node:path";
 import { build, type Loader, type Message, type Plugin } from "esbuild";
 import { HookboxError } from "../errors.js";
 import type { UploadedFiles } from "./api.js";
-import { builtinFilter, finishBundle, sandboxBuildOptions, type Bundle } from "./bundler.js";
+import { builtinFilter } from "./bundle-guard.js";
+import { finishBundle, sandboxBuildOptions, type Bundle } from "./bundle-output.js";
 
 /*
  * Bundles an uploaded file map (POST /v1/scripts) without touching the disk: every import resolves inside

@@ -2,7 +2,7 @@ import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import { HOOK_NAMES, ON_HOOK_ERROR, type HookName } from "../turns/keys.gen.js";
 import type { OnHookError, ScriptManifest, ScriptToolManifest } from "./api.js";
-import type { Bundle } from "./bundler.js";
+import type { Bundle } from "./bundle-output.js";
 import { SCHEMA_LIMITS } from "../schema/limits.js";
 import type { ToolSchemas } from "../schema/tool-schemas.js";
 

@@ -5,11 +5,25 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { LogEntry, SandboxRun, ScriptManifest } from "./api.js";
-import type { TenantSandboxImpl } from "./tenant-sandbox.js";
-import type { DoneMessage } from "./protocol.js";
-import { replyValue } from "./call-args.js";
+import type { CallKind, DoneMessage } from "./protocol.js";
+import { replyValue, type CallReply } from "./call-args.js";
 import { checkToolResultSize } from "../loop/run-budget.js";
 import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";
+
+/** What a run needs from the tenant sandbox that owns it (TenantSandboxImpl provides it). */
+export interface RunOwner {
+  call(
+    run: SandboxRunImpl,
+    script: string,
+    kind: CallKind,
+    target: string,
+    args: unknown[],
+    next?: (turnText: string) => Promise<string>,
+  ): Promise<CallReply>;
+  registerRun(run: SandboxRunImpl): void;
+  unregisterRun(run: SandboxRunImpl): void;
+  closeRun(runId: string): void;
+}
 
 /**
  * One run's view of a tenant sandbox. Every value coming back is checked against its contract before the
@@ -21,7 +35,7 @@ export class SandboxRunImpl implements SandboxRun {
   private cpuMsUsed = 0;
 
   constructor(
-    private readonly tenant: TenantSandboxImpl,
+    private readonly tenant: RunOwner,
     readonly runId: string,
     scripts: ScriptManifest[],
     readonly onLog: ((entry: LogEntry) => void) | undefined,

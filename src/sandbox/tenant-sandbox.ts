@@ -2,13 +2,14 @@ import { CallbackGate, type GateOwner } from "./callback-gate.js";
 import { nestingDepth, runNested } from "./nested-calls.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { Isolation, ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox, LogEntry } from "./api.js";
-import { bundleScript, type Bundle } from "./bundler.js";
+import type { Bundle } from "./bundle-output.js";
+import { bundleScript } from "./bundler.js";
 import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
 import type { CallKind, DoneMessage, WorkerLimits } from "./protocol.js";
-import { SandboxRunImpl } from "./sandbox-run.js";
+import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
 import type { Evictable, LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
 import type { WorkerExit, WorkerProcess } from "./worker-process.js";
@@ -47,7 +48,7 @@ interface HostCall {
  * callbacks in progress and its callback gate (callback-gate.ts). A callback awaiting the host (middleware
  * `next()`) does not hold the gate: the calls its chain makes are served, and so are calls queued behind it.
  */
-export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable {
+export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, RunOwner {
   limits: SandboxLimits;
   /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
   isolation: Isolation;

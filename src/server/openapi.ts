@@ -65,7 +65,13 @@ interface Operation {
   parameters?: object[];
 }
 
-const errors = { 400: "invalid body or parameter", 401: "no or unknown API key", 404: "unknown, or another tenant's", 429: "rate limited" };
+const errors = {
+  400: "invalid body or parameter",
+  401: "no or unknown API key",
+  403: "the tenant is over its store quota (STORE_QUOTA)",
+  404: "unknown, or another tenant's",
+  429: "rate limited",
+};
 const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) =>
   Object.fromEntries(
     codes.map((code) => [
@@ -98,7 +104,7 @@ export const operations: Operation[] = [
     path: "/v1/sessions",
     summary: "Create a session (optionally with run defaults)",
     body: { schema: "CreateSessionBody", example: { defaults: { maxIterations: 10, tags: { channel: "web" } } }, optional: true },
-    responses: { 201: { description: "created", schema: "SessionCreated" }, ...errorResponses(400, 401, 413, 429) },
+    responses: { 201: { description: "created", schema: "SessionCreated" }, ...errorResponses(400, 401, 403, 413, 429) },
   },
   {
     method: "get",
@@ -236,7 +242,7 @@ function policyOperations(): Operation[] {
       },
       responses: {
         201: { description: "stored", schema: "VersionCreated" },
-        ...errorResponses(400, 401, 413, 429),
+        ...errorResponses(400, 401, 403, 413, 429),
       },
     },
     {

@@ -76,6 +76,7 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
         tenant: c.get("tenant"),
         limits: served(c).config.limits ?? {},
         upload,
+        maxTenantBytes: served(c).maxStoreBytes,
       });
       return c.json({ name: version.name, version: version.version, bundleHash: version.bundleHash, warnings: version.warnings }, 201);
     } catch (error) {

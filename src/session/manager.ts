@@ -27,7 +27,7 @@ import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns } from "./live-runs.js";
 import { readRunEvents, readRunEventTexts } from "./read-events.js";
-import { Session, type CreateSessionOptions } from "./session.js";
+import { Session, type CreateSessionOptions, type SessionOwner } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
 
 export type { SessionView } from "./describe.js";
@@ -43,7 +43,7 @@ export interface SessionManagerOptions {
   storeQuota?(tenant: string): number | undefined;
 }
 
-export class SessionManager {
+export class SessionManager implements SessionOwner {
   readonly store: Store;
   private readonly runtimeFor: SessionManagerOptions["runtimeFor"];
   private readonly runs: LiveRuns;

@@ -62,12 +62,16 @@ export class StoredRunPersistence implements RunPersistence {
   readonly onHookCall = (verdict: ChainVerdict): void => {
     if (this.frozen || this.failure) return;
     const { payload, ...rest } = verdict;
-    const written = this.store.recordHookCall({
-      runId: this.runId,
-      ...rest,
-      ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }),
-    });
-    // A shadow record that cannot be written is lost, never the run's failure; an active one fails the next snapshot.
+    const written = this.store.recordHookCall(
+      {
+        runId: this.runId,
+        ...rest,
+        ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }),
+      },
+      this.quota,
+    );
+    // A shadow record that cannot be written (over the quota too) is lost, never the run's failure; an active
+    // one (what replay and provenance read) fails the next snapshot, so the run ends with the store's error.
     written.catch((error: unknown) => {
       if (!verdict.shadow) this.failure ??= error;
     });

@@ -2,12 +2,20 @@ import type { RunHandle } from "../loop/handle.js";
 import type { RunOptions, TenantConfig } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import type { SessionRecord } from "../store/types.js";
-import type { SessionManager } from "./manager.js";
+
+/** What a session asks of the SessionManager that made it (each call names the session by id). */
+export interface SessionOwner {
+  startRun(sessionId: string, prompt: string, options?: RunOptions): Promise<RunHandle>;
+  resume(sessionId: string): Promise<RunHandle>;
+  fork(sessionId: string, options?: { runId?: string; sessionId?: string }): Promise<Session>;
+  history(sessionId: string): Promise<Turn | undefined>;
+  activeRun(sessionId: string): RunHandle | undefined;
+}
 
 /** One conversation: its history of turns and at most one active run. Obtained from a SessionManager. */
 export class Session {
   constructor(
-    private readonly manager: SessionManager,
+    private readonly manager: SessionOwner,
     readonly record: SessionRecord,
   ) {}
 

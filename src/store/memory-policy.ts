@@ -1,15 +1,27 @@
-import type { RunRecord, SessionRecord } from "./types.js";
+import type { RunRecord, RunSearch, SessionRecord } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+import type { WriteOptions } from "./quota.js";
+import { hookCallBytes, scriptVersionBytes } from "./row-bytes.js";
+
+/** What the policy tables use of the MemoryStore around them: its runs and sessions, and its quota charges. */
+interface MemoryStoreData {
+  runs(): RunRecord[];
+  session(id: string): SessionRecord | undefined;
+  /** Adds bytes to a tenant, or throws STORE_QUOTA having added nothing. */
+  charge(tenant: string, bytes: number, options?: WriteOptions): void;
+  chargeRun(runId: string, bytes: number, options?: WriteOptions): void;
+}
 
 /* The in-memory side of PolicyStore; MemoryStore delegates to it. */
-export class MemoryPolicyTables implements PolicyStore {
+export class MemoryPolicyTables implements PolicyStore, RunSearch {
   private readonly versions = new Map<string, ScriptVersionRecord[]>();
   private readonly deployments = new Map<string, DeploymentRecord[]>();
   private readonly hookCalls = new Map<string, HookCallRecord[]>();
 
-  constructor(private readonly data: { runs(): RunRecord[]; session(id: string): SessionRecord | undefined }) {}
+  constructor(private readonly data: MemoryStoreData) {}
 
-  async createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord> {
+  async createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord> {
+    this.data.charge(version.tenant, scriptVersionBytes(version), options);
     const key = JSON.stringify([version.tenant, version.name]);
     const list = this.versions.get(key) ?? [];
     const stored = structuredClone({ ...version, version: list.length + 1 });
@@ -44,7 +56,8 @@ export class MemoryPolicyTables implements PolicyStore {
     return structuredClone(this.deployments.get(tenant) ?? []);
   }
 
-  async recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void> {
+  async recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
+    this.data.chargeRun(call.runId, hookCallBytes(call), options);
     const list = this.hookCalls.get(call.runId) ?? [];
     list.push(structuredClone({ ...call, index: list.length + 1 }));
     this.hookCalls.set(call.runId, list);

@@ -22,6 +22,7 @@ import type {
   WriteOptions,
 } from "./types.js";
 import { overQuota, quotaError } from "./quota.js";
+import { ledgerRowBytes } from "./row-bytes.js";
 
 interface RunState {
   record: RunRecord;
@@ -45,6 +46,8 @@ export class MemoryStore extends WithPolicyTables implements Store {
   protected readonly policy = new MemoryPolicyTables({
     runs: () => [...this.runs.values()].map((state) => state.record),
     session: (id) => this.sessions.get(id),
+    charge: (tenant, bytes, options) => this.charge(tenant, bytes, options),
+    chargeRun: (runId, bytes, options) => this.chargeRun(runId, bytes, options),
   });
 
   async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
@@ -120,9 +123,9 @@ export class MemoryStore extends WithPolicyTables implements Store {
         seq: event.seq,
       });
     }
-    this.chargeRun(runId, jsonLength(event), options);
-    state.events.push(structuredClone(event));
     const spent = usageDelta(event);
+    this.chargeRun(runId, jsonLength(event) + ledgerRowBytes(spent), options);
+    state.events.push(structuredClone(event));
     const tenant = this.sessions.get(run.sessionId)?.tenant;
     if (spent && tenant !== undefined) this.ledger.push({ ...spent, tenant, runId, atMs: event.timestampMs });
     run.lastSeq = event.seq;

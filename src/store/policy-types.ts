@@ -1,5 +1,8 @@
 import type { JsonObject } from "../turns/json.js";
-import type { RunRecord } from "./types.js";
+import type { ScriptRef } from "../host/types.js";
+import type { WriteOptions } from "./quota.js";
+
+export type { RunDeployment, ScriptRef } from "../host/types.js";
 
 /*
  * What the policy lifecycle keeps (docs/policy-lifecycle.md): immutable script versions, the deployment
@@ -19,11 +22,6 @@ export interface ScriptVersionRecord {
   createdMs: number;
 }
 
-export interface ScriptRef {
-  name: string;
-  version: number;
-}
-
 export interface DeploymentRecord {
   id: string;
   tenant: string;
@@ -38,13 +36,6 @@ export interface DeploymentRecord {
   /** Set when this deployment was made by a rollback: the deployment it rolled back. */
   rollbackOf?: string;
   createdMs: number;
-}
-
-/** What a run records about the scripts it runs with (so its resume runs the same ones). */
-export interface RunDeployment {
-  id: string;
-  scripts: (ScriptRef & { bundleHash: string })[];
-  shadow: (ScriptRef & { bundleHash: string })[];
 }
 
 /** One evaluation of a hook chain for one tool call: its input as given, and what the chain decided. */
@@ -72,8 +63,8 @@ export interface RunFilter {
 }
 
 export interface PolicyStore {
-  /** Stores a new version numbered after the last one of (tenant, name). */
-  createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord>;
+  /** Stores a new version numbered after the last one of (tenant, name); charged to the tenant's store quota. */
+  createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord>;
   getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined>;
   /** Versions of one script, oldest first. */
   listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]>;
@@ -84,10 +75,8 @@ export interface PolicyStore {
   /** The tenant's deployments, oldest first; the last is the current one. */
   listDeployments(tenant: string): Promise<DeploymentRecord[]>;
 
-  recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void>;
+  /** Charged to the run's tenant: over `maxTenantBytes` it is refused with STORE_QUOTA and nothing is kept. */
+  recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void>;
   /** A run's hook chain records, in order. */
   listHookCalls(runId: string): Promise<HookCallRecord[]>;
-
-  /** Runs matching every given filter, oldest first, with their session's tenant. */
-  findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]>;
 }

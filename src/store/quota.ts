@@ -1,5 +1,14 @@
 import { HookboxError } from "../errors.js";
 
+/**
+ * Options of a write that adds bytes to a tenant's stored total. With `maxTenantBytes`, a write that would
+ * take the tenant's total over it is refused with STORE_QUOTA and nothing of it is kept (the check and the
+ * write are one transaction, so concurrent writers cannot overshoot together).
+ */
+export interface WriteOptions {
+  maxTenantBytes?: number;
+}
+
 /** The error of a write refused by the tenant's store quota (one message for every store implementation). */
 export function quotaError(tenant: string, storedBytes: number, addedBytes: number, maxTenantBytes: number): HookboxError {
   return new HookboxError(

@@ -1,7 +1,10 @@
 import type Database from "better-sqlite3";
 import { rowToRun, type RunRow } from "./rows.js";
-import type { RunRecord } from "./types.js";
+import type { RunRecord, RunSearch } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+import type { WriteOptions } from "./quota.js";
+import { hookCallBytes, scriptVersionBytes } from "./row-bytes.js";
+import type { SqliteTenantUsage } from "./sqlite-usage.js";
 
 /* The SQLite side of PolicyStore (tables of migration 2); SqliteStore delegates to it. */
 
@@ -75,11 +78,12 @@ const toHookCall = (row: HookCallRow): HookCallRecord => ({
   ...(row.payload !== null ? { payload: JSON.parse(row.payload) } : {}),
 });
 
-export class SqlitePolicyTables implements PolicyStore {
+export class SqlitePolicyTables implements PolicyStore, RunSearch {
   private readonly statements;
 
   constructor(
     private readonly db: Database.Database,
+    private readonly usage: SqliteTenantUsage,
     private readonly write: <T>(what: string, action: () => T) => T,
   ) {
     this.statements = {
@@ -104,22 +108,25 @@ export class SqlitePolicyTables implements PolicyStore {
     };
   }
 
-  async createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord> {
+  async createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord> {
     const s = this.statements;
     return this.write(`store version of script ${version.name}`, () =>
-      toVersion(
-        s.insertVersion.get(
-          version.tenant,
-          version.name,
-          version.tenant,
-          version.name,
-          version.entry,
-          JSON.stringify(version.files),
-          version.bundleHash,
-          JSON.stringify(version.warnings),
-          version.createdMs,
-        ) as VersionRow,
-      ),
+      this.db.transaction(() => {
+        this.usage.charge(version.tenant, scriptVersionBytes(version), options);
+        return toVersion(
+          s.insertVersion.get(
+            version.tenant,
+            version.name,
+            version.tenant,
+            version.name,
+            version.entry,
+            JSON.stringify(version.files),
+            version.bundleHash,
+            JSON.stringify(version.warnings),
+            version.createdMs,
+          ) as VersionRow,
+        );
+      })(),
     );
   }
 
@@ -159,19 +166,22 @@ export class SqlitePolicyTables implements PolicyStore {
     return (this.statements.listDeployments.all(tenant) as DeploymentRow[]).map(toDeployment);
   }
 
-  async recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void> {
+  async recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
     this.write(`record hook call ${call.hook} ${call.callId} of run ${call.runId}`, () =>
-      this.statements.insertHookCall.run(
-        call.runId,
-        call.runId,
-        call.callId,
-        call.hook,
-        call.attempt,
-        call.shadow ? 1 : 0,
-        call.verdict,
-        JSON.stringify(call.decision),
-        call.payload === undefined ? null : JSON.stringify(call.payload),
-      ),
+      this.db.transaction(() => {
+        this.usage.chargeRun(call.runId, hookCallBytes(call), options);
+        this.statements.insertHookCall.run(
+          call.runId,
+          call.runId,
+          call.callId,
+          call.hook,
+          call.attempt,
+          call.shadow ? 1 : 0,
+          call.verdict,
+          JSON.stringify(call.decision),
+          call.payload === undefined ? null : JSON.stringify(call.payload),
+        );
+      })(),
     );
   }
 

@@ -25,6 +25,7 @@ import type {
   WriteOptions,
 } from "./types.js";
 import { SqliteTenantUsage } from "./sqlite-usage.js";
+import { ledgerRowBytes } from "./row-bytes.js";
 import {
   rowToPause,
   rowToRun,
@@ -104,7 +105,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
       usageSince: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`),
       usageOfRun: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`),
     };
-    this.policy = new SqlitePolicyTables(db, (what, action) => this.write(what, action));
+    this.policy = new SqlitePolicyTables(db, this.usage, (what, action) => this.write(what, action));
     this.interruptOrphanedRuns();
   }
 
@@ -215,9 +216,9 @@ export class SqliteStore extends WithPolicyTables implements Store {
           { runId, seq: event.seq },
         );
       }
-      this.usage.chargeRun(runId, body.length, options);
-      s.insertEvent.run(runId, event.seq, event.type, body);
       const spent = usageDelta(event);
+      this.usage.chargeRun(runId, body.length + ledgerRowBytes(spent), options);
+      s.insertEvent.run(runId, event.seq, event.type, body);
       if (spent) {
         const u = spent;
         s.insertUsage.run(

@@ -3,9 +3,10 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
+import type { WriteOptions } from "./quota.js";
 import type { RunUsage } from "../loop/usage-meter.js";
 import type { UsageTotals } from "./usage.js";
-import type { PolicyStore, RunDeployment } from "./policy-types.js";
+import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
 
 /*
  * The durable side of sessions. Every method returns a promise so a networked store (Redis, Postgres)
@@ -89,14 +90,7 @@ export interface SessionSummary {
   lastRun?: { id: string; status: StoredRunStatus; prompt: string; startedMs: number };
 }
 
-/**
- * Options of a write that adds bytes to a tenant's stored total. With `maxTenantBytes`, a write that would
- * take the tenant's total over it is refused with STORE_QUOTA and nothing of it is kept (the check and the
- * write are one transaction, so concurrent writers cannot overshoot together).
- */
-export interface WriteOptions {
-  maxTenantBytes?: number;
-}
+export type { WriteOptions };
 
 /** A bounded read: at most `limit` items, and stop after the item that reaches `maxBytes` (at least one item). */
 export interface PageOptions {
@@ -109,7 +103,13 @@ export interface TenantUsage {
   storedBytes: number;
 }
 
-export interface Store extends PolicyStore {
+/** Searching runs across sessions (replay, the shadow report); a store's policy tables answer it. */
+export interface RunSearch {
+  /** Runs matching every given filter, oldest first, with their session's tenant. */
+  findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]>;
+}
+
+export interface Store extends PolicyStore, RunSearch {
   /** Where the data lives (a file path, or `:memory:`); named in every error. */
   readonly location: string;
 

@@ -1,12 +1,13 @@
-import type { RunRecord } from "./types.js";
+import type { RunRecord, RunSearch } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+import type { WriteOptions } from "./quota.js";
 
 /** The PolicyStore half of a store, served by its policy tables (sqlite-policy.ts, memory-policy.ts). */
-export abstract class WithPolicyTables implements PolicyStore {
-  protected abstract readonly policy: PolicyStore;
+export abstract class WithPolicyTables implements PolicyStore, RunSearch {
+  protected abstract readonly policy: PolicyStore & RunSearch;
 
-  createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord> {
-    return this.policy.createScriptVersion(version);
+  createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord> {
+    return this.policy.createScriptVersion(version, options);
   }
   getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined> {
     return this.policy.getScriptVersion(tenant, name, version);
@@ -23,8 +24,8 @@ export abstract class WithPolicyTables implements PolicyStore {
   listDeployments(tenant: string): Promise<DeploymentRecord[]> {
     return this.policy.listDeployments(tenant);
   }
-  recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void> {
-    return this.policy.recordHookCall(call);
+  recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
+    return this.policy.recordHookCall(call, options);
   }
   listHookCalls(runId: string): Promise<HookCallRecord[]> {
     return this.policy.listHookCalls(runId);

@@ -177,6 +177,63 @@ describe.each(stores)("%s store", (_name, open) => {
     expect((await store.tenantUsage("acme")).storedBytes).toBeGreaterThan(afterSmall + 20_000);
   });
 
+  it("charges hook chain records, usage ledger rows and script versions to the tenant, refusing one over the quota", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createRun(run("r1", "s1"));
+    const usageOf = async () => (await store.tenantUsage("acme")).storedBytes;
+    const quota = (await usageOf()) + 50_000;
+    const hookCall = (text: string) => ({
+      runId: "r1",
+      callId: "c1",
+      hook: "afterToolCall",
+      attempt: 1,
+      shadow: false,
+      verdict: "proceed",
+      decision: {},
+      payload: { result: text },
+    });
+    let before = await usageOf();
+    await store.recordHookCall(hookCall("x".repeat(10_000)), { maxTenantBytes: quota });
+    expect((await usageOf()) - before).toBeGreaterThan(10_000);
+    before = await usageOf();
+    await expect(store.recordHookCall(hookCall("y".repeat(60_000)), { maxTenantBytes: quota })).rejects.toMatchObject({
+      code: "STORE_QUOTA",
+    });
+    expect(await usageOf()).toBe(before);
+    expect((await store.listHookCalls("r1")).map((c) => c.index)).toEqual([1]);
+
+    // An event that adds a ledger row counts the row too, in the same write.
+    const inference = event("r1", 1, {
+      type: "inference-finished",
+      iteration: 1,
+      toolCalls: [],
+      usage: { inputTokens: 1, outputTokens: 1 },
+    });
+    await store.appendEvent("r1", inference, { maxTenantBytes: quota });
+    expect((await usageOf()) - before).toBeGreaterThan(JSON.stringify(inference).length);
+
+    const version = (text: string) => ({
+      tenant: "acme",
+      name: "policy",
+      entry: "index.ts",
+      files: { "index.ts": text },
+      bundleHash: "h",
+      warnings: [],
+      createdMs: 1,
+    });
+    before = await usageOf();
+    await store.createScriptVersion(version("a".repeat(5_000)), { maxTenantBytes: quota });
+    expect((await usageOf()) - before).toBeGreaterThan(5_000);
+    before = await usageOf();
+    await expect(store.createScriptVersion(version("b".repeat(60_000)), { maxTenantBytes: quota })).rejects.toMatchObject({
+      code: "STORE_QUOTA",
+    });
+    expect(await usageOf()).toBe(before);
+    expect((await store.listScriptVersions("acme", "policy")).map((v) => v.version)).toEqual([1]);
+    expect(await usageOf()).toBeLessThanOrEqual(quota);
+  });
+
   it("keeps a usage ledger from the events: totals per tenant since a time, and per run", async () => {
     store = open();
     await store.createSession(session("s1", "acme"));
