@@ -16,6 +16,10 @@ export interface RunFlags {
   session?: string;
   limits: Partial<SandboxLimits>;
   options: RunOptions;
+  /** `--egress URL` (repeatable): URL prefixes ctx.fetch may reach. */
+  egress: string[];
+  /** `--guard-model SPEC`: the model ctx.model.generate calls (`run`: the run's model). */
+  guardModel?: string;
 }
 
 const spec = {
@@ -40,6 +44,8 @@ const spec = {
   json: { type: "boolean" },
   store: { type: "string" },
   session: { type: "string" },
+  egress: { type: "string", multiple: true },
+  "guard-model": { type: "string" },
 } as const;
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
@@ -123,5 +129,7 @@ export function parseRunFlags(argv: string[]): RunFlags {
     session: v.session,
     limits,
     options,
+    egress: v.egress ?? [],
+    ...(v["guard-model"] !== undefined ? { guardModel: v["guard-model"] } : {}),
   };
 }

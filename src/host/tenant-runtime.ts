@@ -16,6 +16,8 @@ import { newId } from "../loop/ids.js";
 import { loadHostModule, type HostModule } from "./host-module.js";
 import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-defaults.js";
 import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
+import { TenantCapabilities } from "../capabilities/tenant-capabilities.js";
+import type { KvStore } from "../store/kv.js";
 
 export interface TenantRuntimeExtras {
   /** Host code given in-process (library use) in addition to `config.hostToolsModule`. */
@@ -28,6 +30,10 @@ export interface TenantRuntimeExtras {
    * inferences a resumed run already made; overrides `config.model`.
    */
   model?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /** Where ctx.kv lives (the session store's `kv`); default: in this process. */
+  kv?: KvStore;
+  /** The model ctx.model.generate calls; overrides `config.capabilities.guardModel`. */
+  guardModel?: LanguageModelV4 | (() => LanguageModelV4);
 }
 
 /**
@@ -50,13 +56,26 @@ export async function createTenantRuntime(
   const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   buildRegistry(host, manifests, undefined); // duplicate names and broken schemas fail at load, not at the first run
+  const capabilities = new TenantCapabilities({
+    tenant: config.name,
+    grants: config.capabilities,
+    runModel: newModel,
+    ...(extras.kv ? { kv: extras.kv } : {}),
+    ...(extras.guardModel ? { guardModel: extras.guardModel } : {}),
+  });
 
   const components =
     (runId: string) =>
     async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+      const granted = capabilities.forRun({ emit: (event) => events.emit(event) });
       const run =
         sandbox && manifests.length
-          ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
+          ? await sandbox.openRun({
+              runId,
+              scripts: manifests,
+              onLog: (entry) => events.emit({ type: "log", ...entry }),
+              capabilities: granted.broker,
+            })
           : undefined;
       const registry = buildRegistry(host, manifests, run);
       return {
@@ -66,7 +85,10 @@ export async function createTenantRuntime(
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
         ],
         hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
-        close: async () => run?.close(),
+        close: async () => {
+          granted.close();
+          await run?.close();
+        },
       };
     };
 

@@ -4,6 +4,7 @@ import type { Tags, UserContext } from "../contracts/context.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
 import type { SandboxLimits, ScriptSource } from "../sandbox/api.js";
+import type { CapabilityGrants } from "../capabilities/grants.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -82,6 +83,8 @@ export interface TenantConfig {
   hostToolsModule?: string;
   model: ModelSpec;
   limits?: Partial<SandboxLimits>;
+  /** What the tenant's scripts may reach through ctx.fetch, ctx.kv and ctx.model (docs/capabilities.md). */
+  capabilities?: CapabilityGrants;
   /** Defaults for every run of this tenant. */
   runDefaults?: RunOptions;
 }

@@ -5,6 +5,8 @@ import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
+import { parseEgress } from "../capabilities/egress.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -41,6 +43,35 @@ const LimitsSchema = z.strictObject({
   requestsPerMinute: positiveInt.optional(),
 });
 
+const EgressSchema = z.union([
+  z.string().min(1),
+  z.strictObject({
+    url: z.string().min(1),
+    headers: z
+      .record(
+        z.string().min(1),
+        z.strictObject({
+          env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+          prefix: z.string().optional(),
+        }),
+      )
+      .optional(),
+  }),
+]);
+
+/** Bounds on what one run may do with its capabilities (docs/capabilities.md). */
+const CapabilityLimitsSchema = z.strictObject({
+  maxFetchesPerRun: z.number().int().nonnegative().optional(),
+  fetchTimeoutMs: positiveInt.optional(),
+  maxResponseBytes: positiveInt.optional(),
+  maxRequestBytes: positiveInt.optional(),
+  maxRedirects: z.number().int().nonnegative().optional(),
+  maxKvOpsPerRun: z.number().int().nonnegative().optional(),
+  maxModelCallsPerRun: z.number().int().nonnegative().optional(),
+  modelTimeoutMs: positiveInt.optional(),
+  maxModelOutputTokens: positiveInt.optional(),
+});
+
 const TenantSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be 1-64 letters, digits, '_', '.', '-'"),
   apiKeys: z.array(ApiKeySchema).min(1),
@@ -48,6 +79,13 @@ const TenantSchema = z.strictObject({
   hostTools: z.string().min(1).optional(),
   model: ModelSchema,
   limits: LimitsSchema.optional(),
+  /** URL prefixes ctx.fetch may reach, with host-side headers. */
+  egress: z.array(EgressSchema).optional(),
+  /** The model ctx.model.generate calls; "run" is the tenant's own model. */
+  guardModel: z.union([z.literal("run"), ModelSchema]).optional(),
+  /** ctx.kv: false denies it; quotaBytes bounds the tenant's entries (default 10 MiB). */
+  kv: z.union([z.literal(false), z.strictObject({ quotaBytes: positiveInt.optional() })]).optional(),
+  capabilityLimits: CapabilityLimitsSchema.optional(),
 });
 
 const ConfigSchema = z.strictObject({
@@ -140,6 +178,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (limits.approvalTimeoutMs !== undefined) runDefaults.approvalTimeoutMs = limits.approvalTimeoutMs;
     if (limits.maxFinishContinues !== undefined) runDefaults.maxFinishContinues = limits.maxFinishContinues;
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
+    const capabilities = capabilityGrants(file, base, tenant, at);
+    if (capabilities) config.capabilities = capabilities;
     return { config, runsPerMinute: limits.runsPerMinute ?? 600, requestsPerMinute: limits.requestsPerMinute ?? 6000 };
   });
   const server = parsed.data.server ?? {};
@@ -166,6 +206,26 @@ function modelSpec(file: string, base: string, model: z.infer<typeof ModelSchema
       ...(model.apiKeyEnv ? { apiKeyEnv: model.apiKeyEnv } : {}),
     };
   return { kind: "scripted", file: existingFile(file, base, model.slice("scripted:".length), field) };
+}
+
+function capabilityGrants(file: string, base: string, tenant: z.infer<typeof TenantSchema>, at: string): CapabilityGrants | undefined {
+  const grants: CapabilityGrants = {};
+  if (tenant.egress?.length) {
+    try {
+      parseEgress(tenant.egress, `${at}.egress`);
+    } catch (error) {
+      const problem = error as HookboxError;
+      throw new HookboxError("CONFIG", `config ${file}: ${problem.message}`, { file, field: problem.details.field });
+    }
+    grants.egress = tenant.egress;
+  }
+  if (tenant.guardModel !== undefined)
+    grants.guardModel = tenant.guardModel === "run" ? "run" : modelSpec(file, base, tenant.guardModel, `${at}.guardModel`);
+  if (tenant.kv === false) grants.kv = false;
+  const limits: Partial<CapabilityLimits> = { ...tenant.capabilityLimits };
+  if (tenant.kv && tenant.kv.quotaBytes !== undefined) limits.kvQuotaBytes = tenant.kv.quotaBytes;
+  if (Object.keys(limits).length) grants.limits = limits;
+  return Object.keys(grants).length ? grants : undefined;
 }
 
 function existingFile(file: string, base: string, relative: string, field: string): string {

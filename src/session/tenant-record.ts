@@ -31,6 +31,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       hostToolsModule: config.hostToolsModule,
       model: config.model,
       limits: config.limits,
+      capabilities: config.capabilities,
       runDefaults: config.runDefaults,
     }),
   ) as JsonObject;
@@ -49,6 +50,8 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (override?.model) config.model = override.model;
   const limits = override?.limits ?? record.limits;
   if (limits) config.limits = limits;
+  const capabilities = override?.capabilities ?? record.capabilities;
+  if (capabilities) config.capabilities = capabilities;
   const runDefaults = override?.runDefaults ?? record.runDefaults;
   if (runDefaults) config.runDefaults = runDefaults;
   return config;

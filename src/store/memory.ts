@@ -4,6 +4,7 @@ import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { pauseChange } from "./pause-events.js";
+import { MemoryKv } from "./memory-kv.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 
 interface RunState {
@@ -20,6 +21,7 @@ interface RunState {
  */
 export class MemoryStore implements Store {
   readonly location = ":memory:";
+  readonly kv = new MemoryKv();
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
 

@@ -7,6 +7,7 @@ import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
 import { interruptedEvent } from "./interrupted.js";
 import { pauseChange } from "./pause-events.js";
+import { SqliteKv } from "./sqlite-kv.js";
 import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
 import {
   rowToPause,
@@ -23,10 +24,12 @@ import {
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
+  readonly kv: SqliteKv;
 
   constructor(readonly location: string) {
     this.db = openDatabase(location);
     const db = this.db;
+    this.kv = new SqliteKv(db, location);
     this.statements = {
       insertSession: db.prepare(
         "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",

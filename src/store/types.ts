@@ -3,6 +3,7 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
+import type { KvStore } from "./kv.js";
 
 /*
  * The durable side of sessions. Every method returns a promise so a networked store (Redis, Postgres)
@@ -114,6 +115,9 @@ export interface Store {
    * and a final `run-finished {status:"interrupted"}` event so stream readers know to stop.
    */
   markInterrupted(runId: string, reason: string): Promise<void>;
+
+  /** The per-tenant key-value store behind ctx.kv (src/store/kv.ts). */
+  readonly kv: KvStore;
 
   close(): Promise<void>;
 }

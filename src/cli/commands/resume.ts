@@ -60,7 +60,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     }
     let runtime: TenantRuntime;
     try {
-      runtime = await createTenantRuntime(restoreTenantConfig(record.tenantConfig, override), pool);
+      runtime = await createTenantRuntime(restoreTenantConfig(record.tenantConfig, override), pool, { kv: store.kv });
     } catch (error) {
       return failUsage("resume", error);
     }

@@ -21,9 +21,15 @@ export interface WorkerCall {
   cpuLimitMs: number;
   wallLimitMs: number;
   maxPayloadBytes: number;
-  awaitingHost: boolean;
+  /** Host requests sent and not yet answered (next() and capability requests). */
+  pendingRequests: number;
+  /** Of those, capability requests (bounded per callback). */
+  pendingCapabilities: number;
   finished: boolean;
 }
+
+/** Capability requests one callback may have in flight (the runtime refuses more before asking). */
+export const MAX_PENDING_CAPABILITIES = 16;
 
 const LEVELS = new Set(["debug", "info", "warn", "error"]);
 
@@ -68,7 +74,7 @@ export function settleCall(
   call.finished = true;
   calls.delete(call.callId);
   // A request made by a callback that then settled (in this segment) is never answered.
-  if (call.awaitingHost) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
+  if (call.pendingRequests > 0) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
   if (ok && text.length <= call.maxPayloadBytes) {
     const outcome: CallOutcome = { type: "settled", callId: call.callId, value: text };
     if (typeof lazyKey === "string" && lazyKey.length <= 1024) outcome.lazyKey = lazyKey;
@@ -118,10 +124,14 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
         settleCall(collector, deps.calls, call, b, c, d);
       } else if (op === "request") {
         const call = ownCall(a);
-        if (call === undefined || typeof b !== "number" || c !== "next" || typeof d !== "string" || call.awaitingHost) return undefined;
+        if (call === undefined || typeof b !== "number" || (c !== "next" && c !== "capability") || typeof d !== "string") return undefined;
         if (d.length > call.maxPayloadBytes) return undefined;
-        call.awaitingHost = true;
-        collector.outcomes.push({ type: "request", callId: call.callId, requestId: b, op: "next", value: d });
+        if (c === "capability") {
+          if (call.pendingCapabilities >= MAX_PENDING_CAPABILITIES) return undefined;
+          call.pendingCapabilities++;
+        }
+        call.pendingRequests++;
+        collector.outcomes.push({ type: "request", callId: call.callId, requestId: b, op: c, value: d });
       } else if (op === "log") {
         const context = self();
         if (context === undefined || typeof a !== "string" || !LEVELS.has(a) || typeof b !== "string") return undefined;
