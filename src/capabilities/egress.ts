@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { EgressEntry, EgressHeader } from "./grants.js";
 
@@ -8,6 +9,20 @@ import type { EgressEntry, EgressHeader } from "./grants.js";
  * port are equal and its path equals the entry's path or continues it after a `/` (segment boundary:
  * `/v1` covers `/v1/x`, never `/v10`).
  */
+
+/** An egress entry as configured: a URL, or `{url, headers: {name: {env, prefix?}}}`. */
+export const EgressEntrySchema = z.union([
+  z.string().min(1),
+  z.strictObject({
+    url: z.string().min(1),
+    headers: z
+      .record(
+        z.string().min(1),
+        z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), prefix: z.string().optional() }),
+      )
+      .optional(),
+  }),
+]);
 
 export interface EgressRule {
   /** As configured (error messages name it). */

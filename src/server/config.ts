@@ -6,7 +6,7 @@ import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
-import { parseEgress } from "../capabilities/egress.js";
+import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -43,22 +43,6 @@ const LimitsSchema = z.strictObject({
   requestsPerMinute: positiveInt.optional(),
 });
 
-const EgressSchema = z.union([
-  z.string().min(1),
-  z.strictObject({
-    url: z.string().min(1),
-    headers: z
-      .record(
-        z.string().min(1),
-        z.strictObject({
-          env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
-          prefix: z.string().optional(),
-        }),
-      )
-      .optional(),
-  }),
-]);
-
 /** Bounds on what one run may do with its capabilities (docs/capabilities.md). */
 const CapabilityLimitsSchema = z.strictObject({
   maxFetchesPerRun: z.number().int().nonnegative().optional(),
@@ -80,7 +64,7 @@ const TenantSchema = z.strictObject({
   model: ModelSchema,
   limits: LimitsSchema.optional(),
   /** URL prefixes ctx.fetch may reach, with host-side headers. */
-  egress: z.array(EgressSchema).optional(),
+  egress: z.array(EgressEntrySchema).optional(),
   /** The model ctx.model.generate calls; "run" is the tenant's own model. */
   guardModel: z.union([z.literal("run"), ModelSchema]).optional(),
   /** ctx.kv: false denies it; quotaBytes bounds the tenant's entries (default 10 MiB). */

@@ -5,6 +5,10 @@ import type { RunHandle } from "../../loop/handle.js";
 import { newId } from "../../loop/ids.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type Store } from "../../store/index.js";
+import { EgressEntrySchema, parseEgress } from "../../capabilities/egress.js";
+import type { EgressEntry } from "../../capabilities/grants.js";
+import { jsonPath } from "../../contracts/json-path.js";
+import { HookboxError } from "../../errors.js";
 import { SessionManager } from "../../session/manager.js";
 import { parseRunFlags, type RunFlags } from "../run-flags.js";
 import { failUsage } from "../exit.js";
@@ -59,7 +63,23 @@ export function capabilityFlags(flags: RunFlags): Pick<TenantConfig, "capabiliti
       : flags.guardModel === "run"
         ? ("run" as const)
         : parseModelFlag(flags.guardModel, { baseUrl: flags.baseUrl, apiKeyEnv: flags.apiKeyEnv });
-  return { capabilities: { ...(flags.egress.length ? { egress: flags.egress } : {}), ...(guardModel ? { guardModel } : {}) } };
+  const egress = flags.egress.map(egressFlag);
+  parseEgress(egress, "--egress");
+  return { capabilities: { ...(egress.length ? { egress } : {}), ...(guardModel ? { guardModel } : {}) } };
+}
+
+/** `--egress URL`, or a whole entry as JSON: `--egress '{"url":"...","headers":{"authorization":{"env":"KEY"}}}'`. */
+function egressFlag(value: string): EgressEntry | string {
+  if (!value.trimStart().startsWith("{")) return value;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new HookboxError("USAGE", `--egress: not a URL and not JSON: ${(error as Error).message}`);
+  }
+  const entry = EgressEntrySchema.safeParse(parsed);
+  if (!entry.success) throw new HookboxError("USAGE", `--egress: ${jsonPath(entry.error.issues[0].path)}: ${entry.error.issues[0].message}`);
+  return entry.data;
 }
 
 async function execute(flags: RunFlags, config: TenantConfig, runtime: TenantRuntime, store: Store | undefined): Promise<number> {

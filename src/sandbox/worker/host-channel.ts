@@ -43,18 +43,20 @@ interface ChannelDeps {
 
 /** Parses the runtime's error description; a forged or broken one still yields a clean SCRIPT_ERROR. */
 function errorFromGuest(text: string, call: WorkerCall) {
-  let parsed: { code?: unknown; name?: unknown; message?: unknown; stack?: unknown; path?: unknown } = {};
+  let parsed: { code?: unknown; name?: unknown; message?: unknown; stack?: unknown; path?: unknown; errorCode?: unknown } = {};
   try {
     parsed = JSON.parse(text) as typeof parsed;
   } catch {
     // fall through with defaults
   }
   const code = parsed.code === "HOOK_CONTRACT" ? "HOOK_CONTRACT" : "SCRIPT_ERROR";
-  const name = typeof parsed.name === "string" ? parsed.name : "Error";
+  const thrownCode = typeof parsed.errorCode === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(parsed.errorCode) ? parsed.errorCode : undefined;
+  const name = (typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : "");
   const message = typeof parsed.message === "string" ? parsed.message : "failed";
   const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
   if (typeof parsed.stack === "string") details.stack = parsed.stack;
   if (typeof parsed.path === "string") details.path = parsed.path;
+  if (thrownCode) details.errorCode = thrownCode;
   return { code, message: code === "HOOK_CONTRACT" ? message : `${name}: ${message}`, details };
 }
 
