@@ -175,7 +175,16 @@ describe("ctx.fetch through the CLI", () => {
   });
 
   it("a bad --egress is a usage error naming the flag", async () => {
-    const result = await runCli(["run", join(dir, "guard.ts"), "--prompt", "x", "--model", `scripted:${model("bad", [{}])}`, "--egress", "ftp://x/"]);
+    const result = await runCli([
+      "run",
+      join(dir, "guard.ts"),
+      "--prompt",
+      "x",
+      "--model",
+      `scripted:${model("bad", [{}])}`,
+      "--egress",
+      "ftp://x/",
+    ]);
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain("--egress[0]");
     expect(result.stderr).toContain("only http and https");

@@ -105,7 +105,9 @@ describe("ctx.kv through the real server", () => {
     const { messages } = await readEvents(server.url, "acme-key", started.body.runId);
     const capability = messages.map((m) => m.event as unknown as Record<string, any>).find((e) => e.type === "capability");
     expect(capability).toMatchObject({ kind: "kv", op: "get", ok: false, errorCode: "CAPABILITY_DENIED" });
-    const decision = messages.map((m) => m.event as unknown as Record<string, any>).find((e) => e.type === "hook-decision");
+    const decision = messages
+      .map((m) => m.event as unknown as Record<string, any>)
+      .find((e) => e.type === "hook-decision" && e.script === "memo");
     expect(JSON.stringify(decision)).toContain("[CAPABILITY_DENIED]");
   });
 });
