@@ -16,6 +16,12 @@ import {
 } from "./primordials.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
+/**
+ * The largest request that leaves the isolate: a 1 MiB fetch body (the most a tenant may allow) plus room
+ * for the rest. A bigger one is refused here, before it crosses to the host.
+ */
+const MAX_REQUEST_CHARS = 1024 * 1024 + 64 * 1024;
+
 /** Sends one capability request (JSON text) for the current callback; settles with the host's answer. */
 export type AskHost = (requestJson: string) => Promise<unknown>;
 
@@ -23,8 +29,10 @@ export type AskHost = (requestJson: string) => Promise<unknown>;
 function ask(askHost: AskHost, what: string, request: Record<string, unknown>, maxBytes: number): Promise<unknown> {
   let text: string;
   try {
-    text = toBoundedJson(request, maxBytes);
+    text = toBoundedJson(request, maxBytes < MAX_REQUEST_CHARS ? maxBytes : MAX_REQUEST_CHARS);
   } catch (thrown) {
+    if (thrown instanceof GuestDataError && thrown.problem.indexOf("-byte limit") !== -1)
+      return PromiseReject(guestError(what + ": the request exceeds " + MAX_REQUEST_CHARS + " characters", "CAPABILITY_QUOTA"));
     const problem = thrown instanceof GuestDataError ? thrown.path + " " + thrown.problem : "could not be serialized";
     return PromiseReject(guestError(what + ": the request " + problem, "CAPABILITY_INVALID"));
   }

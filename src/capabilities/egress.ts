@@ -18,7 +18,10 @@ export const EgressEntrySchema = z.union([
     headers: z
       .record(
         z.string().min(1),
-        z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), prefix: z.string().optional() }),
+        z.strictObject({
+          env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+          prefix: z.string().optional(),
+        }),
       )
       .optional(),
   }),

@@ -25,7 +25,7 @@ export interface CapabilityLimits {
   fetchTimeoutMs: number;
   /** Largest response body, bytes; the read stops past it (default 1 MiB). */
   maxResponseBytes: number;
-  /** Largest request body, bytes (default 1 MiB). */
+  /** Largest request body, bytes (default and most 1 MiB: the sandbox refuses bigger requests). */
   maxRequestBytes: number;
   /** Redirects followed for one request, each inside the egress list (default 5). */
   maxRedirects: number;

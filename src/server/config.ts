@@ -48,7 +48,7 @@ const CapabilityLimitsSchema = z.strictObject({
   maxFetchesPerRun: z.number().int().nonnegative().optional(),
   fetchTimeoutMs: positiveInt.optional(),
   maxResponseBytes: positiveInt.optional(),
-  maxRequestBytes: positiveInt.optional(),
+  maxRequestBytes: positiveInt.max(1024 * 1024).optional(),
   maxRedirects: z.number().int().nonnegative().optional(),
   maxKvOpsPerRun: z.number().int().nonnegative().optional(),
   maxModelCallsPerRun: z.number().int().nonnegative().optional(),

@@ -95,7 +95,7 @@ async function run(modelFile: string, extra: string[] = []) {
 
 describe("ctx.fetch through the CLI", () => {
   it("allows only the egress list, adds the host-side header the script never sees, refuses the rest with clear errors", async () => {
-    loopback.received.length = 0;
+    await loopback.clear();
     const { code, stdout, stderr, events } = await run(model("main", [{}]));
     expect(code, stderr).toBe(0);
     const log = events.find((e) => e.type === "log");
@@ -104,7 +104,8 @@ describe("ctx.fetch through the CLI", () => {
 
     expect(byPath["/api/ok"]).toMatchObject({ status: 200, json: { verdict: "fine" } });
     // The server got the host's header, not the script's forged one, and the script's other headers.
-    const ok = loopback.received.find((r) => r.path === "/api/ok")!;
+    const received = await loopback.received();
+    const ok = received.find((r) => r.path === "/api/ok")!;
     expect(ok.headers.authorization).toBe(`Bearer ${SECRET}`);
     expect(ok.headers["x-script"]).toBe("yes");
     // An echoing service cannot hand the secret back: body and headers are redacted.
@@ -124,7 +125,7 @@ describe("ctx.fetch through the CLI", () => {
     expect(byPath["/api%2F..%2Foutside"]).toMatchObject({ code: "CAPABILITY_DENIED" });
     expect(byPath.userinfo).toMatchObject({ code: "CAPABILITY_DENIED" });
     // Nothing outside the list was ever requested.
-    expect(loopback.received.filter((r) => !r.path.startsWith("/api/"))).toEqual([]);
+    expect(received.filter((r) => !r.path.startsWith("/api/"))).toEqual([]);
 
     // The secret appears nowhere the script or a reader of the run can see.
     expect(stdout).not.toContain(SECRET);
@@ -149,13 +150,13 @@ describe("ctx.fetch through the CLI", () => {
   });
 
   it("stops a run at its fetch limit (--egress without a grant of more)", async () => {
-    loopback.received.length = 0;
+    await loopback.clear();
     const { code, events } = await run(model("flood", [{ mode: "flood" }]));
     expect(code).toBe(0);
     const outcome = JSON.parse(events.find((e) => e.type === "log").message);
     expect(outcome.made).toBe(50);
     expect(outcome.refused).toMatch(/^CAPABILITY_QUOTA ctx.fetch: this run already made 50 such calls/);
-    expect(loopback.received.length).toBe(50);
+    expect((await loopback.received()).length).toBe(50);
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
   });
 

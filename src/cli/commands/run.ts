@@ -78,7 +78,8 @@ function egressFlag(value: string): EgressEntry | string {
     throw new HookboxError("USAGE", `--egress: not a URL and not JSON: ${(error as Error).message}`);
   }
   const entry = EgressEntrySchema.safeParse(parsed);
-  if (!entry.success) throw new HookboxError("USAGE", `--egress: ${jsonPath(entry.error.issues[0].path)}: ${entry.error.issues[0].message}`);
+  if (!entry.success)
+    throw new HookboxError("USAGE", `--egress: ${jsonPath(entry.error.issues[0].path)}: ${entry.error.issues[0].message}`);
   return entry.data;
 }
 

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { createSandboxPool } from "../../src/sandbox/index.js";
+import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
+import type { TenantRuntime } from "../../src/host/types.js";
+import { MemoryKv } from "../../src/store/memory-kv.js";
+import type { HookboxEvent } from "../../src/events/types.js";
+import { writeScripts, writeSteps } from "../helpers/harness.js";
+import { startLoopback, type Loopback } from "./loopback.js";
+
+/*
+ * Capabilities as a weapon: a script floods ctx.fetch (in parallel and in a loop, at a 2 MiB body), writes
+ * huge kv values and calls the guard model in a loop. Each attack is bounded (counts, sizes, quota) and the
+ * host process's event loop keeps turning: its delay is measured here, in the process that brokers the I/O
+ * (real sandbox workers, a real loopback server).
+ */
+
+const attacker = `import { defineScript } from "hookbox";
+export default defineScript({
+  name: "attacker",
+  onHookError: "fail-open",
+  hooks: {
+    async beforeToolCall(p) {
+      const base = p.call.args.base as string;
+      const attack = p.call.args.attack;
+      const codes: Record<string, number> = {};
+      const note = (code: string) => { codes[code] = (codes[code] ?? 0) + 1; };
+      if (attack === "fetch-parallel") {
+        const all = await Promise.all(Array.from({ length: 300 }, () => p.fetch(base + "/api/big").then(() => "ok", (e) => (e as any).code)));
+        all.forEach(note);
+      } else if (attack === "fetch-loop") {
+        for (let i = 0; i < 500; i++) await p.fetch(base + "/api/ok").then(() => note("ok"), (e) => note((e as any).code));
+      } else if (attack === "kv-huge") {
+        const big = "x".repeat(60 * 1024);
+        for (let i = 0; i < 400; i++) await p.kv.set("k" + i, big).then(() => note("ok"), (e) => note((e as any).code));
+        await p.kv.set("giant", "y".repeat(6 * 1024 * 1024)).then(() => note("giant-ok"), (e) => note("giant-" + (e as any).code));
+      } else if (attack === "guard-loop") {
+        for (let i = 0; i < 200; i++) await p.model.generate({ prompt: "again" }).then(() => note("ok"), (e) => note((e as any).code));
+      }
+      if (attack === "warm-up") {
+        await p.fetch(base + "/api/ok");
+        await p.kv.set("w", 1);
+        await p.model.generate({ prompt: "warm" });
+      }
+      console.log(JSON.stringify(codes));
+      return undefined;
+    },
+  },
+});
+`;
+
+let loopback: Loopback;
+let pool: ReturnType<typeof createSandboxPool>;
+
+beforeAll(async () => {
+  loopback = await startLoopback();
+  pool = createSandboxPool({ workers: 1 });
+});
+beforeAll(async () => {
+  // First use of fetch, the sandbox worker and the code paths costs once; the attacks are measured warm.
+  await underAttack("warm-up");
+}, 60_000);
+afterAll(async () => {
+  await pool.close();
+  await loopback.close();
+});
+
+async function attackRuntime(attack: string): Promise<TenantRuntime> {
+  return createTenantRuntime(
+    {
+      name: `attacker-${attack}`,
+      scripts: writeScripts({ "attacker.ts": attacker }),
+      model: {
+        kind: "scripted",
+        file: writeSteps([{ toolCalls: [{ id: "c1", name: "noop", args: { attack, base: loopback.url } }] }, { text: "done" }]),
+      },
+      limits: { cpuMs: 2000, wallMs: 20000 },
+      capabilities: {
+        egress: [`${loopback.url}/api/`],
+        guardModel: { kind: "scripted", file: writeSteps(Array(30).fill({ text: "OK" })) },
+      },
+    },
+    pool,
+    {
+      kv: new MemoryKv(),
+      host: { tools: [{ name: "noop", description: "n", parameters: { type: "object" }, handler: () => ({}) }] },
+    },
+  );
+}
+
+/** Runs one attack; returns what the script saw and the host's event-loop delay meanwhile (ms). */
+async function underAttack(attack: string): Promise<{ codes: Record<string, number>; p99: number; max: number }> {
+  const runtime = await attackRuntime(attack);
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  const handle = runtime.start({ sessionId: `sess_${attack}`, prompt: "attack" });
+  const events: HookboxEvent[] = [];
+  for await (const event of handle.events()) events.push(event);
+  delay.disable();
+  expect((await handle.wait()).status).toBe("completed");
+  const log = events.find((e) => e.type === "log") as { message: string } | undefined;
+  expect(log, JSON.stringify(events)).toBeDefined();
+  const attacked = { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 };
+  // The same measurement with nothing running: what this (possibly loaded) machine costs on its own.
+  const idle = await idleDelay(1000);
+  const result = { codes: JSON.parse(log!.message), p99: Math.max(0, attacked.p99 - idle.p99), max: attacked.max };
+  console.log(
+    `${attack}: host event loop delay p99 ${attacked.p99.toFixed(1)} ms (idle ${idle.p99.toFixed(1)} ms), max ${attacked.max.toFixed(1)} ms`,
+  );
+  return result;
+}
+
+async function idleDelay(ms: number): Promise<{ p99: number }> {
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  delay.disable();
+  return { p99: delay.percentile(99) / 1e6 };
+}
+
+// What an attack may add to the host's event loop delay (ms, p99 over the attack, minus the same measurement idle).
+const STALL_LIMIT_MS = 100;
+
+describe("capabilities under attack", () => {
+  it("a parallel and a looping fetch flood: 16 in flight, 50 per run, bodies cut at 1 MiB", async () => {
+    await loopback.clear();
+    const parallel = await underAttack("fetch-parallel");
+    expect(parallel.codes.CAPABILITY_QUOTA).toBeGreaterThanOrEqual(300 - 16);
+    expect(parallel.codes.ok ?? 0).toBe(0); // every body was over 1 MiB
+    expect(parallel.p99).toBeLessThan(STALL_LIMIT_MS);
+    const loop = await underAttack("fetch-loop");
+    expect(loop.codes.ok).toBe(50);
+    expect(loop.codes.CAPABILITY_QUOTA).toBe(450);
+    expect(loop.p99).toBeLessThan(STALL_LIMIT_MS);
+    expect((await loopback.received()).length).toBeLessThanOrEqual(16 + 50);
+  }, 120_000);
+
+  it("huge kv values: 64 KiB per value, 10 MiB per tenant, a 6 MiB value refused before it leaves the sandbox", async () => {
+    const kv = await underAttack("kv-huge");
+    expect(kv.codes.ok).toBeLessThanOrEqual(171);
+    expect(kv.codes.ok).toBeGreaterThan(150);
+    expect(kv.codes.CAPABILITY_QUOTA).toBe(400 - kv.codes.ok);
+    expect(kv.codes["giant-CAPABILITY_QUOTA"]).toBe(1);
+    expect(kv.p99).toBeLessThan(STALL_LIMIT_MS);
+  }, 120_000);
+
+  it("guard calls in a loop: 20 per run", async () => {
+    const guard = await underAttack("guard-loop");
+    expect(guard.codes.ok).toBe(20);
+    expect(guard.codes.CAPABILITY_QUOTA).toBe(180);
+    expect(guard.p99).toBeLessThan(STALL_LIMIT_MS);
+  }, 120_000);
+});
