@@ -171,7 +171,10 @@ const examples = [
         events.some((e) => e.type === "capability" && e.kind === "kv" && e.op === "get" && e.key === "verdict:bo" && e.ok),
         "the verdict was read from ctx.kv",
       );
-      expect(events.some((e) => e.type === "tool-finished" && e.callId === "c1" && !e.error), "the fine refund ran");
+      expect(
+        events.some((e) => e.type === "tool-finished" && e.callId === "c1" && !e.error),
+        "the fine refund ran",
+      );
       expect(events.at(-1).status === "completed", "run completed");
     },
   },

@@ -39,8 +39,8 @@ export interface KvStore {
   delete(tenant: string, key: string, nowMs: number): Promise<boolean>;
   /** Keys in code-unit order, live entries only. */
   list(tenant: string, options: KvListOptions): Promise<KvPage>;
-  /** Bytes the tenant's entries count against its quota. */
-  usedBytes(tenant: string, nowMs: number): Promise<number>;
+  /** Bytes the tenant's entries count against its quota (expired ones until they are dropped). */
+  usedBytes(tenant: string): Promise<number>;
 }
 
 export function kvEntryBytes(key: string, valueJson: string): number {

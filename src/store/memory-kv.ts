@@ -33,6 +33,10 @@ export class MemoryKv implements KvStore {
     return entry;
   }
 
+  private dropExpired(kv: TenantKv, nowMs: number): void {
+    for (const [key, entry] of kv.entries) if (entry.expiresMs !== undefined && entry.expiresMs <= nowMs) this.remove(kv, key, entry);
+  }
+
   private remove(kv: TenantKv, key: string, entry: Entry): void {
     kv.entries.delete(key);
     kv.bytes -= entry.bytes;
@@ -47,6 +51,8 @@ export class MemoryKv implements KvStore {
     const kv = this.tenant(tenant);
     const previous = this.live(kv, key, options.nowMs);
     const bytes = kvEntryBytes(key, valueJson);
+    // Expired entries count until they are dropped: drop them all before refusing a write.
+    if (kv.bytes - (previous?.bytes ?? 0) + bytes > options.quotaBytes) this.dropExpired(kv, options.nowMs);
     const used = kv.bytes - (previous?.bytes ?? 0);
     if (used + bytes > options.quotaBytes) throw kvQuotaError(tenant, used, bytes, options.quotaBytes);
     if (previous === undefined) kv.sorted.splice(lowerBound(kv.sorted, key), 0, key);

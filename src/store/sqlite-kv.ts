@@ -25,6 +25,7 @@ export class SqliteKv implements KvStore {
       expired: db.prepare(
         "DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE tenant = ? AND expires_ms <= ? LIMIT 64) RETURNING bytes",
       ),
+      allExpired: db.prepare("DELETE FROM kv WHERE tenant = ? AND expires_ms <= ? RETURNING bytes"),
       usage: db.prepare("SELECT bytes FROM kv_usage WHERE tenant = ?"),
       addUsage: db.prepare(
         "INSERT INTO kv_usage (tenant, bytes) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET bytes = bytes + excluded.bytes",
@@ -60,16 +61,23 @@ export class SqliteKv implements KvStore {
     return row;
   }
 
+  private dropExpired(statement: Database.Statement, tenant: string, nowMs: number): void {
+    const freed = (statement.all(tenant, nowMs) as { bytes: number }[]).reduce((sum, row) => sum + row.bytes, 0);
+    if (freed > 0) this.statements.addUsage.run(tenant, -freed);
+  }
+
   async get(tenant: string, key: string, nowMs: number): Promise<string | undefined> {
     return this.run("read a kv entry", () => this.live(tenant, key, nowMs)?.value);
   }
 
   async set(tenant: string, key: string, valueJson: string, options: KvSetOptions): Promise<void> {
     this.run("write a kv entry", () => {
-      const freed = (this.statements.expired.all(tenant, options.nowMs) as { bytes: number }[]).reduce((sum, row) => sum + row.bytes, 0);
-      if (freed > 0) this.statements.addUsage.run(tenant, -freed);
+      this.dropExpired(this.statements.expired, tenant, options.nowMs);
       const previous = this.live(tenant, key, options.nowMs);
       const bytes = kvEntryBytes(key, valueJson);
+      // Expired entries count until dropped: drop them all before refusing a write.
+      if (this.used(tenant) - (previous?.bytes ?? 0) + bytes > options.quotaBytes)
+        this.dropExpired(this.statements.allExpired, tenant, options.nowMs);
       const used = this.used(tenant) - (previous?.bytes ?? 0);
       if (used + bytes > options.quotaBytes) throw kvQuotaError(tenant, used, bytes, options.quotaBytes);
       this.statements.upsert.run(tenant, key, valueJson, bytes, options.expiresMs ?? null);
