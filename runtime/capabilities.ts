@@ -5,15 +5,7 @@
  * ever handed to script code, and the answers are parsed here with the captured JSON.parse.
  */
 import { guestError } from "./guest-errors.js";
-import {
-  JSONParse,
-  ObjectCreate,
-  ObjectDefineProperty,
-  ObjectFreeze,
-  PromiseReject,
-  PromisePrototypeThen,
-  defineData,
-} from "./primordials.js";
+import { JSONParse, ObjectCreate, ObjectFreeze, PromiseReject, PromisePrototypeThen, defineData, defineHidden } from "./primordials.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
 /**
@@ -51,13 +43,8 @@ function fetchResponse(answer: unknown): unknown {
   defineData(response, "ok", source.status >= 200 && source.status < 300);
   defineData(response, "headers", source.headers);
   defineData(response, "body", source.body);
-  ObjectDefineProperty(response, "json", {
-    value: function json(): unknown {
-      return JSONParse(source.body);
-    },
-    writable: true,
-    configurable: true,
-    enumerable: false,
+  defineHidden(response, "json", function json(): unknown {
+    return JSONParse(source.body);
   });
   return response;
 }
@@ -119,16 +106,7 @@ export function attachCapabilities(target: object, askHost: AskHost, maxBytes: n
       return ask(askHost, "ctx.model.generate", fields, maxBytes);
     },
   });
-  hidden(target, "fetch", fetch);
-  hidden(target, "kv", kv);
-  hidden(target, "model", model);
-}
-
-function hidden(target: object, key: string, value: unknown): void {
-  const descriptor = ObjectCreate(null) as PropertyDescriptor;
-  descriptor.value = value;
-  descriptor.writable = true;
-  descriptor.configurable = true;
-  descriptor.enumerable = false;
-  ObjectDefineProperty(target, key, descriptor);
+  defineHidden(target, "fetch", fetch);
+  defineHidden(target, "kv", kv);
+  defineHidden(target, "model", model);
 }
