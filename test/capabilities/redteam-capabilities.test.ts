@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { TenantRuntime } from "../../src/host/types.js";
@@ -88,37 +87,54 @@ async function attackRuntime(attack: string): Promise<TenantRuntime> {
   );
 }
 
-/** Runs one attack; returns what the script saw and the host's event-loop delay meanwhile (ms). */
-async function underAttack(attack: string): Promise<{ codes: Record<string, number>; p99: number; max: number }> {
+/**
+ * Watches the host's event loop: a 5 ms timer records each turn's lateness (wall) and how much of that gap the
+ * main thread spent on the CPU. On a loaded machine a process is also descheduled, which makes timers late
+ * without anything of ours running; a stall of the host is the main thread busy for the whole gap, so the
+ * CPU figure is the one the limit applies to (the wall figure is reported too).
+ */
+function watchEventLoop(): () => { wallMaxMs: number; busyMaxMs: number } {
+  let lastWall = performance.now();
+  let lastCpu = threadCpuMs();
+  let wallMaxMs = 0;
+  let busyMaxMs = 0;
+  const timer = setInterval(() => {
+    const wall = performance.now();
+    const cpu = threadCpuMs();
+    wallMaxMs = Math.max(wallMaxMs, wall - lastWall - 5);
+    busyMaxMs = Math.max(busyMaxMs, cpu - lastCpu);
+    lastWall = wall;
+    lastCpu = cpu;
+  }, 5);
+  return () => {
+    clearInterval(timer);
+    return { wallMaxMs, busyMaxMs };
+  };
+}
+
+function threadCpuMs(): number {
+  const usage = process.threadCpuUsage();
+  return (usage.user + usage.system) / 1000;
+}
+
+/** Runs one attack; returns what the script saw and how long the host's event loop was stalled (ms). */
+async function underAttack(attack: string): Promise<{ codes: Record<string, number>; busyMaxMs: number }> {
   const runtime = await attackRuntime(attack);
-  const delay = monitorEventLoopDelay({ resolution: 5 });
-  delay.enable();
+  const stop = watchEventLoop();
   const handle = runtime.start({ sessionId: `sess_${attack}`, prompt: "attack" });
   const events: HookboxEvent[] = [];
   for await (const event of handle.events()) events.push(event);
-  delay.disable();
+  const stall = stop();
   expect((await handle.wait()).status).toBe("completed");
   const log = events.find((e) => e.type === "log") as { message: string } | undefined;
   expect(log, JSON.stringify(events)).toBeDefined();
-  const attacked = { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 };
-  // The same measurement with nothing running: what this (possibly loaded) machine costs on its own.
-  const idle = await idleDelay(1000);
-  const result = { codes: JSON.parse(log!.message), p99: Math.max(0, attacked.p99 - idle.p99), max: attacked.max };
   console.log(
-    `${attack}: host event loop delay p99 ${attacked.p99.toFixed(1)} ms (idle ${idle.p99.toFixed(1)} ms), max ${attacked.max.toFixed(1)} ms`,
+    `${attack}: longest event-loop stall: main thread busy ${stall.busyMaxMs.toFixed(1)} ms (timer late by up to ${stall.wallMaxMs.toFixed(1)} ms)`,
   );
-  return result;
+  return { codes: JSON.parse(log!.message), busyMaxMs: stall.busyMaxMs };
 }
 
-async function idleDelay(ms: number): Promise<{ p99: number }> {
-  const delay = monitorEventLoopDelay({ resolution: 5 });
-  delay.enable();
-  await new Promise((resolve) => setTimeout(resolve, ms));
-  delay.disable();
-  return { p99: delay.percentile(99) / 1e6 };
-}
-
-// What an attack may add to the host's event loop delay (ms, p99 over the attack, minus the same measurement idle).
+// The longest the host's main thread may stay busy between two turns of its event loop under an attack (ms).
 const STALL_LIMIT_MS = 100;
 
 describe("capabilities under attack", () => {
@@ -127,11 +143,11 @@ describe("capabilities under attack", () => {
     const parallel = await underAttack("fetch-parallel");
     expect(parallel.codes.CAPABILITY_QUOTA).toBeGreaterThanOrEqual(300 - 16);
     expect(parallel.codes.ok ?? 0).toBe(0); // every body was over 1 MiB
-    expect(parallel.p99).toBeLessThan(STALL_LIMIT_MS);
+    expect(parallel.busyMaxMs).toBeLessThan(STALL_LIMIT_MS);
     const loop = await underAttack("fetch-loop");
     expect(loop.codes.ok).toBe(50);
     expect(loop.codes.CAPABILITY_QUOTA).toBe(450);
-    expect(loop.p99).toBeLessThan(STALL_LIMIT_MS);
+    expect(loop.busyMaxMs).toBeLessThan(STALL_LIMIT_MS);
     expect((await loopback.received()).length).toBeLessThanOrEqual(16 + 50);
   }, 120_000);
 
@@ -141,13 +157,13 @@ describe("capabilities under attack", () => {
     expect(kv.codes.ok).toBeGreaterThan(150);
     expect(kv.codes.CAPABILITY_QUOTA).toBe(400 - kv.codes.ok);
     expect(kv.codes["giant-CAPABILITY_QUOTA"]).toBe(1);
-    expect(kv.p99).toBeLessThan(STALL_LIMIT_MS);
+    expect(kv.busyMaxMs).toBeLessThan(STALL_LIMIT_MS);
   }, 120_000);
 
   it("guard calls in a loop: 20 per run", async () => {
     const guard = await underAttack("guard-loop");
     expect(guard.codes.ok).toBe(20);
     expect(guard.codes.CAPABILITY_QUOTA).toBe(180);
-    expect(guard.p99).toBeLessThan(STALL_LIMIT_MS);
+    expect(guard.busyMaxMs).toBeLessThan(STALL_LIMIT_MS);
   }, 120_000);
 });
