@@ -25,6 +25,8 @@ export interface WorkerCall {
   pendingRequests: number;
   /** Of those, capability requests (bounded per callback). */
   pendingCapabilities: number;
+  /** next() may be asked once per middleware call. */
+  nextRequested: boolean;
   finished: boolean;
 }
 
@@ -128,7 +130,10 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
         const call = ownCall(a);
         if (call === undefined || typeof b !== "number" || (c !== "next" && c !== "capability") || typeof d !== "string") return undefined;
         if (d.length > call.maxPayloadBytes) return undefined;
-        if (c === "capability") {
+        if (c === "next") {
+          if (call.nextRequested) return undefined;
+          call.nextRequested = true;
+        } else {
           if (call.pendingCapabilities >= MAX_PENDING_CAPABILITIES) return undefined;
           call.pendingCapabilities++;
         }

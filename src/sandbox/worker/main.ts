@@ -167,6 +167,7 @@ function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): 
     maxPayloadBytes: limits.maxPayloadBytes,
     pendingRequests: 0,
     pendingCapabilities: 0,
+    nextRequested: false,
     finished: false,
   };
   calls.set(call.callId, call);
