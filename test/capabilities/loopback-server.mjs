@@ -6,6 +6,7 @@
 //   /api/redirect-in   302 to /api/ok (inside the egress list)
 //   /api/redirect-out  302 to /outside/x (outside it)
 //   /api/big           2 MiB of text, streamed
+//   /api/slow          answers after 1.5 s
 //   /__received        what was recorded (GET), or clears it (DELETE); the tests call it directly
 //   anything else      200 "outside"
 import { createServer } from "node:http";
@@ -41,6 +42,8 @@ const server = createServer((request, response) => {
     };
     response.on("error", () => {});
     pump();
+  } else if (path === "/api/slow") {
+    setTimeout(() => response.writeHead(200).end("late"), 1500);
   } else {
     response.writeHead(200).end("outside");
   }

@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSandboxPool } from "../../src/sandbox/index.js";
+import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
+import type { CapabilityGrants } from "../../src/capabilities/grants.js";
+import type { HookboxEvent } from "../../src/events/types.js";
+import { writeScripts, writeSteps } from "../helpers/harness.js";
+import { startLoopback, type Loopback } from "./loopback.js";
+
+/*
+ * Waiting for the host is not the callback's time: a hook with a 300 ms wall budget waits 1.5 s for a slow
+ * service and goes on; the request's own bound ends a wait that is too long (CAPABILITY_TIMEOUT). Several
+ * requests of one callback run at once.
+ */
+
+const waiter = `import { defineScript } from "hookbox";
+export default defineScript({
+  name: "waiter",
+  hooks: {
+    async beforeToolCall(p) {
+      const base = p.call.args.base as string;
+      const started = Date.now();
+      const outcome = await Promise.all([p.fetch(base + "/api/slow"), p.fetch(base + "/api/slow")]).then(
+        (responses) => responses.map((r) => r.body).join(","),
+        (e) => (e as any).code + " " + (e as Error).message,
+      );
+      console.log(JSON.stringify({ outcome, waitedMs: Date.now() - started }));
+      return undefined;
+    },
+  },
+});
+`;
+
+let loopback: Loopback;
+let pool: ReturnType<typeof createSandboxPool>;
+beforeAll(async () => {
+  loopback = await startLoopback();
+  pool = createSandboxPool({ workers: 1 });
+});
+afterAll(async () => {
+  await pool.close();
+  await loopback.close();
+});
+
+async function runWaiter(tenant: string, limits: CapabilityGrants["limits"]): Promise<{ outcome: string; waitedMs: number }> {
+  const runtime = await createTenantRuntime(
+    {
+      name: tenant,
+      scripts: writeScripts({ "waiter.ts": waiter }),
+      model: {
+        kind: "scripted",
+        file: writeSteps([{ toolCalls: [{ id: "c1", name: "noop", args: { base: loopback.url } }] }, { text: "done" }]),
+      },
+      limits: { wallMs: 300 },
+      capabilities: { egress: [`${loopback.url}/api/`], limits },
+    },
+    pool,
+    { host: { tools: [{ name: "noop", description: "n", parameters: { type: "object" }, handler: () => ({}) }] } },
+  );
+  const handle = runtime.start({ sessionId: `sess_${tenant}`, prompt: "wait" });
+  const events: HookboxEvent[] = [];
+  for await (const event of handle.events()) events.push(event);
+  expect((await handle.wait()).status).toBe("completed");
+  const log = events.find((e) => e.type === "log") as { message: string } | undefined;
+  expect(log, JSON.stringify(events)).toBeDefined();
+  return JSON.parse(log!.message);
+}
+
+describe("a callback waiting for the host", () => {
+  it("is not charged its wall budget while it waits; two requests run at once", async () => {
+    const { outcome, waitedMs } = await runWaiter("patient", {});
+    expect(outcome).toBe("late,late");
+    expect(waitedMs).toBeGreaterThanOrEqual(1400); // far past the 300 ms wall budget
+    expect(waitedMs).toBeLessThan(2900); // in parallel, not one after the other
+  });
+
+  it("is bounded by the request's own time limit", async () => {
+    const { outcome } = await runWaiter("hurried", { fetchTimeoutMs: 200 });
+    expect(outcome).toMatch(/^CAPABILITY_TIMEOUT ctx\.fetch: http:\/\/127\.0\.0\.1:\d+\/api\/slow took longer than 200 ms$/);
+  });
+});
