@@ -30,6 +30,7 @@ export interface RunCapabilityHooks {
 }
 
 export class TenantCapabilities {
+  private readonly tenant: string;
   private readonly egress: EgressRule[] | undefined;
   private readonly kv: KvStore | undefined;
   private readonly guardModel: (() => LanguageModelV4) | undefined;
@@ -54,8 +55,6 @@ export class TenantCapabilities {
             : guardFactory(spec, options.tenant);
     this.tenant = options.tenant;
   }
-
-  private readonly tenant: string;
 
   /** The broker of one run; `close()` aborts what is in flight when the run ends. */
   forRun(hooks: RunCapabilityHooks): { broker: RunCapabilities; close: () => void } {
