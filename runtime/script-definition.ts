@@ -9,6 +9,7 @@ import {
   dict,
 } from "./primordials.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
+import { SCHEMA_LIMITS } from "../src/schema/limits.js";
 
 /** Thrown while reading a script's default export: becomes SCRIPT_LOAD with this message. */
 export class DefinitionError {
@@ -107,6 +108,9 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
   }
 
   const tools = readList(exported.tools, "tools");
+  if (tools.length > SCHEMA_LIMITS.maxToolsPerScript) {
+    fail("tools: " + tools.length + " tools is over the limit of " + SCHEMA_LIMITS.maxToolsPerScript + " per script");
+  }
   for (let i = 0; i < tools.length; i++) {
     const tool = tools[i];
     const where = "tools[" + i + "]";
@@ -119,7 +123,10 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
     let parameters = "";
     if (tool.parameters !== undefined) {
       try {
-        parameters = toBoundedJson(tool.parameters, maxSchemaBytes);
+        parameters = toBoundedJson(
+          tool.parameters,
+          maxSchemaBytes < SCHEMA_LIMITS.maxSchemaBytes ? maxSchemaBytes : SCHEMA_LIMITS.maxSchemaBytes,
+        );
       } catch (error) {
         if (error instanceof GuestDataError) fail(where + ".parameters" + StringPrototypeSlice(error.path, 1) + " " + error.problem);
         throw error;

@@ -47,6 +47,8 @@ await Promise.all([
     chunkNames: "chunks/[name]-[hash]",
   }),
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/worker/main.ts")], outfile: join(root, "dist/sandbox-worker.js") }),
+  // Started through the same launcher as the workers, it reports what code inside can do (hookbox doctor).
+  build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/wall/probe-inside.ts")], outfile: join(root, "dist/wall-probe.js") }),
   build({
     entryPoints: [join(root, "runtime/bootstrap.ts")],
     outfile: join(root, "dist/runtime.js"),

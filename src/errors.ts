@@ -37,7 +37,15 @@ export type HostErrorCode =
   | "SESSION_BUSY"
   | "NOT_RESUMABLE"
   | "NOT_FOUND"
-  | "STORE";
+  | "STORE"
+  /** A run went over one of its budgets (bytes, tool calls per inference); the reason names which. */
+  | "RUN_BUDGET"
+  /** The tenant's stored bytes would go over its store quota. */
+  | "STORE_QUOTA"
+  /** A bug in the host itself surfaced in this run; the run fails, the host goes on. */
+  | "HOST_FAULT"
+  /** The sandbox wall was required and cannot be had on this machine. */
+  | "WALL_UNAVAILABLE";
 
 export interface SerializedError {
   code: string;
@@ -45,12 +53,17 @@ export interface SerializedError {
   details?: Record<string, unknown>;
 }
 
+/** Longest problem text a contract error repeats (a zod message can list every unknown key of a huge object). */
+const MAX_PROBLEM_CHARS = 300;
+
 /** Hook return outside its contract: names the script, the hook and the JSON path of the bad field. */
 export function hookContractError(script: string, hook: string, path: string, problem: string): HookboxError {
-  return new HookboxError("HOOK_CONTRACT", `${script}: ${hook} returned a value outside its contract at ${path || "$"}: ${problem}`, {
+  const shown = path.length > MAX_PROBLEM_CHARS ? `${path.slice(0, MAX_PROBLEM_CHARS)}...` : path || "$";
+  const said = problem.length > MAX_PROBLEM_CHARS ? `${problem.slice(0, MAX_PROBLEM_CHARS)}... (${problem.length} chars)` : problem;
+  return new HookboxError("HOOK_CONTRACT", `${script}: ${hook} returned a value outside its contract at ${shown}: ${said}`, {
     script,
     hook,
-    path,
+    path: shown,
   });
 }
 

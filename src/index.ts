@@ -53,6 +53,8 @@ export type {
   SandboxRun,
   LogEntry,
   OnHookError,
+  Isolation,
+  TenantSandboxOptions,
 } from "./sandbox/api.js";
 
 // Capabilities: what scripts may reach through ctx.fetch, ctx.kv, ctx.model (docs/capabilities.md).

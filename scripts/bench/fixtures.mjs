@@ -39,6 +39,17 @@ export const echoPayload = { ...smallPayload, phase: "afterToolCall", result: bi
 
 export const HOOK_BODY = `if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; return { action: "proceed" };`;
 
+/**
+ * Mass-tenant benches run thousands of loads; on an overloaded machine a worker descheduled for longer than a
+ * tenant's 200 ms limit fails one (SANDBOX_TIMEOUT, docs/sandbox.md "Known limits"). Such a tenant is counted
+ * (the bench reports `mass_tenant_failures`) instead of ending the whole bench.
+ */
+export const massFailures = { count: 0 };
+export function countFailure(error) {
+  massFailures.count++;
+  process.stderr.write(`a mass-bench tenant failed: ${error.code ?? ""} ${String(error.message).slice(0, 200)}\n`);
+}
+
 export const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

@@ -11,6 +11,7 @@ const commands: Record<string, () => Promise<Command>> = {
   resume: async () => (await import("./commands/resume.js")).resumeCommand,
   sessions: async () => (await import("./commands/sessions.js")).sessionsCommand,
   serve: async () => (await import("./commands/serve.js")).serveCommand,
+  doctor: async () => (await import("./commands/doctor.js")).doctorCommand,
 };
 
 const usage = `usage: hookbox <command> [options]
@@ -21,7 +22,8 @@ commands:
   codegen [--check]                         generate key constants and .d.ts from codegen/spec
   resume --store FILE --session ID          continue an interrupted run
   sessions --store FILE                     list stored sessions
-  serve --port N --store FILE --config FILE the multi-tenant HTTP server`;
+  serve --port N --store FILE --config FILE the multi-tenant HTTP server
+  doctor [--json]                           check the sandbox's second wall on this host`;
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

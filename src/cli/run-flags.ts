@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { HookboxError } from "../errors.js";
 import type { RunOptions } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import { wallModeFlag, type WallMode } from "../sandbox/wall/mode.js";
 
 export interface RunFlags {
   scripts: string[];
@@ -16,6 +17,8 @@ export interface RunFlags {
   session?: string;
   limits: Partial<SandboxLimits>;
   options: RunOptions;
+  /** The sandbox's second wall (`--wall`; the pool's default when absent). */
+  wall?: WallMode;
   /** `--egress URL` (repeatable): URL prefixes ctx.fetch may reach. */
   egress: string[];
   /** `--guard-model SPEC`: the model ctx.model.generate calls (`run`: the run's model). */
@@ -44,6 +47,7 @@ const spec = {
   json: { type: "boolean" },
   store: { type: "string" },
   session: { type: "string" },
+  wall: { type: "string" },
   egress: { type: "string", multiple: true },
   "guard-model": { type: "string" },
 } as const;
@@ -129,6 +133,7 @@ export function parseRunFlags(argv: string[]): RunFlags {
     session: v.session,
     limits,
     options,
+    wall: wallModeFlag(v.wall),
     egress: v.egress ?? [],
     ...(v["guard-model"] !== undefined ? { guardModel: v["guard-model"] } : {}),
   };

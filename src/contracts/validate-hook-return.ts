@@ -14,10 +14,14 @@ function firstIssue(schema: z.ZodType, value: unknown): { path: string; message:
 /**
  * A hook return checked against its contract. For union contracts the branch is chosen by `action`, so
  * the error names the real bad field (`$.reason`) rather than "no union member matched". One check for host
- * and script hooks alike.
+ * and script hooks alike; `schema` is the contract to check (the sandbox passes its trusted-leaf copy).
  */
-export function validateHookReturn<H extends HookName>(script: string, hook: H, value: unknown): HookReturns[H] {
-  const schema = hookReturnSchemas[hook];
+export function validateHookReturn<H extends HookName>(
+  script: string,
+  hook: H,
+  value: unknown,
+  schema: z.ZodType<HookReturns[H]> = hookReturnSchemas[hook],
+): HookReturns[H] {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const options = ((schema as unknown as { options?: z.ZodType[] }).options ?? []).filter((option) => !option.safeParse(undefined).success);

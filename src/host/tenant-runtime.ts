@@ -7,7 +7,9 @@ import { PayloadKeys } from "../turns/keys.gen.js";
 import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
+import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
+import { ToolSchemas } from "../schema/tool-schemas.js";
 import { hostHookProvider, scriptHookProvider } from "../loop/hook-provider.js";
 import { hostMiddleware, scriptMiddleware } from "../loop/middleware-chain.js";
 import type { RunHandle } from "../loop/handle.js";
@@ -53,9 +55,12 @@ export async function createTenantRuntime(
     hooks: [...fromModule.hooks, ...(extras.host?.hooks ?? [])],
     middleware: [...fromModule.middleware, ...(extras.host?.middleware ?? [])],
   };
-  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(config.name, config.limits) : undefined;
+  const sandbox: TenantSandbox | undefined = config.scripts.length
+    ? pool.tenant(config.name, config.limits, config.isolation ? { isolation: config.isolation } : undefined)
+    : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
-  buildRegistry(host, manifests, undefined); // duplicate names and broken schemas fail at load, not at the first run
+  const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
+  buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run
   const capabilities = new TenantCapabilities({
     tenant: config.name,
     grants: config.capabilities,
@@ -77,7 +82,7 @@ export async function createTenantRuntime(
               capabilities: granted.broker,
             })
           : undefined;
-      const registry = buildRegistry(host, manifests, run);
+      const registry = buildRegistry(host, manifests, schemas, run);
       return {
         registry,
         middleware: [
@@ -105,7 +110,7 @@ export async function createTenantRuntime(
         model: newModel(resume?.iterations ?? 0),
         stream: extras.stream,
         components: components(runId),
-        limits: loopLimits(options),
+        limits: { ...loopLimits(options), budgets: { ...DEFAULT_RUN_BUDGETS, ...config.budgets } },
         ids: {
           runId,
           sessionId: request.sessionId,
@@ -141,18 +146,19 @@ function hostTool(tool: HostModule["tools"][number]): RegisteredTool {
     origin: "host",
     owner: "host tools",
     ...(tool.timeoutMs !== undefined ? { timeoutMs: tool.timeoutMs } : {}),
-    async invoke(args, ctx, signal) {
+    async invoke(args, ctx, signal, limits = {}) {
       const result = await tool.handler(args, ctx, { signal });
       if (result === undefined) return null;
       if (!isJson(result)) throw new HookboxError("TOOL_ERROR", `host tool ${tool.name} returned a value that is not JSON`);
+      if (limits.maxResultBytes !== undefined) checkToolResultSize(tool.name, JSON.stringify(result).length, limits.maxResultBytes);
       return result;
     },
   };
 }
 
 /** Host and script tools in one registry; `run` is the sandbox run that serves script tools (none when only checking). */
-function buildRegistry(host: HostModule, manifests: ScriptManifest[], run: SandboxRun | undefined): ToolRegistry {
-  const registry = new ToolRegistry();
+function buildRegistry(host: HostModule, manifests: ScriptManifest[], schemas: ToolSchemas, run: SandboxRun | undefined): ToolRegistry {
+  const registry = new ToolRegistry(schemas);
   for (const tool of host.tools) registry.add(hostTool(tool));
   for (const manifest of manifests) {
     for (const tool of manifest.tools) {
@@ -160,9 +166,9 @@ function buildRegistry(host: HostModule, manifests: ScriptManifest[], run: Sandb
         ...tool,
         origin: "script",
         owner: `script ${manifest.name}`,
-        invoke: (args, ctx) => {
+        invoke: (args, ctx, _signal, limits) => {
           if (!run) throw new HookboxError("SANDBOX_CRASHED", `script tool ${tool.name} called without a sandbox run`);
-          return run.callTool(manifest.name, tool.name, args, ctx);
+          return run.callTool(manifest.name, tool.name, args, ctx, limits);
         },
       });
     }

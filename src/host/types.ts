@@ -3,8 +3,9 @@ import type { Json } from "../turns/json.js";
 import type { Tags, UserContext } from "../contracts/context.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
-import type { SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { CapabilityGrants } from "../capabilities/grants.js";
+import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
+import type { RunBudgets } from "../loop/run-budget.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -83,10 +84,14 @@ export interface TenantConfig {
   hostToolsModule?: string;
   model: ModelSpec;
   limits?: Partial<SandboxLimits>;
+  /** "process-per-tenant": this tenant's isolates get a worker process of their own (default: the pool's, "shared"). */
+  isolation?: Isolation;
   /** What the tenant's scripts may reach through ctx.fetch, ctx.kv and ctx.model (docs/capabilities.md). */
   capabilities?: CapabilityGrants;
   /** Defaults for every run of this tenant. */
   runDefaults?: RunOptions;
+  /** What each run may produce (bytes, tool calls per inference); unset ones take DEFAULT_RUN_BUDGETS. */
+  budgets?: Partial<RunBudgets>;
 }
 
 export interface TenantRuntime {

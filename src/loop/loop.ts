@@ -21,6 +21,7 @@ import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
 import { Approvals } from "./approvals.js";
 import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
+import { DEFAULT_RUN_BUDGETS, RunBudgetMeter, type RunBudgets } from "./run-budget.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -37,6 +38,8 @@ export interface LoopLimits {
   approvalTimeoutMs: number;
   /** How many more inferences beforeFinish may ask for in one run. */
   maxFinishContinues: number;
+  /** Bytes and tool calls the run may produce (default DEFAULT_RUN_BUDGETS). */
+  budgets?: RunBudgets;
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
@@ -76,26 +79,39 @@ function lastText(turn: Turn): string | undefined {
 /** Starts the tool loop on `turn` and returns its handle at once. */
 export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   const persistence = options.persistence;
+  const meter = new RunBudgetMeter(options.limits.budgets ?? DEFAULT_RUN_BUDGETS, initial);
   const events = new EventLog(
     { sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId },
-    persistence ? (event) => persistence.onEvent(event) : undefined,
+    (event) => {
+      meter.count(event);
+      persistence?.onEvent(event);
+    },
     options.resume?.nextSeq ?? 1,
   );
   const controller = new RunController(options.ids, events);
   const stepper = new Stepper(options.step.enabled, options.step.pauseTimeoutMs, events, controller.signal);
   controller.attachStepper(stepper);
-  controller.finishWith(runLoop(initial, options, events, controller, stepper));
+  controller.finishWith(runLoop(initial, options, { events, run: controller, stepper, meter }));
   if (options.deadlineMs !== undefined) controller.enforceDeadline(options.deadlineMs);
   return controller;
 }
 
-async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, run: RunController, stepper: Stepper): Promise<RunResult> {
+interface RunParts {
+  events: EventLog;
+  run: RunController;
+  stepper: Stepper;
+  meter: RunBudgetMeter;
+}
+
+async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepper, meter }: RunParts): Promise<RunResult> {
   const { limits, ids } = options;
   const signal = run.signal;
   let turn: Turn = structuredClone(initial);
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
   const snapshot = async (phase: SnapshotPhase) => {
+    // An over-budget turn is never committed: the last snapshot within budget stays the session's history.
+    meter.check();
     await options.persistence?.onSnapshot(phase, structuredClone(turn));
   };
   const context = (): CommonContext => ({
@@ -120,8 +136,14 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
     try {
       await snapshot("final");
     } catch (error) {
-      if (ending.status === "completed")
-        return finish({ status: "failed", reason: `store: ${(error as Error).message}`, errorCode: "STORE" });
+      if (ending.status === "completed") {
+        const code = error instanceof HookboxError ? error.code : "STORE";
+        return finish({
+          status: "failed",
+          reason: code === "STORE" ? `store: ${(error as Error).message}` : (error as Error).message,
+          errorCode: code,
+        });
+      }
     }
     events.emit({
       type: "run-finished",
@@ -191,8 +213,14 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
         iterations += 1;
         await snapshot("pre_inference");
         events.emit({ type: "inference-started", iteration: iterations });
+        const asked = turn;
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
+        if (pending.length > meter.budgets.maxToolCallsPerInference) {
+          turn = asked; // the over-budget answer is not kept: no call of it runs, and no later run continues it
+          meter.checkToolCalls(pending.length);
+        }
+        meter.measureTurn(turn);
         const text = lastText(turn);
         events.emit({
           type: "inference-finished",
@@ -223,7 +251,12 @@ async function runLoop(initial: Turn, options: LoopOptions, events: EventLog, ru
           toolTimeoutMs: limits.toolTimeoutMs,
           defaultBackoffMs: limits.defaultBackoffMs,
           journal,
+          maxToolResultBytes: meter.budgets.maxToolResultBytes,
         });
+        if (outcome.kind === "result") {
+          meter.addResultBlock(call.name, outcome.block);
+          meter.check();
+        }
         // Committed as each call finishes, so a crash mid-batch never re-executes a finished tool.
         if (outcome.kind === "result" && journal && !journal.lookup(call.blockId)) await journal.record(call.blockId, outcome.block);
         return outcome;

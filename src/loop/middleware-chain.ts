@@ -19,11 +19,22 @@ export interface HostMiddleware {
   run(turn: Turn, next: Next, ctx: MiddlewareContext): Turn | Promise<Turn>;
 }
 
+/** A host middleware's turn is checked here with TurnSchema; a script's by the sandbox (validateMiddlewareTurn). */
 export function hostMiddleware(m: HostMiddleware): Middleware {
   return {
     name: m.name,
     origin: "host",
-    run: (turn, next, ctx) => withRunContext(ctx, async () => m.run(turn, next, ctx)),
+    run: async (turn, next, ctx) => {
+      const returned = await withRunContext(ctx, async () => m.run(turn, next, ctx));
+      if (returned === undefined || returned === null) return returned as never;
+      try {
+        return parseTurn(returned);
+      } catch (error) {
+        throw new HookboxError("HOOK_CONTRACT", `middleware ${m.name} returned an invalid turn: ${(error as Error).message}`, {
+          middleware: `${m.name}`,
+        });
+      }
+    },
   };
 }
 
@@ -38,7 +49,7 @@ export function scriptMiddleware(manifest: ScriptManifest, name: string, sandbox
 /**
  * Composes middleware around the engine call (first in the list = outermost). As in Hono's compose:
  * `next` twice is an error, and a middleware that returns nothing is an error naming it (never a
- * silently discarded model output). Every returned turn is validated.
+ * silently discarded model output). Each middleware's own adapter validates the turn it returns, once.
  */
 export function composeMiddleware(chain: Middleware[], engine: (turn: Turn) => Promise<Turn>, context: () => CommonContext) {
   return (turn: Turn): Promise<Turn> => {
@@ -72,13 +83,7 @@ export function composeMiddleware(chain: Middleware[], engine: (turn: Turn) => P
           },
         );
       }
-      try {
-        return parseTurn(returned);
-      } catch (error) {
-        throw new HookboxError("HOOK_CONTRACT", `middleware ${middleware.name} returned an invalid turn: ${(error as Error).message}`, {
-          middleware: middleware.name,
-        });
-      }
+      return returned as Turn;
     };
     return dispatch(0, turn);
   };

@@ -1,7 +1,11 @@
 import { HookboxError } from "../errors.js";
 import type { CallOutcome, PendingCall } from "./tool-call.js";
 
-/** Runs calls with at most `limit` at once; outcomes come back in call order. An abort stops the batch. */
+/**
+ * Runs calls with at most `limit` at once; outcomes come back in call order. An abort stops the batch, and so
+ * does a call that throws (a run budget, a store quota): the calls still running are aborted, none is started,
+ * and the error is thrown once the batch has stopped.
+ */
 export async function runBatch(
   calls: PendingCall[],
   limit: number,
@@ -14,6 +18,7 @@ export async function runBatch(
   const outcomes: CallOutcome[] = new Array(calls.length);
   let nextIndex = 0;
   let aborted: CallOutcome | undefined;
+  let thrown: { error: unknown } | undefined;
   const worker = async () => {
     while (nextIndex < calls.length && !batch.signal.aborted) {
       const index = nextIndex++;
@@ -25,7 +30,9 @@ export async function runBatch(
           batch.abort(new HookboxError("ABORTED", outcome.reason));
         }
       } catch (error) {
-        if (!batch.signal.aborted) throw error;
+        if (batch.signal.aborted) continue;
+        thrown = { error };
+        batch.abort(error);
       }
     }
   };
@@ -35,5 +42,6 @@ export async function runBatch(
     runSignal.removeEventListener("abort", onRunAbort);
   }
   if (runSignal.aborted) throw runSignal.reason;
+  if (thrown) throw thrown.error;
   return aborted ? [aborted] : outcomes;
 }

@@ -36,6 +36,7 @@ export interface CallServices {
   signal: AbortSignal;
   context(): CommonContext;
   journal?: RunPersistence["journal"];
+  maxToolResultBytes?: number;
 }
 
 /** What one attempt produced: the handler's result or why it failed. */
@@ -159,13 +160,15 @@ async function runOnce(
     : undefined;
   try {
     const result = await raceAbort(
-      withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal)),
+      withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal, { maxResultBytes: services.maxToolResultBytes })),
       controller.signal,
     );
     if (result === undefined) return { result: null };
     return { result };
   } catch (error) {
     if (services.signal.aborted) throw services.signal.reason;
+    // Over a run budget is the run's failure, not a tool error the model could retry around.
+    if (error instanceof HookboxError && error.code === "RUN_BUDGET") throw error;
     return { error: toErrorInfo(error) };
   } finally {
     clearTimeout(timer);

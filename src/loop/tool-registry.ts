@@ -1,8 +1,8 @@
-import { Ajv, type ValidateFunction } from "ajv";
 import { HookboxError } from "../errors.js";
 import type { ToolContext, ToolOrigin } from "../contracts/context.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ToolDefinition } from "../engine/infer.js";
+import { ToolSchemas } from "../schema/tool-schemas.js";
 
 /** A tool as the loop sees it, whatever its origin: one shape, one hook path, one validation. */
 export interface RegisteredTool extends ToolDefinition {
@@ -11,7 +11,8 @@ export interface RegisteredTool extends ToolDefinition {
   owner: string;
   /** Per-tool timeout overriding the run's toolTimeoutMs. */
   timeoutMs?: number;
-  invoke(args: JsonObject, ctx: ToolContext, signal: AbortSignal): Promise<Json>;
+  /** `maxResultBytes`: the run's per-result budget; a bigger result throws RUN_BUDGET (see run-budget.ts). */
+  invoke(args: JsonObject, ctx: ToolContext, signal: AbortSignal, limits?: { maxResultBytes?: number }): Promise<Json>;
 }
 
 /** What a trusted host-tools module exports (default export: HostTool[]). */
@@ -23,31 +24,20 @@ export interface HostTool {
   handler(args: JsonObject, ctx: ToolContext, options: { signal: AbortSignal }): Json | Promise<Json>;
 }
 
-const ajv = new Ajv({ allErrors: false, strict: false });
-const validators = new WeakMap<object, ValidateFunction>();
-
-function validatorFor(tool: ToolDefinition): ValidateFunction {
-  let validate = validators.get(tool.parameters);
-  if (!validate) {
-    try {
-      validate = ajv.compile(tool.parameters);
-    } catch (error) {
-      throw new HookboxError("CONFIG", `tool ${tool.name}: parameters is not a valid JSON Schema: ${(error as Error).message}`);
-    }
-    validators.set(tool.parameters, validate);
-  }
-  return validate;
-}
-
 export class ToolRegistry {
   private readonly tools = new Map<string, RegisteredTool>();
+
+  /** `schemas` belongs to one tenant's runtime: its ajv instance and compiled validators are that tenant's alone. */
+  constructor(private readonly schemas: ToolSchemas = new ToolSchemas()) {}
 
   add(tool: RegisteredTool): void {
     const existing = this.tools.get(tool.name);
     if (existing) {
       throw new HookboxError("CONFIG", `duplicate tool name "${tool.name}": defined by ${existing.owner} and by ${tool.owner}`);
     }
-    validatorFor(tool); // a broken schema fails at registration, not at the first call
+    // A broken schema fails at registration, not at the first call; compiling waits for the first call.
+    const problem = this.schemas.problem(tool.parameters);
+    if (problem !== undefined) throw new HookboxError("CONFIG", `${tool.owner}: tool ${tool.name}: parameters ${problem}`);
     this.tools.set(tool.name, tool);
   }
 
@@ -74,10 +64,10 @@ export class ToolRegistry {
 
   /** The first schema violation of `args`: its JSON pointer (`/amount`), path segments and message. */
   argsIssue(tool: RegisteredTool, args: JsonObject): { pointer: string; segments: string[]; message: string } | undefined {
-    const validate = validatorFor(tool);
-    if (validate(args)) return undefined;
-    const issue = validate.errors?.[0];
-    if (!issue) return { pointer: "", segments: [], message: "is invalid" };
+    const checked = this.schemas.check(tool.parameters, args);
+    if (checked.valid) return undefined;
+    const issue = checked.issue;
+    if (!issue) return { pointer: "", segments: [], message: checked.problem ?? "is invalid" };
     const pointer =
       issue.instancePath || (issue.params && "missingProperty" in issue.params ? `/${String(issue.params.missingProperty)}` : "");
     const segments = pointer

@@ -53,9 +53,17 @@ export interface LogEntry {
   message: string;
 }
 
+/** How a tenant's isolates share worker processes (docs/sandbox.md, "Tenants apart"). */
+export type Isolation = "shared" | "process-per-tenant";
+
+export interface TenantSandboxOptions {
+  /** "process-per-tenant": the tenant's isolates never share a worker process with another tenant's (default: the pool's). */
+  isolation?: Isolation;
+}
+
 export interface SandboxPool {
-  /** The sandbox of one tenant (created on first use; the same object afterwards). */
-  tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandbox;
+  /** The sandbox of one tenant (created on first use; the same object afterwards; given options update it). */
+  tenant(name: string, limits?: Partial<SandboxLimits>, options?: TenantSandboxOptions): TenantSandbox;
   close(): Promise<void>;
 }
 
@@ -94,7 +102,7 @@ export interface SandboxRun {
     next: (turn: Turn) => Promise<Turn>,
   ): Promise<Turn>;
   /** Runs a script tool's handler; resolves with its JSON result. */
-  callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext): Promise<Json>;
+  callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext, limits?: { maxResultBytes?: number }): Promise<Json>;
   /** Runs a lifecycle hook; resolves with its return value validated against the hook's contract. */
   callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]>;
   close(): Promise<void>;

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { statSync } from "node:fs";
-import { builtinModules } from "node:module";
+import { lstatSync, realpathSync } from "node:fs";
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
-import { build, type Message, type Plugin } from "esbuild";
+import { context, type BuildOptions, type BuildResult, type Message } from "esbuild";
+import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type BundleBounds, type InputIdentity } from "./bundle-guard.js";
 import { HookboxError } from "../errors.js";
 import type { ScriptSource } from "./api.js";
 import { SourceMap, type RawSourceMap } from "./source-map.js";
@@ -20,48 +20,40 @@ export interface Bundle {
   map: SourceMap;
 }
 
+function identity(path: string): InputIdentity {
+  const stat = lstatSync(path);
+  return { path, dev: stat.dev, ino: stat.ino, mtimeMs: stat.mtimeMs, size: stat.size };
+}
+
 interface CacheEntry {
   bundle: Bundle;
-  inputs: { path: string; mtimeMs: number; size: number }[];
+  /** Each input's real path and identity: a file replaced (or swapped for a symlink) is never a cache hit. */
+  inputs: InputIdentity[];
 }
 
 const cache = new Map<string, CacheEntry>();
 const byFilename = new Map<string, Bundle>();
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-const builtinFilter = new RegExp(
-  `^(node:.*|(${builtinModules
-    .filter((name) => !name.startsWith("_"))
-    .map(escapeRegExp)
-    .join("|")})(/.*)?)$`,
-);
-
-function guardPlugin(root: string): Plugin {
-  const shown = (file: string) => (file ? relative(root, file) || file : "the script");
-  return {
-    name: "hookbox-sandbox-guard",
-    setup(b) {
-      b.onResolve({ filter: /^hookbox$/ }, () => ({ path: "hookbox", namespace: "hookbox-runtime" }));
-      b.onLoad({ filter: /.*/, namespace: "hookbox-runtime" }, () => ({ contents: "module.exports = __hookbox_runtime__;", loader: "js" }));
-      b.onResolve({ filter: builtinFilter }, (args) => ({
-        errors: [
-          { text: `import "${args.path}" in ${shown(args.importer)} is refused: Node built-in modules are not available in the sandbox` },
-        ],
-      }));
-      b.onResolve({ filter: /\.node$/ }, (args) => ({
-        errors: [{ text: `import "${args.path}" in ${shown(args.importer)} is refused: native modules cannot run in the sandbox` }],
-      }));
-    },
-  };
-}
-
-function formatMessages(messages: Message[]): string {
+/**
+ * esbuild's own messages can quote the files they are about (a parse error shows the offending text), so
+ * only the guard's messages (built from names) keep their text; others become `file:line:col` and a category.
+ */
+function formatMessages(messages: Message[], guard: BundleGuard): string {
   return messages
     .slice(0, 5)
-    .map((message) =>
-      message.location ? `${message.location.file}:${message.location.line}:${message.location.column + 1}: ${message.text}` : message.text,
-    )
+    .map((message) => {
+      const text =
+        message.pluginName === GUARD_NAME ? message.text : "esbuild cannot bundle this (a syntax error or an unsupported construct)";
+      const at = message.location;
+      return at ? `${guard.shown(at.file)}:${at.line}:${at.column + 1}: ${text}` : text;
+    })
     .join("; ");
+}
+
+/** esbuild's own failure text may quote a file: only our time bound and cancellations are shown as they are. */
+function describeFailure(failure: { message?: string }): string {
+  const message = String(failure.message ?? "");
+  return /^bundling took longer than \d+ ms$/.test(message) ? message : "esbuild stopped";
 }
 
 function scriptName(file: string): string {
@@ -71,8 +63,8 @@ function scriptName(file: string): string {
 function inputsUnchanged(entry: CacheEntry): boolean {
   for (const input of entry.inputs) {
     try {
-      const stat = statSync(input.path);
-      if (stat.mtimeMs !== input.mtimeMs || stat.size !== input.size) return false;
+      const now = identity(input.path);
+      if (now.dev !== input.dev || now.ino !== input.ino || now.mtimeMs !== input.mtimeMs || now.size !== input.size) return false;
     } catch {
       return false;
     }
@@ -80,57 +72,107 @@ function inputsUnchanged(entry: CacheEntry): boolean {
   return true;
 }
 
+/** The directory a script may import from: the entry file's own directory, symlinks resolved. */
+function scriptRoot(entry: string, display: string): string {
+  let root: string;
+  try {
+    root = realpathSync(dirname(entry));
+  } catch {
+    throw new HookboxError("SCRIPT_LOAD", `${display}: the script's directory cannot be read`, { file: display });
+  }
+  if (isKernelPath(root) || dirname(root) === root) {
+    throw new HookboxError("SCRIPT_LOAD", `${display}: scripts cannot be bundled from the file system's root or a kernel directory`, {
+      file: display,
+    });
+  }
+  return root;
+}
+
+/** Runs esbuild, cancelled when it outlives the time bound. */
+async function runEsbuild(options: BuildOptions, timeoutMs: number): Promise<BuildResult<{ write: false; metafile: true }>> {
+  const ctx = await context(options);
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    void ctx.cancel();
+  }, timeoutMs);
+  try {
+    return (await ctx.rebuild()) as BuildResult<{ write: false; metafile: true }>;
+  } catch (error) {
+    if (timedOut) throw new Error(`bundling took longer than ${timeoutMs} ms`);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    await ctx.dispose();
+  }
+}
+
 /**
- * Bundles a script with esbuild: TS/JS, relative imports and pure-JS packages; "hookbox" maps to the
- * sandbox runtime; Node built-ins and native modules are refused naming the import and the file.
- * Cached by source (path, or content hash for source text) and revalidated against the input files.
+ * Bundles a script with esbuild: TS/JS, relative imports and pure-JS packages from a node_modules inside the
+ * script's directory; "hookbox" maps to the sandbox runtime. Every file is resolved and read through the
+ * guard (bundle-guard.ts), which confines the bundle to the script's directory. Cached by source (path, or
+ * content hash for source text) and revalidated against the input files.
  */
-export async function bundleScript(source: ScriptSource): Promise<Bundle> {
+export async function bundleScript(source: ScriptSource, bounds: BundleBounds = DEFAULT_BUNDLE_BOUNDS): Promise<Bundle> {
   const isPath = "path" in source;
   const entry = resolve(isPath ? source.path : source.filename);
   const key = isPath ? `path:${entry}` : `source:${createHash("sha256").update(entry).update("\0").update(source.source).digest("hex")}`;
   const hit = cache.get(key);
   if (hit !== undefined && inputsUnchanged(hit)) return hit.bundle;
 
-  const root = dirname(entry);
+  const displayPath = relative(process.cwd(), entry) || entry;
+  const fail = (detail: string) => new HookboxError("SCRIPT_LOAD", `${displayPath}: ${detail}`, { file: displayPath });
+  const root = scriptRoot(entry, displayPath);
+  if (!isPath && Buffer.byteLength(source.source) > bounds.maxFileBytes) {
+    throw fail(`the source is over the ${bounds.maxFileBytes}-byte limit per file`);
+  }
+  const guard = new BundleGuard({ root, entry: isPath ? entry : undefined, bounds });
   const ext = extname(entry).toLowerCase();
   let result;
   try {
-    result = await build({
-      ...(isPath
-        ? { entryPoints: [entry] }
-        : {
-            stdin: {
-              contents: source.source,
-              sourcefile: basename(entry),
-              resolveDir: root,
-              loader: ext === ".js" || ext === ".mjs" || ext === ".cjs" ? "js" : "ts",
-            },
-          }),
-      absWorkingDir: root,
-      outfile: join(root, "__hookbox_bundle.js"),
-      bundle: true,
-      write: false,
-      format: "iife",
-      globalName: "__hookboxScript",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      target: "es2022",
-      sourcemap: "external",
-      metafile: true,
-      logLevel: "silent",
-      legalComments: "none",
-      define: { "process.env.NODE_ENV": '"production"' },
-      plugins: [guardPlugin(root)],
-    });
+    result = await runEsbuild(
+      {
+        ...(isPath
+          ? { entryPoints: [entry] }
+          : {
+              stdin: {
+                contents: source.source,
+                sourcefile: basename(entry),
+                resolveDir: root,
+                loader: ext === ".js" || ext === ".mjs" || ext === ".cjs" ? "js" : "ts",
+              },
+            }),
+        absWorkingDir: root,
+        outfile: join(root, "__hookbox_bundle.js"),
+        bundle: true,
+        write: false,
+        format: "iife",
+        globalName: "__hookboxScript",
+        platform: "neutral",
+        mainFields: ["module", "main"],
+        target: "es2022",
+        sourcemap: "external",
+        sourcesContent: false,
+        metafile: true,
+        logLevel: "silent",
+        legalComments: "none",
+        // Fixed here: a tsconfig.json shipped beside the script (paths, baseUrl) must not steer resolution.
+        tsconfigRaw: {},
+        define: { "process.env.NODE_ENV": '"production"' },
+        plugins: [guard.plugin()],
+      },
+      bounds.timeoutMs,
+    );
   } catch (error) {
     const failure = error as { errors?: Message[]; message?: string };
-    const detail = failure.errors?.length ? formatMessages(failure.errors) : String(failure.message ?? error);
-    throw new HookboxError("SCRIPT_LOAD", `${relative(process.cwd(), entry) || entry}: ${detail}`, { file: entry });
+    throw fail(failure.errors?.length ? formatMessages(failure.errors, guard) : `bundling failed (${describeFailure(failure)})`);
   }
   const js = result.outputFiles.find((file) => file.path.endsWith(".js"));
   const mapFile = result.outputFiles.find((file) => file.path.endsWith(".map"));
-  if (js === undefined || mapFile === undefined) throw new HookboxError("SCRIPT_LOAD", `${entry}: bundling produced no output`);
+  if (js === undefined || mapFile === undefined) throw fail("bundling produced no output");
+  if (js.contents.byteLength > bounds.maxBundleBytes) {
+    throw fail(`the bundle is ${js.contents.byteLength} bytes, over the ${bounds.maxBundleBytes}-byte limit`);
+  }
   // The prefix stays on line 1 so bundle line numbers match the source map.
   const code = `(function (__hookbox_runtime__) {${js.text}\nreturn __hookboxScript;\n})`;
   const hash = createHash("sha256").update(code).digest("hex");
@@ -139,18 +181,11 @@ export async function bundleScript(source: ScriptSource): Promise<Bundle> {
     filename: `bundle-${hash.slice(0, 12)}.js`,
     code,
     defaultName: scriptName(entry),
-    displayPath: relative(process.cwd(), entry) || entry,
+    displayPath,
     map: new SourceMap(JSON.parse(mapFile.text) as RawSourceMap),
   };
-  // Files the bundle was built from (source text itself is part of the cache key, not a file).
-  const inputs = Object.keys(result.metafile.inputs)
-    .filter((input) => !input.includes(":") && (isPath || resolve(root, input) !== entry))
-    .map((input) => {
-      const path = resolve(root, input);
-      const stat = statSync(path);
-      return { path, mtimeMs: stat.mtimeMs, size: stat.size };
-    });
-  cache.set(key, { bundle, inputs });
+  // The files as the guard read them (source text itself is part of the cache key, not a file).
+  cache.set(key, { bundle, inputs: guard.inputs });
   byFilename.set(bundle.filename, bundle);
   return bundle;
 }

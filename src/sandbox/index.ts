@@ -1,2 +1,2 @@
-export { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool, type WorkerInfo } from "./pool.js";
+export { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool, type WorkerInfo, type PoolStats } from "./pool.js";
 export * from "./api.js";

@@ -1,9 +1,10 @@
-import { Ajv } from "ajv";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import { HOOK_NAMES, ON_HOOK_ERROR, type HookName } from "../turns/keys.gen.js";
 import type { OnHookError, ScriptManifest, ScriptToolManifest } from "./api.js";
 import type { Bundle } from "./bundler.js";
+import { SCHEMA_LIMITS } from "../schema/limits.js";
+import type { ToolSchemas } from "../schema/tool-schemas.js";
 
 /** The runtime's view of a default export, before the host's checks. */
 interface RawManifest {
@@ -14,7 +15,6 @@ interface RawManifest {
   hooks: string[];
 }
 
-const ajv = new Ajv({ strict: false, allErrors: false });
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const DEFAULT_PARAMETERS: JsonObject = { type: "object", properties: {} };
 
@@ -22,8 +22,11 @@ function loadError(bundle: Bundle, message: string): HookboxError {
   return new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${message}`, { file: bundle.displayPath });
 }
 
-/** Host-side checks of a script's definition: names, onHookError, tool parameter schemas (compiled by ajv). */
-export function validateManifest(rawText: string, bundle: Bundle): ScriptManifest {
+/**
+ * Host-side checks of a script's definition: names, onHookError, the tool count and each tool's `parameters`
+ * (the schema rules and ajv's meta-schema, through the tenant's own `schemas`; compiled later, on first use).
+ */
+export function validateManifest(rawText: string, bundle: Bundle, schemas: ToolSchemas): ScriptManifest {
   const raw = JSON.parse(rawText) as RawManifest;
   const name = raw.name ?? bundle.defaultName;
   if (typeof name !== "string" || name.trim() === "") throw loadError(bundle, "name must be a non-empty string");
@@ -31,11 +34,17 @@ export function validateManifest(rawText: string, bundle: Bundle): ScriptManifes
   if (typeof onHookError !== "string" || !(ON_HOOK_ERROR as readonly string[]).includes(onHookError)) {
     throw loadError(bundle, `onHookError must be one of ${ON_HOOK_ERROR.join(", ")}, got ${JSON.stringify(onHookError)}`);
   }
+  if (raw.tools.length > SCHEMA_LIMITS.maxToolsPerScript) {
+    throw loadError(bundle, `tools: ${raw.tools.length} tools is over the limit of ${SCHEMA_LIMITS.maxToolsPerScript} per script`);
+  }
   const tools: ScriptToolManifest[] = raw.tools.map((tool, index) => {
     const where = `tools[${index}] (${tool.name})`;
     if (!TOOL_NAME.test(tool.name)) throw loadError(bundle, `${where}: a tool name may use letters, digits, _ and - (1 to 64 characters)`);
     let parameters = DEFAULT_PARAMETERS;
     if (tool.parameters !== "") {
+      if (tool.parameters.length > SCHEMA_LIMITS.maxSchemaBytes) {
+        throw loadError(bundle, `${where}: parameters is over the ${SCHEMA_LIMITS.maxSchemaBytes}-byte limit for a schema`);
+      }
       const parsed = JSON.parse(tool.parameters) as unknown;
       if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
         throw loadError(bundle, `${where}: parameters must be a JSON Schema object`);
@@ -45,11 +54,8 @@ export function validateManifest(rawText: string, bundle: Bundle): ScriptManifes
           `${where}: parameters must describe an object (type "object"), got type ${JSON.stringify((parsed as JsonObject).type)}`,
         );
       }
-      try {
-        ajv.compile(parsed as object);
-      } catch (error) {
-        throw loadError(bundle, `${where}: parameters is not a valid JSON Schema: ${(error as Error).message}`);
-      }
+      const problem = schemas.problem(parsed, tool.parameters);
+      if (problem !== undefined) throw loadError(bundle, `${where}: parameters ${problem}`);
       parameters = parsed as JsonObject;
     }
     return { name: tool.name, description: tool.description, parameters };

@@ -1,7 +1,17 @@
-import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits, type SandboxPool, type TenantSandbox } from "./api.js";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type SandboxLimits,
+  type Isolation,
+  type SandboxPool,
+  type TenantSandbox,
+  type TenantSandboxOptions,
+} from "./api.js";
 import { defaultWorkerPath } from "./paths.js";
+import { DEFAULT_EVICTION, LiveIsolates } from "./live-isolates.js";
 import { Supervisor } from "./supervisor.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
+import { workerLauncher, type WallMode } from "./wall/mode.js";
+import type { WallKind } from "./wall/launcher.js";
 
 export interface SandboxPoolOptions {
   /** Sandbox worker processes for tenants in good standing (default 2). A quarantine worker comes on top. */
@@ -23,12 +33,40 @@ export interface SandboxPoolOptions {
   prewarm?: boolean;
   /** Override the worker entry (default: dist/sandbox-worker.js). */
   workerPath?: string;
+  /** Default isolation of the pool's tenants (default "shared"); `pool.tenant()` may set it per tenant. */
+  isolation?: Isolation;
+  /** A tenant's isolate unused for this long is disposed, ms (default 300000; 0: never by age). */
+  idleMs?: number;
+  /** At most this many tenants keep a live isolate; beyond it the least recently used idle ones are disposed (default 2000). */
+  maxLiveIsolates?: number;
+  /**
+   * The second wall around every worker process (docs/sandbox.md): "auto" (default) uses bubblewrap when it
+   * works here and warns once otherwise, "required" throws WALL_UNAVAILABLE without it, "none" opts out.
+   */
+  wall?: WallMode;
+}
+
+export interface PoolStats {
+  /** Tenants holding a live isolate in some worker (at most maxLiveIsolates, plus busy ones). */
+  liveIsolates: number;
+  /** Tenants the pool knows (live or evicted). */
+  tenants: number;
+  /** Isolates disposed by idleMs or the maxLiveIsolates cap so far. */
+  evictions: number;
+  /** Live worker processes, process-per-tenant ones included. */
+  workers: number;
 }
 
 export interface WorkerInfo {
+  /** The Node process running guest code, as the host sees it (inside the second wall, when it is on). */
   pid: number | undefined;
+  /** The process the host started: bwrap with the second wall on, the same as `pid` without it. */
+  launchedPid: number | undefined;
   role: "normal" | "quarantine";
+  isolation: Isolation;
   tenants: string[];
+  /** Isolates the worker itself reported holding with its last reply. */
+  isolates: number;
   rssBytes: number;
   retiring: boolean;
   /** Mean time the worker spent per run message, ms (diagnostics). */
@@ -38,6 +76,9 @@ export interface WorkerInfo {
 export interface SupervisedSandboxPool extends SandboxPool {
   /** The live worker processes (for diagnostics and fault tests). */
   workers(): WorkerInfo[];
+  stats(): PoolStats;
+  /** The wall the workers run in. */
+  readonly wall: WallKind;
 }
 
 const livePools = new Set<Supervisor>();
@@ -48,14 +89,17 @@ function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once("exit", () => {
-    for (const supervisor of livePools) for (const worker of supervisor.workers()) worker.child.kill("SIGKILL");
+    for (const supervisor of livePools)
+      for (const worker of supervisor.workers()) worker.kill({ reason: "closed", detail: "the host exited" });
   });
 }
 
 export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedSandboxPool {
   const tenants = new Map<string, TenantSandboxImpl>();
+  const launcher = workerLauncher(options.wall);
   const supervisor = new Supervisor({
     workerPath: options.workerPath ?? defaultWorkerPath(),
+    launcher,
     workers: options.workers ?? 2,
     graceMs: options.killGraceMs ?? 500,
     rssBudgetBytes: (options.workerRssBudgetMb ?? 1024) * 1048576,
@@ -66,11 +110,16 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       for (const tenant of tenants.values()) tenant.onWorkerRetiring(worker);
     },
   });
+  const live = new LiveIsolates({
+    idleMs: options.idleMs ?? DEFAULT_EVICTION.idleMs,
+    maxLiveIsolates: options.maxLiveIsolates ?? DEFAULT_EVICTION.maxLiveIsolates,
+  });
   livePools.add(supervisor);
   installExitHook();
   if (options.prewarm) supervisor.prewarm();
   const tenantOptions = {
     supervisor,
+    live,
     maxQueueDepth: options.maxQueueDepth ?? 256,
     maxNestingDepth: options.maxNestingDepth ?? 32,
     maxPayloadBytes: options.maxPayloadBytes ?? 8 * 1048576,
@@ -78,27 +127,37 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     logsPerSecond: options.logsPerSecond ?? 100,
   };
   return {
-    tenant(name: string, limits?: Partial<SandboxLimits>): TenantSandbox {
+    wall: launcher.wall,
+    tenant(name: string, limits?: Partial<SandboxLimits>, given?: TenantSandboxOptions): TenantSandbox {
       let tenant = tenants.get(name);
       if (tenant === undefined) {
-        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, tenantOptions);
+        const isolation = given?.isolation ?? options.isolation ?? "shared";
+        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, isolation, tenantOptions);
         tenants.set(name, tenant);
-      } else if (limits !== undefined) {
-        tenant.limits = { ...tenant.limits, ...limits };
+      } else {
+        if (limits !== undefined) tenant.limits = { ...tenant.limits, ...limits };
+        if (given?.isolation !== undefined) tenant.isolation = given.isolation;
       }
       return tenant;
     },
     workers(): WorkerInfo[] {
       return supervisor.workers().map((worker) => ({
-        pid: worker.pid,
+        pid: launcher.nodePid(worker.child),
+        launchedPid: worker.pid,
         role: worker.role,
+        isolation: supervisor.isDedicated(worker) ? "process-per-tenant" : "shared",
         tenants: [...worker.tenants],
+        isolates: worker.lastIsolates,
         rssBytes: worker.lastRssBytes,
         retiring: worker.retiring,
         meanWorkerMs: worker.replies ? worker.workerMsTotal / worker.replies : 0,
       }));
     },
+    stats(): PoolStats {
+      return { liveIsolates: live.size, tenants: tenants.size, evictions: live.evictions, workers: supervisor.workers().length };
+    },
     async close(): Promise<void> {
+      live.close();
       livePools.delete(supervisor);
       await supervisor.close();
     },

@@ -14,8 +14,14 @@ import { readAvailable } from "./framing.js";
  * the window has passed, the loop sleeps as usual and replies arrive through the pipes' sockets.
  */
 
-/** How long the loop stays awake after a message is sent; HOOKBOX_REPLY_SPIN_US=0 turns it off. */
-export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
+/**
+ * How long the loop stays awake after a message is sent (HOOKBOX_REPLY_SPIN_US; default 0: off). Off by default
+ * because the worker polls for the host's next message too, and when both sides spin while the host and the
+ * worker share a CPU (any host with more runnable threads than CPUs), neither is preempted in favour of the
+ * other: each round trip then lasts the host's whole window (measured: 222-225 us with both on, 38-50 us with
+ * the host's spin off, on 2 loaded vCPUs; BENCHMARKS.md). A host with CPUs to spare may set it to 200.
+ */
+export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 0) / 1000;
 
 /** A pipe with replies due: its fd (non-blocking, opened by libuv) and where its bytes go. */
 export interface AwaitedPipe {

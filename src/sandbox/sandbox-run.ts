@@ -7,6 +7,7 @@ import type { Turn } from "../turns/turn.js";
 import type { CapabilityBroker, LogEntry, SandboxRun, ScriptManifest } from "./api.js";
 import type { TenantSandboxImpl } from "./tenant-sandbox.js";
 import { replyValue } from "./call-args.js";
+import { checkToolResultSize } from "../loop/run-budget.js";
 import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";
 
 /**
@@ -44,9 +45,17 @@ export class SandboxRunImpl implements SandboxRun {
     return validateMiddlewareTurn(script, middleware, replyValue(reply));
   }
 
-  async callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext): Promise<Json> {
+  async callTool(
+    script: string,
+    tool: string,
+    args: JsonObject,
+    ctx: ToolContext,
+    limits: { maxResultBytes?: number } = {},
+  ): Promise<Json> {
     this.check(script, "tool", tool);
     const reply = await this.tenant.call(this, script, "tool", tool, [args, ctx]);
+    // Measured on the text, so an over-budget result is never parsed on the host.
+    checkToolResultSize(tool, reply.text.length, limits.maxResultBytes);
     // A handler that returns nothing produced the JSON value null.
     return replyValue(reply) ?? null;
   }

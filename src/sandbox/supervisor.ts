@@ -1,7 +1,10 @@
+import type { Isolation } from "./api.js";
 import { WorkerProcess, type WorkerExit, type WorkerRole } from "./worker-process.js";
+import type { Launcher } from "./wall/launcher.js";
 
 export interface SupervisorOptions {
   workerPath: string;
+  launcher: Launcher;
   workers: number;
   graceMs: number;
   rssBudgetBytes: number;
@@ -15,11 +18,14 @@ export interface SupervisorOptions {
  * Owns the sandbox worker processes: a small pool for tenants in good standing and one quarantine worker
  * (lowest CPU priority) for tenants that broke a limit, so their loops and memory bombs never share a
  * process with well-behaved tenants. Dead or retired workers are replaced lazily, on the next assignment.
+ * A `process-per-tenant` tenant gets a worker of its own (at quarantine priority once it broke a limit),
+ * which exits when the tenant leaves it.
  */
 export class Supervisor {
   private readonly slots: (WorkerProcess | undefined)[];
   private quarantine: WorkerProcess | undefined;
   private readonly retiring = new Set<WorkerProcess>();
+  private readonly dedicated = new Set<WorkerProcess>();
   private closed = false;
 
   constructor(private readonly options: SupervisorOptions) {
@@ -31,10 +37,14 @@ export class Supervisor {
     for (let i = 0; i < this.slots.length; i++) this.slots[i] ??= this.spawn("normal");
   }
 
-  assign(tenant: string, quarantined: boolean): WorkerProcess {
+  assign(tenant: string, options: { quarantined: boolean; isolation: Isolation }): WorkerProcess {
     if (this.closed) throw new Error("sandbox pool is closed");
+    const { quarantined } = options;
     let worker: WorkerProcess;
-    if (quarantined) {
+    if (options.isolation === "process-per-tenant") {
+      worker = this.spawn(quarantined ? "quarantine" : "normal");
+      this.dedicated.add(worker);
+    } else if (quarantined) {
       if (this.quarantine === undefined || !this.quarantine.alive || this.quarantine.retiring) this.quarantine = this.spawn("quarantine");
       worker = this.quarantine;
     } else {
@@ -53,7 +63,16 @@ export class Supervisor {
 
   release(tenant: string, worker: WorkerProcess): void {
     worker.tenants.delete(tenant);
+    if (this.dedicated.has(worker) && worker.tenants.size === 0) {
+      worker.kill({ reason: "retired", detail: `its tenant ${tenant} left it` });
+      return;
+    }
     this.reapIfDone(worker);
+  }
+
+  /** Whether `worker` is a process-per-tenant worker. */
+  isDedicated(worker: WorkerProcess): boolean {
+    return this.dedicated.has(worker);
   }
 
   /** Called after every reply: a worker over its RSS budget is retired and replaced. */
@@ -66,8 +85,9 @@ export class Supervisor {
   }
 
   workers(): WorkerProcess[] {
-    const all = [...this.slots, this.quarantine, ...this.retiring];
-    return all.filter((worker): worker is WorkerProcess => worker !== undefined && worker.alive);
+    // A retiring process-per-tenant worker is in two sets: list it once.
+    const all = new Set([...this.slots, this.quarantine, ...this.retiring, ...this.dedicated]);
+    return [...all].filter((worker): worker is WorkerProcess => worker !== undefined && worker.alive);
   }
 
   async close(): Promise<void> {
@@ -95,10 +115,12 @@ export class Supervisor {
   private spawn(role: WorkerRole): WorkerProcess {
     return new WorkerProcess({
       path: this.options.workerPath,
+      launcher: this.options.launcher,
       role,
       graceMs: this.options.graceMs,
       onExit: (worker, exit) => {
         this.retiring.delete(worker);
+        this.dedicated.delete(worker);
         if (!this.closed) this.options.onWorkerLost(worker, exit);
       },
     });

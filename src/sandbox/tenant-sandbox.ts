@@ -1,18 +1,22 @@
 import { CallbackGate, type GateOwner } from "./callback-gate.js";
 import { nestingDepth, runNested, serveCapability, type Resumption } from "./nested-calls.js";
 import { HookboxError, isHookboxError } from "../errors.js";
-import type { LogEntry, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox } from "./api.js";
+import type { Isolation, LogEntry, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox } from "./api.js";
 import { bundleScript, type Bundle } from "./bundler.js";
 import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
+import { ToolSchemas } from "../schema/tool-schemas.js";
 import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./protocol.js";
 import { SandboxRunImpl } from "./sandbox-run.js";
+import type { Evictable, LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
 import type { WorkerExit, WorkerProcess } from "./worker-process.js";
 
 export interface TenantOptions {
   supervisor: Supervisor;
+  /** The pool's live isolates, for idle eviction and the cap. */
+  live: LiveIsolates;
   maxQueueDepth: number;
   maxNestingDepth: number;
   maxPayloadBytes: number;
@@ -43,20 +47,26 @@ interface HostCall {
  * callbacks in progress and its callback gate (callback-gate.ts). A callback awaiting the host (middleware
  * `next()`) does not hold the gate: the calls its chain makes are served, and so are calls queued behind it.
  */
-export class TenantSandboxImpl implements TenantSandbox, GateOwner {
+export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable {
   limits: SandboxLimits;
+  /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
+  isolation: Isolation;
   private worker: WorkerProcess | undefined;
   private quarantined = false;
   private readonly gate = new CallbackGate(this);
   private readonly active = new Map<number, HostCall>();
   readonly scripts = new Map<string, { manifest: ScriptManifest; bundle: Bundle }>();
+  /** This tenant's own schema checker: nothing of one tenant's schemas is visible to another's. */
+  private readonly schemas = new ToolSchemas();
 
   constructor(
     readonly tenant: string,
     limits: SandboxLimits,
+    isolation: Isolation,
     private readonly options: TenantOptions,
   ) {
     this.limits = limits;
+    this.isolation = isolation;
   }
 
   get isQuarantined(): boolean {
@@ -80,7 +90,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
               this.segmentBudgetMs(),
             );
             this.onDone(done);
-            if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle));
+            if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle, this.schemas));
             else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
             return done;
           },
@@ -223,6 +233,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
   onWorkerLost(worker: WorkerProcess, exit: WorkerExit): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
+    this.options.live.forget(this);
     const culprit = exit.reason === "killed-overdue" && exit.overdueTenant === this.tenant;
     if (culprit) this.quarantined = true;
     for (const call of [...this.active.values()]) {
@@ -276,20 +287,38 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
   workerForNext(): WorkerProcess {
     const current = this.worker;
     if (current !== undefined && current.alive) {
-      const shouldMove = current.retiring || (this.quarantined && current.role !== "quarantine");
-      if (!shouldMove) return current;
+      if (!this.shouldMove(current)) return this.used(current);
       const idle = this.active.size === 0 || [...this.active.values()].every((call) => call.worker === undefined);
-      if (!idle) return current;
+      if (!idle) return this.used(current);
       this.detach();
     }
-    this.worker = this.options.supervisor.assign(this.tenant, this.quarantined);
-    return this.worker;
+    this.worker = this.options.supervisor.assign(this.tenant, { quarantined: this.quarantined, isolation: this.isolation });
+    return this.used(this.worker);
+  }
+
+  private used(worker: WorkerProcess): WorkerProcess {
+    this.options.live.touch(this);
+    return worker;
+  }
+
+  /** Retiring workers are left; so are shared ones once quarantined, and workers of the other isolation mode. */
+  private shouldMove(worker: WorkerProcess): boolean {
+    if (worker.retiring || (this.quarantined && worker.role !== "quarantine")) return true;
+    return this.options.supervisor.isDedicated(worker) !== (this.isolation === "process-per-tenant");
+  }
+
+  /** Evictable: disposes the isolate (a process-per-tenant worker exits) unless a callback is in flight or queued. */
+  evictIfIdle(): boolean {
+    if (!this.gate.isOpen || this.gate.waiting > 0 || this.active.size > 0) return false;
+    this.detach();
+    return true;
   }
 
   private detach(): void {
     const worker = this.worker;
     if (worker === undefined) return;
     this.worker = undefined;
+    this.options.live.forget(this);
     worker.send({ type: "drop-tenant", tenant: this.tenant });
     this.options.supervisor.release(this.tenant, worker);
   }
@@ -379,6 +408,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
   /** GateOwner: the gate opened again after a message to `worker`. */
   onReleased(worker: WorkerProcess): void {
     this.options.supervisor.checkBudget(worker);
+    // The idle clock starts when a message ends, not when it started.
+    if (this.worker === worker) this.options.live.touch(this);
     this.leaveIfIdleAndMoving();
   }
 
@@ -386,6 +417,6 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner {
   private leaveIfIdleAndMoving(): void {
     const worker = this.worker;
     if (worker === undefined || this.active.size > 0) return;
-    if (worker.retiring || (this.quarantined && worker.role !== "quarantine")) this.detach();
+    if (this.shouldMove(worker)) this.detach();
   }
 }

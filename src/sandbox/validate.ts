@@ -1,8 +1,8 @@
 import { hookContractError, HookboxError } from "../errors.js";
-import { jsonPath } from "../contracts/json-path.js";
 import { validateHookReturn } from "../contracts/validate-hook-return.js";
+import { checkParsedTurn } from "../contracts/turn-shape.js";
 import type { Json } from "../turns/json.js";
-import { TurnSchema, type Turn } from "../turns/turn.js";
+import type { Turn } from "../turns/turn.js";
 import type { HookName } from "../turns/keys.gen.js";
 import { hookReturnSchemas, type HookReturns } from "../contracts/hook-returns.js";
 import { HOOK_NAMES } from "../turns/keys.gen.js";
@@ -13,16 +13,42 @@ const fastHookReturnSchemas = Object.fromEntries(
   HOOK_NAMES.map((hook) => [hook, trustJsonLeaves(hookReturnSchemas[hook])]),
 ) as typeof hookReturnSchemas;
 
+/** Every key some branch of each hook's contract allows (the contracts are strict objects of a few keys). */
+const allowedKeys = Object.fromEntries(
+  HOOK_NAMES.map((hook) => {
+    const options = (hookReturnSchemas[hook] as unknown as { options?: { shape?: Record<string, unknown> }[] }).options ?? [];
+    return [hook, new Set(options.flatMap((option) => Object.keys(option.shape ?? {})))];
+  }),
+) as Record<HookName, Set<string>>;
+
+/**
+ * A key no branch allows is an error whatever the branch; found in one pass before zod, which would otherwise
+ * list thousands of unknown keys once per branch of the union.
+ */
+function refuseStrayKeys(script: string, hook: HookName, value: Json | undefined): void {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return;
+  const stray = Object.keys(value).filter((key) => !allowedKeys[hook].has(key));
+  if (stray.length === 0) return;
+  const named = stray.slice(0, 5).map((key) => JSON.stringify(key.slice(0, 40)));
+  const more = stray.length > 5 ? ` and ${stray.length - 5} more` : "";
+  throw hookContractError(script, hook, "$", `unknown field${stray.length > 1 ? "s" : ""} ${named.join(", ")}${more}`);
+}
+
 /** Text from the sandbox ("" = returned nothing) back to a value; it was produced by JSON.stringify inside. */
 export function parseGuestJson(text: string): Json | undefined {
   return text === "" ? undefined : (JSON.parse(text) as Json);
 }
 
-/** A sandboxed hook's return: the fast path for JSON.parse output first, the full contract check otherwise. */
+/**
+ * A sandboxed hook's return, checked with the trusted-leaf contracts only: the value is JSON.parse output,
+ * so neither a valid nor a rejected return walks into its payloads (a rejected 1 MiB `args` costs what a
+ * small one does).
+ */
 export function validateGuestHookReturn<H extends HookName>(script: string, hook: H, value: Json | undefined): HookReturns[H] {
+  refuseStrayKeys(script, hook, value);
   const fast = fastHookReturnSchemas[hook].safeParse(value);
   if (fast.success) return fast.data;
-  return validateHookReturn(script, hook, value);
+  return validateHookReturn(script, hook, value, fastHookReturnSchemas[hook]);
 }
 
 export function validateMiddlewareTurn(script: string, middleware: string, value: Json | undefined): Turn {
@@ -33,10 +59,8 @@ export function validateMiddlewareTurn(script: string, middleware: string, value
       { script, middleware, path: "$" },
     );
   }
-  const parsed = TurnSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw hookContractError(script, `middleware ${middleware}`, jsonPath(issue?.path ?? []), issue?.message ?? "not a turn");
-  }
-  return parsed.data as Turn;
+  // The one check of a script middleware's turn: the loop's chain does not check it again.
+  const problem = checkParsedTurn(value);
+  if (problem) throw hookContractError(script, `middleware ${middleware}`, problem.path, problem.message);
+  return value as unknown as Turn;
 }

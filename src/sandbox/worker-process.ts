@@ -1,5 +1,6 @@
-import { fork, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { setPriority } from "node:os";
+import { dirname, join } from "node:path";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
 import { encodeFrame, FrameReader, socketFd, writeFrame } from "./framing.js";
@@ -14,6 +15,7 @@ import type {
   WorkerLimits,
   WorkerMessage,
 } from "./protocol.js";
+import type { Launcher } from "./wall/launcher.js";
 
 export type WorkerRole = "normal" | "quarantine";
 
@@ -38,9 +40,17 @@ type RunMessageBody = RunMessage extends infer M ? (M extends RunMessage ? Omit<
 
 export interface WorkerProcessOptions {
   path: string;
+  /** Starts the process: inside the second wall, or not (wall/mode.ts). */
+  launcher: Launcher;
   role: WorkerRole;
   graceMs: number;
   onExit: (worker: WorkerProcess, exit: WorkerExit) => void;
+}
+
+/** The only variables a walled worker gets: its tuning knob, when the host sets it. */
+function workerEnv(): Record<string, string> {
+  const poll = process.env.HOOKBOX_WORKER_POLL_US;
+  return poll === undefined ? {} : { HOOKBOX_WORKER_POLL_US: poll };
 }
 
 /**
@@ -59,6 +69,8 @@ export class WorkerProcess {
   alive = true;
   retiring = false;
   lastRssBytes = 0;
+  /** Tenant isolates the worker reported holding with its last reply. */
+  lastIsolates = 0;
   /** Diagnostics: time the worker reported spending on replies, and how many. */
   workerMsTotal = 0;
   replies = 0;
@@ -80,21 +92,18 @@ export class WorkerProcess {
 
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
-    this.child = fork(options.path, [], {
-      // HOOKBOX_WORKER_EXEC_ARGV: extra node flags for profiling workers (e.g. "--cpu-prof").
-      execArgv: ["--no-node-snapshot", ...(process.env.HOOKBOX_WORKER_EXEC_ARGV?.split(" ").filter(Boolean) ?? [])],
+    this.child = options.launcher.launch({
+      entry: options.path,
+      reads: [join(dirname(options.path), "runtime.js")],
+      // HOOKBOX_WORKER_EXEC_ARGV: extra node flags for profiling workers (e.g. "--cpu-prof"; needs --wall none to write).
+      nodeArgs: ["--no-node-snapshot", ...(process.env.HOOKBOX_WORKER_EXEC_ARGV?.split(" ").filter(Boolean) ?? [])],
       serialization: "json",
       stdio: ["ignore", "ignore", "pipe", "ipc", "pipe"],
+      env: workerEnv(),
     });
     this.pipe = this.child.stdio[4] as Socket;
-    if (this.role === "quarantine" && this.child.pid !== undefined) {
-      // Misbehaving tenants live here: let the host and well-behaved workers win the CPU.
-      try {
-        setPriority(this.child.pid, 19);
-      } catch {
-        // not permitted: still isolated by process
-      }
-    }
+    // Niced before it starts its threads (they inherit it): bwrap's sandbox processes inherit it from bwrap.
+    if (this.role === "quarantine") this.lowerPriority(this.child.pid);
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000);
     });
@@ -167,12 +176,14 @@ export class WorkerProcess {
 
   kill(exit: WorkerExit): void {
     if (this.exit === undefined) this.exit = exit;
-    if (this.alive) this.child.kill("SIGKILL");
+    if (this.alive) this.options.launcher.kill(this.child);
   }
 
   private onMessage(message: WorkerMessage): void {
     if (message.type === "ready") {
       this.ready = true;
+      // Inside the wall, in case the sandbox was started before bwrap was niced.
+      if (this.role === "quarantine") this.lowerPriority(this.options.launcher.nodePid(this.child));
       if (this.queue.length > 0) this.startHeadClock(performance.now());
       return;
     }
@@ -181,6 +192,7 @@ export class WorkerProcess {
     this.queue.shift();
     this.replyPolling.record(performance.now() - this.headClockFrom);
     this.lastRssBytes = message.rssBytes;
+    this.lastIsolates = message.isolates ?? 0;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;
     if (this.queue.length > 0) this.startHeadClock(performance.now());
@@ -190,6 +202,16 @@ export class WorkerProcess {
       stopAwaiting(this.awaitedPipe);
     }
     head.resolve(message);
+  }
+
+  /** Misbehaving tenants live here: let the host and well-behaved workers win the CPU. */
+  private lowerPriority(pid: number | undefined): void {
+    if (pid === undefined) return;
+    try {
+      setPriority(pid, 19);
+    } catch {
+      // not permitted: still isolated by process
+    }
   }
 
   /**

@@ -21,21 +21,33 @@ const statusOfCode: Record<string, ContentfulStatusCode> = {
   NOT_RESUMABLE: 409,
   NOT_FOUND: 404,
   USAGE: 400,
+  STORE_QUOTA: 403,
 };
 
-export function errorResponse(c: Context, error: unknown): Response {
+let faults = 0;
+
+/**
+ * The server's error boundary. A caller's mistake is answered with its code and message (host paths taken out
+ * by `redact`); a server fault is answered with its code and a reference only: its message can carry host
+ * paths or internals, so the full text goes to the operator's stderr under the same reference.
+ */
+export function errorResponse(c: Context, error: unknown, redact: (text: string) => string = (text) => text): Response {
   if (error instanceof ApiError) {
     for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
     return c.json(
-      { error: { code: error.code, message: error.message, ...(error.path !== undefined ? { path: error.path } : {}) } },
+      { error: { code: error.code, message: redact(error.message), ...(error.path !== undefined ? { path: error.path } : {}) } },
       error.status,
     );
   }
   if (error instanceof HookboxError && Object.hasOwn(statusOfCode, error.code)) {
-    return c.json({ error: { code: error.code, message: error.message } }, statusOfCode[error.code]);
+    return c.json({ error: { code: error.code, message: redact(error.message) } }, statusOfCode[error.code]);
   }
-  const message = error instanceof Error ? error.message : String(error);
   const code = error instanceof HookboxError ? error.code : "INTERNAL";
-  process.stderr.write(`hookbox serve: ${c.req.method} ${c.req.path}: ${code}: ${message}\n`);
-  return c.json({ error: { code, message } }, 500);
+  const reference = `fault-${process.pid}-${++faults}`;
+  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  process.stderr.write(`hookbox serve: ${c.req.method} ${c.req.path}: ${code} (${reference}): ${detail}\n`);
+  return c.json(
+    { error: { code, message: `the server failed on this request (reference ${reference}; the operator's log has the details)` } },
+    500,
+  );
 }

@@ -7,9 +7,12 @@ import { sha256Hex } from "./config.js";
 import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
-import { streamRunEvents } from "./sse.js";
+import { StreamCounter, streamRunEvents } from "./sse.js";
 import { openApiDocument } from "./openapi.js";
 import { approvalRoute } from "./approval-route.js";
+import { refuseAboveLimits } from "./tenant-ceilings.js";
+import { textSlices } from "../session/one-per-tick.js";
+import type { Redactor } from "./redact.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -18,20 +21,24 @@ export interface AppOptions {
   manager: SessionManager;
   /** True once SIGTERM arrived: no new runs. */
   draining(): boolean;
+  /** Takes host paths out of every text a tenant sees (default: none taken out). */
+  redact?: Redactor;
 }
 
 /**
  * The HTTP API of docs/http-api.md (described to clients by openapi.ts). A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
-export function createApp({ config, manager, draining }: AppOptions): Hono<Env> {
+export function createApp({ config, manager, draining, redact = (text) => text }: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
   const tenants = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant]));
   const runBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.runsPerMinute)]));
   const requestBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.requestsPerMinute)]));
 
-  app.onError((error, c) => errorResponse(c, error));
-  app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`)));
+  const streams = new StreamCounter();
+
+  app.onError((error, c) => errorResponse(c, error, redact));
+  app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`), redact));
 
   app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
   // The API's description is public (no key), like /healthz: registered before the key check.
@@ -52,7 +59,8 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
     "/v1/*",
     bodyLimit({
       maxSize: config.maxBodyBytes,
-      onError: (c) => errorResponse(c, new ApiError(413, "BODY_TOO_LARGE", `the request body exceeds ${config.maxBodyBytes} bytes`)),
+      onError: (c) =>
+        errorResponse(c, new ApiError(413, "BODY_TOO_LARGE", `the request body exceeds ${config.maxBodyBytes} bytes`), redact),
     }),
   );
 
@@ -76,6 +84,7 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
   app.post("/v1/sessions", async (c) => {
     const body = await readBody(c, CreateSessionBody, { emptyAs: {} });
     const tenant = tenants.get(c.get("tenant"))!;
+    refuseAboveLimits(tenant, body.defaults ?? {}, "$.defaults");
     const session = await manager.create({
       tenant: tenant.config.name,
       tenantConfig: tenant.config,
@@ -88,12 +97,15 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
 
   app.get("/v1/sessions/:sessionId", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
-    return c.json(await manager.describe(session.id));
+    const page = { offset: queryCount(c, "offset"), limit: queryCount(c, "limit") };
+    c.header("content-type", "application/json; charset=UTF-8");
+    return c.body(textSlices((await manager.describeJson(session.id, page))!));
   });
 
   app.post("/v1/sessions/:sessionId/runs", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
     const body = await readBody(c, StartRunBody);
+    refuseAboveLimits(tenants.get(session.tenant)!, body);
     admitRun(session.tenant);
     const { prompt, ...options } = body;
     const handle = await session.run(prompt, options as RunOptions);
@@ -117,6 +129,7 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
   app.get("/v1/runs/:runId", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
     const { ownerPid: _owner, ...visible } = run;
+    if (visible.reason !== undefined) visible.reason = redact(visible.reason);
     return c.json({ ...visible, pauses: await manager.store.openPauses(run.id) });
   });
 
@@ -130,7 +143,9 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
         `Last-Event-ID must be an event seq (a non-negative integer), got "${raw.slice(0, 40)}"`,
         "Last-Event-ID",
       );
-    return streamRunEvents(c, manager, run.id, Number(raw.trim()));
+    const tenant = tenants.get(c.get("tenant"))!;
+    const release = streams.open(tenant.config.name, tenant.maxEventStreams);
+    return streamRunEvents(c, { manager, runId: run.id, afterSeq: Number(raw.trim()), redact, onClose: release });
   });
 
   app.post("/v1/runs/:runId/continue", async (c) => {
@@ -154,6 +169,15 @@ export function createApp({ config, manager, draining }: AppOptions): Hono<Env> 
   });
 
   return app;
+}
+
+/** A non-negative integer query parameter, or undefined when absent. */
+function queryCount(c: Context<Env>, name: string): number | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(raw))
+    throw new ApiError(400, "VALIDATION", `?${name} must be a non-negative integer, got "${raw.slice(0, 40)}"`, name);
+  return Number(raw);
 }
 
 function limit(bucket: TokenBucket, message: string): void {

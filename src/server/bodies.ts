@@ -4,6 +4,10 @@ import { JsonObjectSchema, JsonSchema } from "../turns/json.js";
 import { TagsSchema } from "../contracts/context.js";
 import { ApiError } from "./api-error.js";
 import { jsonPath } from "../contracts/json-path.js";
+import { exceedsJsonLimits } from "./json-limits.js";
+
+/** No pause waits longer than a day, whatever a tenant's limits say. */
+const MAX_PAUSE_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 
 /* Request bodies, validated with zod; unknown fields are refused so a typo is not silently ignored. */
 
@@ -12,7 +16,7 @@ const UserContextInput = z.object({ userId: z.string().optional(), projectId: z.
 const RunDefaultsSchema = z.strictObject({
   step: z.boolean().optional(),
   maxIterations: z.number().int().positive().max(1000).optional(),
-  pauseTimeoutMs: z.number().int().positive().optional(),
+  pauseTimeoutMs: z.number().int().positive().max(MAX_PAUSE_TIMEOUT_MS).optional(),
   tags: TagsSchema.optional(),
   userContext: UserContextInput.optional(),
 });
@@ -25,7 +29,7 @@ export const StartRunBody = z.strictObject({
   step: z.boolean().optional(),
   tags: TagsSchema.optional(),
   maxIterations: z.number().int().positive().max(1000).optional(),
-  pauseTimeoutMs: z.number().int().positive().optional(),
+  pauseTimeoutMs: z.number().int().positive().max(MAX_PAUSE_TIMEOUT_MS).optional(),
 });
 
 export const ContinueBody = z.strictObject({ pauseId: z.string().min(1).max(200) });
@@ -38,28 +42,54 @@ export const ApprovalBody = z.strictObject({
 
 export const ForkBody = z.strictObject({ runId: z.string().min(1).optional() });
 
-/** Reads and validates a JSON body (the size limit is enforced before this runs). An empty body reads as `{}` when allowed. */
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+/** Longest part of a validation message repeated back (an unknown-keys message can list thousands). */
+const MAX_MESSAGE_CHARS = 300;
+
+/**
+ * Reads and validates a JSON body. The size limit is enforced before this runs; then, in order and each a
+ * 4xx naming the problem: the content type (JSON, or none), UTF-8, depth and value count (json-limits.ts),
+ * JSON syntax, the schema. zod therefore only walks a bounded tree. An empty body reads as `{}` when allowed.
+ */
 export async function readBody<T extends z.ZodType>(c: Context, schema: T, options: { emptyAs?: unknown } = {}): Promise<z.infer<T>> {
-  const text = await c.req.text();
+  const type = c.req.header("content-type");
+  if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type.trim()))
+    throw new ApiError(
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+      `the request body must be JSON (Content-Type: application/json), got "${type.slice(0, 80)}"`,
+    );
+  let text: string;
+  try {
+    text = utf8.decode(await c.req.arrayBuffer());
+  } catch {
+    throw new ApiError(400, "INVALID_JSON", "the request body is not valid UTF-8", "$");
+  }
   let value: unknown;
   if (text.trim() === "" && options.emptyAs !== undefined) {
     value = options.emptyAs;
   } else {
+    const tooBig = exceedsJsonLimits(text);
+    if (tooBig) throw new ApiError(400, "INVALID_JSON", tooBig, "$");
     try {
       value = JSON.parse(text);
     } catch (error) {
-      throw new ApiError(400, "INVALID_JSON", `the request body is not valid JSON: ${(error as Error).message}`, "$");
+      throw new ApiError(400, "INVALID_JSON", `the request body is not valid JSON: ${clip((error as Error).message)}`, "$");
     }
   }
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const path = jsonPath(issue.path);
+    const path = clip(jsonPath(issue.path));
     const message =
       issue.code === "unrecognized_keys"
         ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => `"${k}"`).join(", ")}`
         : issue.message;
-    throw new ApiError(400, "VALIDATION", `${path}: ${message}`, path);
+    throw new ApiError(400, "VALIDATION", `${path}: ${clip(message)}`, path);
   }
   return parsed.data;
+}
+
+function clip(text: string): string {
+  return text.length > MAX_MESSAGE_CHARS ? `${text.slice(0, MAX_MESSAGE_CHARS)}...` : text;
 }

@@ -7,6 +7,8 @@ import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
 import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
+import type { RunBudgets } from "../loop/run-budget.js";
+import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -41,6 +43,15 @@ const LimitsSchema = z.strictObject({
   runsPerMinute: positiveInt.optional(),
   /** Authenticated requests per minute for the tenant (default 6000). */
   requestsPerMinute: positiveInt.optional(),
+  /** Run budgets (src/loop/run-budget.ts): JSON characters per run's events, per tool result, per turn. */
+  maxRunBytes: positiveInt.optional(),
+  maxToolResultBytes: positiveInt.optional(),
+  maxTurnBytes: positiveInt.optional(),
+  maxToolCallsPerInference: positiveInt.optional(),
+  /** Bytes the tenant may keep in the store (default 1 GiB). */
+  maxStoreBytes: positiveInt.optional(),
+  /** Event streams (SSE) the tenant may hold open at once (default 16). */
+  maxEventStreams: positiveInt.optional(),
 });
 
 /** Bounds on what one run may do with its capabilities (docs/capabilities.md). */
@@ -63,6 +74,8 @@ const TenantSchema = z.strictObject({
   hostTools: z.string().min(1).optional(),
   model: ModelSchema,
   limits: LimitsSchema.optional(),
+  /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
+  isolation: z.enum(["shared", "process-per-tenant"]).optional(),
   /** URL prefixes ctx.fetch may reach, with host-side headers. */
   egress: z.array(EgressEntrySchema).optional(),
   /** The model ctx.model.generate calls; "run" is the tenant's own model. */
@@ -81,6 +94,12 @@ const ConfigSchema = z.strictObject({
       maxBodyBytes: positiveInt.optional(),
       /** On SIGTERM, how long in-flight runs may finish before they are interrupted, ms (default 1000). */
       drainMs: z.number().int().nonnegative().optional(),
+      /** A tenant's isolate unused for this long is disposed, ms (default 300000; 0: never by age). */
+      idleMs: z.number().int().nonnegative().optional(),
+      /** Tenants with a live isolate, at most (default 2000; least recently used idle ones go first). */
+      maxLiveIsolates: positiveInt.optional(),
+      /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
+      wall: z.enum(WALL_MODES).optional(),
     })
     .optional(),
 });
@@ -89,7 +108,12 @@ export interface ServedTenant {
   config: TenantConfig;
   runsPerMinute: number;
   requestsPerMinute: number;
+  maxStoreBytes: number;
+  maxEventStreams: number;
 }
+
+export const DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_MAX_EVENT_STREAMS = 16;
 
 export interface ServerConfig {
   file: string;
@@ -99,6 +123,11 @@ export interface ServerConfig {
   host: string;
   maxBodyBytes: number;
   drainMs: number;
+  /** The sandbox pool's eviction options (docs/sandbox.md); unset: the pool's defaults. */
+  idleMs?: number;
+  maxLiveIsolates?: number;
+  /** Absent: the pool's default ("auto"). */
+  wall?: WallMode;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -147,6 +176,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     });
     const scripts = tenant.scripts.map((script, s) => ({ path: existingFile(file, base, script, `${at}.scripts[${s}]`) }));
     const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`) };
+    if (tenant.isolation) config.isolation = tenant.isolation;
     if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
     const limits = tenant.limits ?? {};
     const sandbox: Partial<SandboxLimits> = {};
@@ -164,7 +194,18 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
     const capabilities = capabilityGrants(file, base, tenant, at);
     if (capabilities) config.capabilities = capabilities;
-    return { config, runsPerMinute: limits.runsPerMinute ?? 600, requestsPerMinute: limits.requestsPerMinute ?? 6000 };
+    const budgets: Partial<RunBudgets> = {};
+    for (const name of ["maxRunBytes", "maxToolResultBytes", "maxTurnBytes", "maxToolCallsPerInference"] as const) {
+      if (limits[name] !== undefined) budgets[name] = limits[name];
+    }
+    if (Object.keys(budgets).length) config.budgets = budgets;
+    return {
+      config,
+      runsPerMinute: limits.runsPerMinute ?? 600,
+      requestsPerMinute: limits.requestsPerMinute ?? 6000,
+      maxStoreBytes: limits.maxStoreBytes ?? DEFAULT_MAX_STORE_BYTES,
+      maxEventStreams: limits.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+    };
   });
   const server = parsed.data.server ?? {};
   return {
@@ -174,6 +215,9 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     host: server.host ?? "127.0.0.1",
     maxBodyBytes: server.maxBodyBytes ?? 1024 * 1024,
     drainMs: server.drainMs ?? 1000,
+    ...(server.idleMs !== undefined ? { idleMs: server.idleMs } : {}),
+    ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
+    ...(server.wall ? { wall: server.wall } : {}),
   };
 }
 

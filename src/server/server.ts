@@ -4,6 +4,7 @@ import type { TenantRuntime } from "../host/types.js";
 import type { Store } from "../store/types.js";
 import { SessionManager } from "../session/manager.js";
 import { createApp } from "./app.js";
+import { hostPathRedactor } from "./redact.js";
 import type { ServerConfig } from "./config.js";
 
 export interface RunningServer {
@@ -24,6 +25,7 @@ export interface StartServerOptions {
 
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config, store, runtimes } = options;
+  const quotas = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant.maxStoreBytes]));
   const manager = new SessionManager({
     store,
     runtimeFor: async (tenant) => {
@@ -32,9 +34,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       if (!runtime) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
       return runtime;
     },
+    storeQuota: (tenant) => quotas.get(tenant),
   });
   let draining = false;
-  const app = createApp({ config, manager, draining: () => draining });
+  const redact = hostPathRedactor({ storeLocation: store.location, configFile: config.file });
+  const app = createApp({ config, manager, draining: () => draining, redact });
   const server: ServerType = await new Promise((resolve, reject) => {
     const instance = serve({ fetch: app.fetch, port: options.port, hostname: options.host ?? config.host }, () => resolve(instance));
     instance.once("error", reject);

@@ -1,25 +1,86 @@
 import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { SessionManager } from "../session/manager.js";
+import type { HookboxEvent } from "../events/types.js";
+import type { StoredEventText } from "../store/types.js";
+import { ApiError } from "./api-error.js";
+import type { Redactor } from "./redact.js";
 
 const HEARTBEAT_MS = 15_000;
 
 /**
+ * Open event streams per tenant: each holds a connection and a reader, so a tenant gets at most its
+ * `maxEventStreams` at once and the next one is refused with 429 TOO_MANY_STREAMS.
+ */
+export class StreamCounter {
+  private readonly counts = new Map<string, number>();
+
+  /** Counts one more stream for `tenant` (or throws 429); the returned release ends it, once. */
+  open(tenant: string, max: number): () => void {
+    const count = this.counts.get(tenant) ?? 0;
+    if (count >= max)
+      throw new ApiError(
+        429,
+        "TOO_MANY_STREAMS",
+        `tenant ${tenant} already has ${count} event streams open (limit ${max}); close one first`,
+        undefined,
+        {
+          "retry-after": "1",
+        },
+      );
+    this.counts.set(tenant, count + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.counts.get(tenant) ?? 1) - 1;
+      if (left > 0) this.counts.set(tenant, left);
+      else this.counts.delete(tenant);
+    };
+  }
+}
+
+export interface StreamRunEventsOptions {
+  manager: SessionManager;
+  runId: string;
+  afterSeq: number;
+  redact: Redactor;
+  /** Called once when the stream ends, however it ends. */
+  onClose(): void;
+}
+
+/**
  * One SSE message per event: `id:` is the event's seq, `data:` the event JSON (its `type` inside, so a
  * plain `onmessage` sees everything). A reconnect with `Last-Event-ID: N` gets seq N+1 onwards.
- * The stream ends after the run's final `run-finished`.
+ * The stream ends after the run's final `run-finished`. Stored events are read a page at a time, and each
+ * write waits for the connection, so a slow reader of a huge run holds one page, not the run.
  */
-export function streamRunEvents(c: Context, manager: SessionManager, runId: string, afterSeq: number): Response {
+export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Response {
   return streamSSE(c, async (stream) => {
     const closed = new AbortController();
     stream.onAbort(() => closed.abort());
     const heartbeat = setInterval(() => void stream.write(": keep-alive\n\n").catch(() => closed.abort()), HEARTBEAT_MS);
     try {
-      for await (const event of manager.events(runId, afterSeq, closed.signal)) {
-        await stream.writeSSE({ id: String(event.seq), data: JSON.stringify(event) });
+      for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, closed.signal)) {
+        await stream.writeSSE({ id: String(item.seq), data: redactEventText(item, options.redact) });
       }
     } finally {
       clearInterval(heartbeat);
+      options.onClose();
     }
   });
+}
+
+/**
+ * Error texts in events (a run's reason, a tool's error) may name host paths; results and prompts are the
+ * tenant's own data and pass as stored. Only events that can carry such a text are parsed.
+ */
+function redactEventText(item: StoredEventText, redact: Redactor): string {
+  const mayCarryError = item.type === "run-finished" || (item.type === "tool-finished" && item.json.includes('"error":'));
+  if (!mayCarryError) return item.json;
+  const event = JSON.parse(item.json) as HookboxEvent;
+  if (event.type === "run-finished" && event.reason !== undefined) return JSON.stringify({ ...event, reason: redact(event.reason) });
+  if (event.type === "tool-finished" && event.error)
+    return JSON.stringify({ ...event, error: { ...event.error, message: redact(event.error.message) } });
+  return item.json;
 }

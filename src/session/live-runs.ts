@@ -103,13 +103,14 @@ export class LiveRuns {
     runtime: TenantRuntime,
     request: Omit<StartRunRequest, "persistence"> & { runId: string },
     journal: Map<string, Block>,
+    quota: { maxTenantBytes?: number } = {},
   ): RunHandle {
     const feed = new RunFeed();
     const run: LiveRun = {
       runId: request.runId,
       sessionId: request.sessionId,
       feed,
-      persistence: new StoredRunPersistence(this.store, request.runId, feed, journal),
+      persistence: new StoredRunPersistence({ store: this.store, runId: request.runId, feed, committedToolResults: journal, ...quota }),
     };
     // The session is free for its next run as soon as the final event is committed.
     feed.subscribe((event) => {
@@ -127,15 +128,28 @@ export class LiveRuns {
       throw error;
     }
     run.handle = handle;
-    run.done = handle.wait().then(
-      (result) => this.settle(run, result),
-      () => this.settle(run, undefined),
-    );
+    // The loop catches its own failures; a rejection here is a host bug. It fails this run (HOST_FAULT), is
+    // logged once, and never escapes as an unhandled rejection that could take the process down.
+    run.done = handle
+      .wait()
+      .then(
+        (result) => this.settle(run, result),
+        (error: unknown) => {
+          process.stderr.write(`hookbox: run ${run.runId} failed on a host fault: ${(error as Error)?.stack ?? String(error)}\n`);
+          return this.settle(run, { status: "failed", reason: hostFaultReason(error), errorCode: "HOST_FAULT" });
+        },
+      )
+      .catch((error: unknown) => {
+        process.stderr.write(`hookbox: run ${run.runId} could not be settled: ${(error as Error)?.stack ?? String(error)}\n`);
+      });
     return handle;
   }
 
   /** After the loop returns: a run that ended without committing its final event still gets one. */
-  private async settle(run: LiveRun, result: RunResult | undefined): Promise<void> {
+  private async settle(
+    run: LiveRun,
+    result: (Pick<RunResult, "status" | "reason" | "errorCode"> & { iterations?: number }) | undefined,
+  ): Promise<void> {
     if (this.live.get(run.runId) === run) {
       const stored = await this.store.getRun(run.runId).catch(() => undefined);
       if (stored?.status === "running") {
@@ -163,6 +177,12 @@ export class LiveRuns {
   private release(run: LiveRun): void {
     if (this.busy.get(run.sessionId) === run) this.busy.delete(run.sessionId);
   }
+}
+
+/** What a tenant sees of a host fault: the error's first line, never its stack (which names host files). */
+function hostFaultReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return `the host failed while running this run: ${message.split("\n")[0].slice(0, 200)}`;
 }
 
 /** Waits for `promise` at most `ms` (never rejects; the timer does not keep the process alive). */

@@ -22,36 +22,34 @@ import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle } from "../loop/handle.js";
 import type { RunOptions, TenantRuntime } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
-import type { RunRecord, SessionRecord, SessionSummary, Store } from "../store/types.js";
+import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns } from "./live-runs.js";
-import { readRunEvents } from "./read-events.js";
+import { readRunEvents, readRunEventTexts } from "./read-events.js";
 import { Session, type CreateSessionOptions } from "./session.js";
+import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
+
+export type { SessionView } from "./describe.js";
 
 export interface SessionManagerOptions {
   store: Store;
   /** The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume). */
   runtimeFor(tenant: string, session: SessionRecord): Promise<TenantRuntime>;
-}
-
-export interface SessionView {
-  sessionId: string;
-  tenant: string;
-  status: "idle" | "running" | "interrupted";
-  createdMs: number;
-  forkedFrom?: { sessionId: string; runId: string };
-  turns: { runId: string; status: RunRecord["status"]; prompt: string; phase?: string; turn?: Turn }[];
+  /** The tenant's store quota in bytes (none: unlimited); sessions, runs and every run write respect it. */
+  storeQuota?(tenant: string): number | undefined;
 }
 
 export class SessionManager {
   readonly store: Store;
   private readonly runtimeFor: SessionManagerOptions["runtimeFor"];
   private readonly runs: LiveRuns;
+  private readonly storeQuota: (tenant: string) => number | undefined;
 
   constructor(options: SessionManagerOptions) {
     this.store = options.store;
     this.runtimeFor = options.runtimeFor;
+    this.storeQuota = options.storeQuota ?? (() => undefined);
     this.runs = new LiveRuns(options.store);
   }
 
@@ -63,7 +61,7 @@ export class SessionManager {
       defaults: options.defaults ?? {},
       createdMs: Date.now(),
     };
-    await this.store.createSession(record);
+    await this.store.createSession(record, this.quota(record.tenant));
     return new Session(this, record);
   }
 
@@ -83,19 +81,27 @@ export class SessionManager {
       const history = await this.history(sessionId);
       const runId = newId("run");
       const merged = mergeRunOptions(record.defaults, options);
-      await this.store.createRun({
-        id: runId,
-        sessionId,
-        inferenceId: "",
-        prompt,
-        options: merged,
-        status: "running",
-        iterations: 0,
-        startedMs: Date.now(),
-        lastSeq: 0,
-        ownerPid: process.pid,
-      });
-      return this.runs.launch(runtime, { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged }, new Map());
+      await this.store.createRun(
+        {
+          id: runId,
+          sessionId,
+          inferenceId: "",
+          prompt,
+          options: merged,
+          status: "running",
+          iterations: 0,
+          startedMs: Date.now(),
+          lastSeq: 0,
+          ownerPid: process.pid,
+        },
+        this.quota(record.tenant),
+      );
+      return this.runs.launch(
+        runtime,
+        { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged },
+        new Map(),
+        this.quota(record.tenant),
+      );
     });
   }
 
@@ -131,6 +137,7 @@ export class SessionManager {
           resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations },
         },
         journal,
+        this.quota(record.tenant),
       );
     });
   }
@@ -151,7 +158,7 @@ export class SessionManager {
       ...(run ? { forkedFrom: { sessionId, runId: run.id } } : {}),
       ...(turn ? { initialTurn: turn } : {}),
     };
-    await this.store.createSession(record);
+    await this.store.createSession(record, this.quota(record.tenant));
     return new Session(this, record);
   }
 
@@ -175,29 +182,24 @@ export class SessionManager {
     return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
   }
 
-  async describe(sessionId: string): Promise<SessionView | undefined> {
-    const record = await this.store.getSession(sessionId);
-    if (!record) return undefined;
-    const runs = await this.store.listRuns(sessionId);
-    const turns: SessionView["turns"] = [];
-    for (const run of runs) {
-      const snapshot = await this.store.latestSnapshot(run.id);
-      turns.push({
-        runId: run.id,
-        status: run.status,
-        prompt: run.prompt,
-        ...(snapshot ? { phase: snapshot.phase, turn: snapshot.turn } : {}),
-      });
-    }
-    const status = this.runs.isBusy(sessionId) ? "running" : runs.at(-1)?.status === "interrupted" ? "interrupted" : "idle";
-    return {
-      sessionId,
-      tenant: record.tenant,
-      status,
-      createdMs: record.createdMs,
-      ...(record.forkedFrom ? { forkedFrom: record.forkedFrom } : {}),
-      turns,
-    };
+  /** The same events as JSON text, stored ones as stored (what SSE sends). */
+  eventTexts(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<StoredEventText> {
+    return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
+  }
+
+  /** The session and one page of its runs (src/session/describe.ts); only the latest run carries its turn. */
+  async describe(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<SessionView | undefined> {
+    const described = await describeSession({ store: this.store, sessionId, busy: this.runs.isBusy(sessionId), page });
+    if (!described) return undefined;
+    const { view, turnJson } = described;
+    if (turnJson !== undefined) view.turns[view.turns.length - 1].turn = JSON.parse(turnJson) as Turn;
+    return view;
+  }
+
+  /** The same view as JSON text, the turn passed on as stored: what the HTTP API answers. */
+  async describeJson(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<string | undefined> {
+    const described = await describeSession({ store: this.store, sessionId, busy: this.runs.isBusy(sessionId), page });
+    return described && sessionViewJson(described.view, described.turnJson);
   }
 
   get liveRunCount(): number {
@@ -216,6 +218,11 @@ export class SessionManager {
 
   async close(): Promise<void> {
     await this.interruptAll("the session manager was closed while the run was in flight");
+  }
+
+  private quota(tenant: string): { maxTenantBytes?: number } {
+    const maxTenantBytes = this.storeQuota(tenant);
+    return maxTenantBytes === undefined ? {} : { maxTenantBytes };
   }
 
   private async requireSession(sessionId: string): Promise<SessionRecord> {

@@ -1,21 +1,54 @@
 import type { HookboxEvent } from "../events/types.js";
-import type { Store } from "../store/types.js";
+import type { PageOptions, StoredEventText, Store } from "../store/types.js";
 import { isTerminal, type RunFeed } from "./run-feed.js";
+import { onePerTick } from "./one-per-tick.js";
 
-/**
- * A run's events with seq > afterSeq: first what the store committed, then live ones as they are
- * committed, with no gap and no duplicate (we subscribe before reading the store and skip seen seqs).
- * Ends after the final `run-finished`; an `interrupted` one ends the stream only if nothing follows it.
- */
-export async function* readRunEvents(options: {
+/** One read of stored events: at most this many, and stop after ~1 MiB of them. */
+export const EVENT_PAGE = { limit: 256, maxBytes: 1024 * 1024 };
+
+export interface ReadRunEventsOptions {
   store: Store;
   runId: string;
   afterSeq: number;
   feed: () => RunFeed | undefined;
   /** Stops waiting for live events (a reader that went away). */
   signal?: AbortSignal;
-}): AsyncGenerator<HookboxEvent> {
-  const { store, runId } = options;
+}
+
+/** How one kind of item is read from the store and made from a live event. */
+interface ItemSource<T extends { seq: number; type: string }> {
+  page(afterSeq: number, page: PageOptions): Promise<T[]>;
+  fromLive(event: HookboxEvent): T;
+  /** The status of a `run-finished` item. */
+  status(item: T): string | undefined;
+}
+
+/**
+ * A run's events with seq > afterSeq: first what the store committed, then live ones as they are
+ * committed, with no gap and no duplicate (we subscribe before reading the store and skip seen seqs).
+ * Ends after the final `run-finished`; an `interrupted` one ends the stream only if nothing follows it.
+ */
+export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<HookboxEvent> {
+  return readRunItems(options, {
+    page: (afterSeq, page) => options.store.listEvents(options.runId, afterSeq, page),
+    fromLive: (event) => event,
+    status: (event) => (event.type === "run-finished" ? event.status : undefined),
+  });
+}
+
+/** The same events as JSON text: stored ones are passed on as stored, never parsed (SSE). */
+export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator<StoredEventText> {
+  return readRunItems(options, {
+    page: (afterSeq, page) => options.store.listEventTexts(options.runId, afterSeq, page),
+    fromLive: (event) => ({ seq: event.seq, type: event.type, json: JSON.stringify(event) }),
+    status: (item) => (JSON.parse(item.json) as { status?: string }).status,
+  });
+}
+
+async function* readRunItems<T extends { seq: number; type: string }>(
+  options: ReadRunEventsOptions,
+  source: ItemSource<T>,
+): AsyncGenerator<T> {
   const queue: HookboxEvent[] = [];
   let wake: (() => void) | undefined;
   const feed = options.feed();
@@ -27,19 +60,25 @@ export async function* readRunEvents(options: {
   options.signal?.addEventListener("abort", stop, { once: true });
   try {
     let last = options.afterSeq;
-    const stored = await store.listEvents(runId, last);
-    for (const [index, event] of stored.entries()) {
-      yield event;
-      last = event.seq;
-      // A stored interrupted end is final only when nothing follows it and the run is not live again.
-      if (isTerminal(event, feed !== undefined || index < stored.length - 1)) return;
+    // Stored events come page by page, one page per turn of the event loop: a reader of a huge run holds
+    // one bounded page at a time, and many readers take turns with everyone else.
+    const readPage = () => onePerTick(() => source.page(last, EVENT_PAGE));
+    for (let page = await readPage(); page.length > 0; page = await readPage()) {
+      for (const [index, item] of page.entries()) {
+        yield item;
+        last = item.seq;
+        if (item.type !== "run-finished") continue;
+        // A stored interrupted end is final only when nothing follows it and the run is not live again.
+        const follows = index < page.length - 1 || (await options.store.listEvents(options.runId, last, { limit: 1 })).length > 0;
+        if (isTerminal({ type: item.type, status: source.status(item) }, feed !== undefined || follows)) return;
+      }
     }
     if (!feed) return;
     while (!options.signal?.aborted) {
       while (queue.length > 0) {
         const event = queue.shift()!;
         if (event.seq <= last) continue;
-        yield event;
+        yield source.fromLive(event);
         last = event.seq;
         if (event.type === "run-finished") return;
       }

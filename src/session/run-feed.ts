@@ -11,12 +11,19 @@ export class RunFeed {
     return () => this.listeners.delete(listener);
   }
 
+  /** A listener that throws is a reader's bug: it is logged and never stops the run or the other readers. */
   publish(event: HookboxEvent): void {
-    for (const listener of this.listeners) listener(event);
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        process.stderr.write(`hookbox: an event reader failed on event ${event.seq}: ${(error as Error)?.message ?? String(error)}\n`);
+      }
+    }
   }
 }
 
 /** True when no more events of this run will follow (an interrupted run may be resumed, so only when it is not live). */
-export function isTerminal(event: HookboxEvent, live: boolean): boolean {
+export function isTerminal(event: { type: string; status?: string }, live: boolean): boolean {
   return event.type === "run-finished" && (event.status !== "interrupted" || !live);
 }

@@ -33,6 +33,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       limits: config.limits,
       capabilities: config.capabilities,
       runDefaults: config.runDefaults,
+      budgets: config.budgets,
     }),
   ) as JsonObject;
 }
@@ -54,6 +55,8 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (capabilities) config.capabilities = capabilities;
   const runDefaults = override?.runDefaults ?? record.runDefaults;
   if (runDefaults) config.runDefaults = runDefaults;
+  const budgets = override?.budgets ?? record.budgets;
+  if (budgets) config.budgets = budgets;
   return config;
 }
 

@@ -5,7 +5,20 @@ import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { pauseChange } from "./pause-events.js";
 import { MemoryKv } from "./memory-kv.js";
-import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
+import type {
+  PageOptions,
+  PauseRecord,
+  RunRecord,
+  SessionRecord,
+  SessionSummary,
+  SnapshotRecord,
+  Store,
+  StoredEventText,
+  StoredSnapshotText,
+  TenantUsage,
+  WriteOptions,
+} from "./types.js";
+import { overQuota, quotaError } from "./quota.js";
 
 interface RunState {
   record: RunRecord;
@@ -24,9 +37,14 @@ export class MemoryStore implements Store {
   readonly kv = new MemoryKv();
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
+  /** Bytes of JSON text per tenant, counted as the SQLite store counts what it writes. */
+  private readonly usage = new Map<string, number>();
 
-  async createSession(session: SessionRecord): Promise<void> {
+  async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
     if (this.sessions.has(session.id)) throw new HookboxError("STORE", `session ${session.id} already exists`, { sessionId: session.id });
+    const bytes =
+      jsonLength(session.tenantConfig) + jsonLength(session.defaults) + (session.initialTurn ? jsonLength(session.initialTurn) : 0);
+    this.charge(session.tenant, bytes, options);
     this.sessions.set(session.id, structuredClone(session));
   }
 
@@ -52,9 +70,10 @@ export class MemoryStore implements Store {
     return out;
   }
 
-  async createRun(run: RunRecord): Promise<void> {
-    if (!this.sessions.has(run.sessionId))
-      throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+  async createRun(run: RunRecord, options?: WriteOptions): Promise<void> {
+    const session = this.sessions.get(run.sessionId);
+    if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+    this.charge(session.tenant, run.prompt.length + jsonLength(run.options), options);
     this.runs.set(run.id, { record: structuredClone(run), events: [], snapshots: [], pauses: new Map(), toolResults: new Map() });
   }
 
@@ -63,8 +82,16 @@ export class MemoryStore implements Store {
     return state && { ...state.record };
   }
 
-  async listRuns(sessionId: string): Promise<RunRecord[]> {
-    return [...this.runs.values()].filter((state) => state.record.sessionId === sessionId).map((state) => ({ ...state.record }));
+  async listRuns(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<RunRecord[]> {
+    const offset = page.offset ?? 0;
+    return [...this.runs.values()]
+      .filter((state) => state.record.sessionId === sessionId)
+      .slice(offset, page.limit === undefined ? undefined : offset + page.limit)
+      .map((state) => ({ ...state.record }));
+  }
+
+  async countRuns(sessionId: string): Promise<number> {
+    return [...this.runs.values()].filter((state) => state.record.sessionId === sessionId).length;
   }
 
   async reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void> {
@@ -77,7 +104,7 @@ export class MemoryStore implements Store {
     delete run.finishedMs;
   }
 
-  async appendEvent(runId: string, event: HookboxEvent): Promise<void> {
+  async appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void> {
     const state = this.state(runId);
     const run = state.record;
     if (event.seq !== run.lastSeq + 1) {
@@ -86,6 +113,7 @@ export class MemoryStore implements Store {
         seq: event.seq,
       });
     }
+    this.chargeRun(runId, jsonLength(event), options);
     state.events.push(structuredClone(event));
     run.lastSeq = event.seq;
     if (run.inferenceId === "") run.inferenceId = event.inferenceId;
@@ -105,12 +133,31 @@ export class MemoryStore implements Store {
     }
   }
 
-  async listEvents(runId: string, afterSeq = 0): Promise<HookboxEvent[]> {
-    return (this.runs.get(runId)?.events ?? []).filter((event) => event.seq > afterSeq);
+  async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
+    const out: HookboxEvent[] = [];
+    let bytes = 0;
+    for (const event of this.runs.get(runId)?.events ?? []) {
+      if (event.seq <= afterSeq) continue;
+      if (page.limit !== undefined && out.length >= page.limit) break;
+      out.push(event);
+      if (page.maxBytes === undefined) continue;
+      bytes += jsonLength(event);
+      if (bytes >= page.maxBytes) break;
+    }
+    return out;
   }
 
-  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn): Promise<SnapshotRecord> {
+  async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
+    return (await this.listEvents(runId, afterSeq, page)).map((event) => ({
+      seq: event.seq,
+      type: event.type,
+      json: JSON.stringify(event),
+    }));
+  }
+
+  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {
     const state = this.state(runId);
+    this.chargeRun(runId, jsonLength(turn), options);
     const snapshot: SnapshotRecord = {
       runId,
       index: state.snapshots.length + 1,
@@ -122,6 +169,13 @@ export class MemoryStore implements Store {
     };
     state.snapshots.push(snapshot);
     return snapshot;
+  }
+
+  async latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined> {
+    const snapshot = this.runs.get(runId)?.snapshots.at(-1);
+    if (!snapshot) return undefined;
+    const { turn, ...rest } = snapshot;
+    return { ...rest, turnJson: JSON.stringify(turn) };
   }
 
   async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {
@@ -136,8 +190,10 @@ export class MemoryStore implements Store {
     return [...(this.runs.get(runId)?.pauses.values() ?? [])];
   }
 
-  async recordToolResult(runId: string, callId: string, toolUse: Block): Promise<void> {
-    this.state(runId).toolResults.set(callId, structuredClone(toolUse));
+  async recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void> {
+    const state = this.state(runId);
+    this.chargeRun(runId, jsonLength(toolUse), options);
+    state.toolResults.set(callId, structuredClone(toolUse));
   }
 
   async listToolResults(runId: string): Promise<Map<string, Block>> {
@@ -150,11 +206,30 @@ export class MemoryStore implements Store {
     await this.appendEvent(runId, interruptedEvent(run, reason));
   }
 
+  async tenantUsage(tenant: string): Promise<TenantUsage> {
+    return { storedBytes: this.usage.get(tenant) ?? 0 };
+  }
+
   async close(): Promise<void> {}
+
+  private charge(tenant: string, bytes: number, options: WriteOptions = {}): void {
+    const stored = this.usage.get(tenant) ?? 0;
+    if (overQuota(stored, bytes, options.maxTenantBytes)) throw quotaError(tenant, stored, bytes, options.maxTenantBytes!);
+    this.usage.set(tenant, stored + bytes);
+  }
+
+  private chargeRun(runId: string, bytes: number, options?: WriteOptions): void {
+    const tenant = this.sessions.get(this.state(runId).record.sessionId)?.tenant ?? "";
+    this.charge(tenant, bytes, options);
+  }
 
   private state(runId: string): RunState {
     const state = this.runs.get(runId);
     if (!state) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
     return state;
   }
+}
+
+function jsonLength(value: unknown): number {
+  return JSON.stringify(value).length;
 }

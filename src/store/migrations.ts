@@ -82,6 +82,24 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 2,
+    description: "bytes stored per tenant (the store quota), counted from what version 1 already holds",
+    sql: `
+      CREATE TABLE tenant_usage (
+        tenant TEXT PRIMARY KEY,
+        bytes INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      INSERT INTO tenant_usage (tenant, bytes)
+      SELECT tenant, sum(n) FROM (
+        SELECT tenant, length(tenant_config) + length(defaults) + coalesce(length(initial_turn), 0) AS n FROM sessions
+        UNION ALL SELECT s.tenant, length(r.prompt) + length(r.options) FROM runs r JOIN sessions s ON s.id = r.session_id
+        UNION ALL SELECT s.tenant, length(e.body) FROM events e JOIN runs r ON r.id = e.run_id JOIN sessions s ON s.id = r.session_id
+        UNION ALL SELECT s.tenant, length(x.turn) FROM snapshots x JOIN runs r ON r.id = x.run_id JOIN sessions s ON s.id = r.session_id
+        UNION ALL SELECT s.tenant, length(t.block) FROM tool_results t JOIN runs r ON r.id = t.run_id JOIN sessions s ON s.id = r.session_id
+      ) GROUP BY tenant;
+    `,
+  },
+  {
+    version: 3,
     description: "ctx.kv: per-tenant JSON entries and each tenant's byte count",
     sql: `
       CREATE TABLE kv (

@@ -8,7 +8,20 @@ import { isProcessAlive } from "./process-alive.js";
 import { interruptedEvent } from "./interrupted.js";
 import { pauseChange } from "./pause-events.js";
 import { SqliteKv } from "./sqlite-kv.js";
-import type { PauseRecord, RunRecord, SessionRecord, SessionSummary, SnapshotRecord, Store } from "./types.js";
+import type {
+  PageOptions,
+  PauseRecord,
+  RunRecord,
+  SessionRecord,
+  SessionSummary,
+  SnapshotRecord,
+  Store,
+  StoredEventText,
+  StoredSnapshotText,
+  TenantUsage,
+  WriteOptions,
+} from "./types.js";
+import { SqliteTenantUsage } from "./sqlite-usage.js";
 import {
   rowToPause,
   rowToRun,
@@ -20,16 +33,20 @@ import {
   type SnapshotRow,
 } from "./rows.js";
 
+type EventRow = { seq: number; type: string; body: string };
+
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
 export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly statements;
   readonly kv: SqliteKv;
+  private readonly usage: SqliteTenantUsage;
 
   constructor(readonly location: string) {
     this.db = openDatabase(location);
     const db = this.db;
     this.kv = new SqliteKv(db, location);
+    this.usage = new SqliteTenantUsage(db);
     this.statements = {
       insertSession: db.prepare(
         "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -39,7 +56,8 @@ export class SqliteStore implements Store {
         "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
-      runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid"),
+      runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?"),
+      countRuns: db.prepare("SELECT count(*) AS n FROM runs WHERE session_id = ?"),
       reopenRun: db.prepare(
         "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, iterations = ? WHERE id = ?",
       ),
@@ -51,7 +69,7 @@ export class SqliteStore implements Store {
       finishRun: db.prepare(
         "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?",
       ),
-      listEvents: db.prepare("SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq"),
+      listEvents: db.prepare("SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
       openPause: db.prepare(
         "INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)",
       ),
@@ -70,17 +88,23 @@ export class SqliteStore implements Store {
     this.interruptOrphanedRuns();
   }
 
-  async createSession(session: SessionRecord): Promise<void> {
+  async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
+    const tenantConfig = JSON.stringify(session.tenantConfig);
+    const defaults = JSON.stringify(session.defaults);
+    const initialTurn = session.initialTurn ? JSON.stringify(session.initialTurn) : null;
     this.write("create session", () =>
-      this.statements.insertSession.run(
-        session.id,
-        session.tenant,
-        JSON.stringify(session.tenantConfig),
-        JSON.stringify(session.defaults),
-        session.createdMs,
-        session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
-        session.initialTurn ? JSON.stringify(session.initialTurn) : null,
-      ),
+      this.db.transaction(() => {
+        this.usage.charge(session.tenant, tenantConfig.length + defaults.length + (initialTurn?.length ?? 0), options);
+        this.statements.insertSession.run(
+          session.id,
+          session.tenant,
+          tenantConfig,
+          defaults,
+          session.createdMs,
+          session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
+          initialTurn,
+        );
+      })(),
     );
   }
 
@@ -114,20 +138,24 @@ export class SqliteStore implements Store {
     }));
   }
 
-  async createRun(run: RunRecord): Promise<void> {
+  async createRun(run: RunRecord, options?: WriteOptions): Promise<void> {
+    const runOptions = JSON.stringify(run.options);
     this.write("create run", () =>
-      this.statements.insertRun.run(
-        run.id,
-        run.sessionId,
-        run.inferenceId,
-        run.prompt,
-        JSON.stringify(run.options),
-        run.status,
-        run.iterations,
-        run.startedMs,
-        run.lastSeq,
-        run.ownerPid ?? null,
-      ),
+      this.db.transaction(() => {
+        this.statements.insertRun.run(
+          run.id,
+          run.sessionId,
+          run.inferenceId,
+          run.prompt,
+          runOptions,
+          run.status,
+          run.iterations,
+          run.startedMs,
+          run.lastSeq,
+          run.ownerPid ?? null,
+        );
+        this.usage.chargeRun(run.id, run.prompt.length + runOptions.length, options);
+      })(),
     );
   }
 
@@ -136,19 +164,24 @@ export class SqliteStore implements Store {
     return row && rowToRun(row);
   }
 
-  async listRuns(sessionId: string): Promise<RunRecord[]> {
-    return (this.statements.runsOfSession.all(sessionId) as RunRow[]).map(rowToRun);
+  async listRuns(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<RunRecord[]> {
+    return (this.statements.runsOfSession.all(sessionId, page.limit ?? -1, page.offset ?? 0) as RunRow[]).map(rowToRun);
+  }
+
+  async countRuns(sessionId: string): Promise<number> {
+    return (this.statements.countRuns.get(sessionId) as { n: number }).n;
   }
 
   async reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void> {
     this.write("reopen run", () => this.statements.reopenRun.run(options.ownerPid, options.iterations, runId));
   }
 
-  async appendEvent(runId: string, event: HookboxEvent): Promise<void> {
-    this.write(`append event ${event.seq} of run ${runId}`, () => this.appendEventNow(runId, event));
+  async appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void> {
+    this.write(`append event ${event.seq} of run ${runId}`, () => this.appendEventNow(runId, event, options));
   }
 
-  private appendEventNow(runId: string, event: HookboxEvent): void {
+  private appendEventNow(runId: string, event: HookboxEvent, options?: WriteOptions): void {
+    const body = JSON.stringify(event);
     this.db.transaction(() => {
       const s = this.statements;
       const advanced = s.advanceSeq.run(event.seq, event.type === "inference-finished" ? 1 : 0, event.inferenceId, runId, event.seq - 1);
@@ -160,7 +193,8 @@ export class SqliteStore implements Store {
           { runId, seq: event.seq },
         );
       }
-      s.insertEvent.run(runId, event.seq, event.type, JSON.stringify(event));
+      this.usage.chargeRun(runId, body.length, options);
+      s.insertEvent.run(runId, event.seq, event.type, body);
       const pause = pauseChange(event);
       if (pause?.open) {
         const { pauseId, phase, deadlineMs, pending, openedMs } = pause.open;
@@ -174,26 +208,44 @@ export class SqliteStore implements Store {
     })();
   }
 
-  async listEvents(runId: string, afterSeq = 0): Promise<HookboxEvent[]> {
-    return (this.statements.listEvents.all(runId, afterSeq) as { body: string }[]).map((row) => JSON.parse(row.body) as HookboxEvent);
+  async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
+    return (await this.listEventTexts(runId, afterSeq, page)).map((row) => JSON.parse(row.json) as HookboxEvent);
   }
 
-  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn): Promise<SnapshotRecord> {
-    return this.write(`save ${phase} snapshot of run ${runId}`, () => {
-      const run = this.statements.getRun.get(runId) as RunRow | undefined;
-      if (!run) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
-      const createdMs = Date.now();
-      const row = this.statements.insertSnapshot.get(
-        runId,
-        runId,
-        phase,
-        JSON.stringify(turn),
-        run.last_seq,
-        run.iterations,
-        createdMs,
-      ) as { idx: number };
-      return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
-    });
+  async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
+    const rows: StoredEventText[] = [];
+    let bytes = 0;
+    // Rows are read one at a time, so a page stops reading at its byte bound.
+    const iterator = this.statements.listEvents.iterate(runId, afterSeq, page.limit ?? -1) as IterableIterator<EventRow>;
+    for (const row of iterator) {
+      rows.push({ seq: row.seq, type: row.type, json: row.body });
+      bytes += row.body.length;
+      if (page.maxBytes !== undefined && bytes >= page.maxBytes) break;
+    }
+    return rows;
+  }
+
+  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {
+    const text = JSON.stringify(turn);
+    return this.write(`save ${phase} snapshot of run ${runId}`, () =>
+      this.db.transaction(() => {
+        const run = this.statements.getRun.get(runId) as RunRow | undefined;
+        if (!run) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+        this.usage.chargeRun(runId, text.length, options);
+        const createdMs = Date.now();
+        const row = this.statements.insertSnapshot.get(runId, runId, phase, text, run.last_seq, run.iterations, createdMs) as {
+          idx: number;
+        };
+        return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
+      })(),
+    );
+  }
+
+  async latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined> {
+    const row = this.statements.latestSnapshot.get(runId) as SnapshotRow | undefined;
+    if (!row) return undefined;
+    const { turn: _turn, ...rest } = rowToSnapshot({ ...row, turn: "null" });
+    return { ...rest, turnJson: row.turn };
   }
 
   async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {
@@ -209,9 +261,13 @@ export class SqliteStore implements Store {
     return (this.statements.openPauses.all(runId) as PauseRow[]).map(rowToPause);
   }
 
-  async recordToolResult(runId: string, callId: string, toolUse: Block): Promise<void> {
+  async recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void> {
+    const block = JSON.stringify(toolUse);
     this.write(`record tool result ${callId} of run ${runId}`, () =>
-      this.statements.recordToolResult.run(runId, callId, JSON.stringify(toolUse)),
+      this.db.transaction(() => {
+        this.usage.chargeRun(runId, block.length, options);
+        this.statements.recordToolResult.run(runId, callId, block);
+      })(),
     );
   }
 
@@ -239,6 +295,10 @@ export class SqliteStore implements Store {
         this.markInterruptedNow(row.id, "the process running it ended while it was in flight"),
       );
     }
+  }
+
+  async tenantUsage(tenant: string): Promise<TenantUsage> {
+    return { storedBytes: this.usage.storedBytes(tenant) };
   }
 
   async close(): Promise<void> {

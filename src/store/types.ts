@@ -59,6 +59,15 @@ export interface SnapshotRecord {
   createdMs: number;
 }
 
+/** A stored event as its JSON text, for readers that pass it on (SSE) without parsing it. */
+export interface StoredEventText {
+  seq: number;
+  type: string;
+  json: string;
+}
+
+export type StoredSnapshotText = Omit<SnapshotRecord, "turn"> & { turnJson: string };
+
 export interface PauseRecord {
   pauseId: string;
   runId: string;
@@ -76,18 +85,39 @@ export interface SessionSummary {
   lastRun?: { id: string; status: StoredRunStatus; prompt: string; startedMs: number };
 }
 
+/**
+ * Options of a write that adds bytes to a tenant's stored total. With `maxTenantBytes`, a write that would
+ * take the tenant's total over it is refused with STORE_QUOTA and nothing of it is kept (the check and the
+ * write are one transaction, so concurrent writers cannot overshoot together).
+ */
+export interface WriteOptions {
+  maxTenantBytes?: number;
+}
+
+/** A bounded read: at most `limit` items, and stop after the item that reaches `maxBytes` (at least one item). */
+export interface PageOptions {
+  limit?: number;
+  maxBytes?: number;
+}
+
+/** What a tenant keeps in the store, in bytes of stored JSON text (sessions, runs, events, snapshots, tool results). */
+export interface TenantUsage {
+  storedBytes: number;
+}
+
 export interface Store {
   /** Where the data lives (a file path, or `:memory:`); named in every error. */
   readonly location: string;
 
-  createSession(session: SessionRecord): Promise<void>;
+  createSession(session: SessionRecord, options?: WriteOptions): Promise<void>;
   getSession(sessionId: string): Promise<SessionRecord | undefined>;
   listSessions(filter?: { tenant?: string }): Promise<SessionSummary[]>;
 
-  createRun(run: RunRecord): Promise<void>;
+  createRun(run: RunRecord, options?: WriteOptions): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;
-  /** Runs of a session, oldest first. */
-  listRuns(sessionId: string): Promise<RunRecord[]>;
+  /** Runs of a session, oldest first; `page` skips `offset` runs and returns at most `limit`. */
+  listRuns(sessionId: string, page?: { offset?: number; limit?: number }): Promise<RunRecord[]>;
+  countRuns(sessionId: string): Promise<number>;
   /** Marks a run live again (resume): status `running`, owned by this process, iterations as of the snapshot. */
   reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void>;
 
@@ -95,19 +125,23 @@ export interface Store {
    * Appends one event (seq must be lastSeq + 1). Keeps derived state in the same transaction:
    * `debugger.pause` opens a pause, `debugger.continue` closes it, `run-finished` sets the run's final status.
    */
-  appendEvent(runId: string, event: HookboxEvent): Promise<void>;
-  /** Events with seq > afterSeq, in order. */
-  listEvents(runId: string, afterSeq?: number): Promise<HookboxEvent[]>;
+  appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void>;
+  /** Events with seq > afterSeq, in order; one bounded page of them with `page` (read a big run page by page). */
+  listEvents(runId: string, afterSeq?: number, page?: PageOptions): Promise<HookboxEvent[]>;
+  /** The same page as stored JSON text. */
+  listEventTexts(runId: string, afterSeq?: number, page?: PageOptions): Promise<StoredEventText[]>;
 
   /** Commits a phase snapshot; lastSeq and iterations are taken from the run as committed so far. */
-  saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn): Promise<SnapshotRecord>;
+  saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord>;
   latestSnapshot(runId: string): Promise<SnapshotRecord | undefined>;
+  /** The latest snapshot with its turn as the stored JSON text: a big turn is passed on without parsing it. */
+  latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined>;
   listSnapshots(runId: string): Promise<SnapshotRecord[]>;
 
   openPauses(runId: string): Promise<PauseRecord[]>;
 
   /** The tool-result journal: a committed result is never executed again on resume. */
-  recordToolResult(runId: string, callId: string, toolUse: Block): Promise<void>;
+  recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void>;
   listToolResults(runId: string): Promise<Map<string, Block>>;
 
   /**
@@ -116,6 +150,7 @@ export interface Store {
    */
   markInterrupted(runId: string, reason: string): Promise<void>;
 
+  tenantUsage(tenant: string): Promise<TenantUsage>;
   /** The per-tenant key-value store behind ctx.kv (src/store/kv.ts). */
   readonly kv: KvStore;
 

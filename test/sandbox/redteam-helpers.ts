@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect } from "vitest";
 import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
 import type { SandboxLimits, SandboxRun, ScriptManifest } from "../../src/sandbox/api.js";
 import { beforePayload, rejection, script, toolCtx } from "./helpers.js";
+import { wallMissing } from "../helpers/wall.js";
 
 export const attackLimits: Partial<SandboxLimits> = { cpuMs: 100, wallMs: 1000, memoryMb: 32 };
 
@@ -91,6 +92,8 @@ export function redTeamPool(options: SandboxPoolOptions): {
   const pool = createSandboxPool(options);
   let good: Awaited<ReturnType<typeof victim>> | undefined;
   beforeAll(async () => {
+    // Every attack here runs against walled workers (sandbox.wall auto, bubblewrap installed).
+    expect(pool.wall, wallMissing("the red-team pool fell back to no wall")).toBe("bubblewrap");
     good = await victim(pool);
   });
   afterAll(async () => {

@@ -90,7 +90,7 @@ describe("loading", () => {
     ["anonymous middleware", `export default { middleware: [async (t, n) => n(t)] };`, "has no name"],
     ["bad onHookError", `export default { onHookError: "ignore" };`, "onHookError must be one of"],
     ["throwing top level", `throw new Error("top-level boom");`, "top-level boom"],
-    ["syntax error", `export default {`, "Expected"],
+    ["syntax error", `export default {`, "bad.ts:1:17: esbuild cannot bundle this"],
   ])("rejects a bad script: %s", async (_label, source, expected) => {
     const error = await rejection(pool.tenant("load-bad").load([script("bad", source)]));
     expect(error.code).toBe("SCRIPT_LOAD");

@@ -12,11 +12,21 @@ export interface ServeProcess {
 }
 
 /** The real `hookbox serve` on 127.0.0.1 with a free port (port 0; the URL is read from its stdout). */
-export async function startServe(options: { config: string; store: string; env?: NodeJS.ProcessEnv }): Promise<ServeProcess> {
-  const child = spawn(process.execPath, [hookboxBin, "serve", "--port", "0", "--store", options.store, "--config", options.config], {
-    cwd: repoRoot,
-    env: { ...process.env, ...options.env },
-  });
+export async function startServe(options: {
+  config: string;
+  store: string;
+  env?: NodeJS.ProcessEnv;
+  /** Node options before the script (e.g. `--import` a measuring module). */
+  nodeArgs?: string[];
+}): Promise<ServeProcess> {
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), hookboxBin, "serve", "--port", "0", "--store", options.store, "--config", options.config],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, ...options.env },
+    },
+  );
   let stdout = "";
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));

@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import { openStore, type Store } from "../../src/store/index.js";
 import { SessionManager } from "../../src/session/manager.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import type { TenantConfig } from "../../src/host/types.js";
+import type { TenantConfig, TenantRuntime } from "../../src/host/types.js";
 import { tempDir } from "../store/helpers.js";
 import { FakeRuntime, type FakeStep } from "./fake-runtime.js";
 
@@ -64,13 +64,48 @@ describe("SessionManager", () => {
     const history = runtime.requests[1].history!;
     expect(history.blocks.map((b) => b.payload.text ?? b.payload.id)).toEqual(["first", "c1", "c1", "one"]);
     const view = await manager.describe(session.id);
+    // Only the latest run carries its turn (it continues the earlier ones): the view stays bounded.
     expect(view).toMatchObject({
       status: "idle",
-      turns: [
-        { status: "completed", phase: "final" },
-        { status: "completed", phase: "final" },
-      ],
+      runs: { total: 2, offset: 0, limit: 20 },
+      turns: [{ status: "completed" }, { status: "completed", phase: "final" }],
     });
+    expect(view?.turns[0].turn).toBeUndefined();
+    expect(view?.turns[1].turn?.blocks.length).toBeGreaterThan(history.blocks.length);
+    expect(await manager.describe(session.id, { offset: 1, limit: 5 })).toMatchObject({
+      runs: { total: 2, offset: 1, limit: 5 },
+      turns: [{ phase: "final" }],
+    });
+  });
+
+  it("a run whose promise rejects (a host bug) is committed failed with HOST_FAULT, the stack kept out of it", async () => {
+    dir = tempDir("hookbox-session-");
+    store = openStore(join(dir, "store.db"));
+    const buggy: TenantRuntime = {
+      name: "acme",
+      start: (request) => ({
+        runId: request.runId!,
+        sessionId: request.sessionId,
+        inferenceId: "inf-bug",
+        events: async function* () {},
+        wait: () => Promise.reject(new Error("undefined is not a function\n    at /opt/hookbox/dist/chunk.js:1:1")),
+        cancel: () => undefined,
+        continue: () => false,
+        openApprovals: [],
+        answerApproval: () => ({ ok: false as const, code: "NOT_FOUND" as const, message: "no approvals" }),
+      }),
+    };
+    const manager = new SessionManager({ store, runtimeFor: async () => buggy });
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const handle = await session.run("go");
+    const events = await collect(manager.events(handle.runId));
+    expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "failed", errorCode: "HOST_FAULT" });
+    const reason = (events.at(-1) as { reason: string }).reason;
+    expect(reason).toContain("undefined is not a function");
+    expect(reason).not.toContain("/opt/hookbox");
+    expect(await store.getRun(handle.runId)).toMatchObject({ status: "failed", errorCode: "HOST_FAULT" });
+    // The session is free for its next run.
+    await expect(session.run("again")).resolves.toBeDefined();
   });
 
   it("refuses a second active run with SESSION_BUSY and accepts one after the first finishes", async () => {

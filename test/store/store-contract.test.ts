@@ -115,4 +115,65 @@ describe.each(stores)("%s store", (_name, open) => {
     expect(await store.getRun("r1")).toMatchObject({ status: "running", lastSeq: 3 });
     await store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }));
   });
+
+  it("reads events in bounded pages: by count and by bytes, always at least one", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    for (let seq = 1; seq <= 10; seq++) {
+      await store.appendEvent(
+        "r1",
+        event("r1", seq, { type: "log", script: "s", level: "info", message: "x".repeat(seq === 5 ? 5000 : 10) }),
+      );
+    }
+    expect((await store.listEvents("r1", 0, { limit: 3 })).map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect((await store.listEvents("r1", 3, { limit: 3 })).map((e) => e.seq)).toEqual([4, 5, 6]);
+    // The page ends with the event that reaches the byte bound.
+    expect((await store.listEvents("r1", 3, { maxBytes: 1000 })).map((e) => e.seq)).toEqual([4, 5]);
+    expect((await store.listEvents("r1", 4, { maxBytes: 1 })).map((e) => e.seq)).toEqual([5]);
+    expect((await store.listEvents("r1", 10, { limit: 5 })).map((e) => e.seq)).toEqual([]);
+    // The same page as stored text, for readers that pass it on without parsing it.
+    const texts = await store.listEventTexts("r1", 3, { maxBytes: 1000 });
+    expect(texts.map((t) => [t.seq, t.type])).toEqual([
+      [4, "log"],
+      [5, "log"],
+    ]);
+    expect(texts.map((t) => JSON.parse(t.json))).toEqual(await store.listEvents("r1", 3, { maxBytes: 1000 }));
+  });
+
+  it("pages and counts a session's runs", async () => {
+    store = open();
+    await store.createSession(session());
+    for (const id of ["r1", "r2", "r3", "r4"]) await store.createRun(run(id));
+    expect(await store.countRuns("s1")).toBe(4);
+    expect((await store.listRuns("s1", { offset: 1, limit: 2 })).map((r) => r.id)).toEqual(["r2", "r3"]);
+    expect((await store.listRuns("s1", { offset: 3 })).map((r) => r.id)).toEqual(["r4"]);
+  });
+
+  it("counts each tenant's stored bytes and refuses a write over its quota, keeping nothing of it", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createSession(session("s2", "globex"));
+    await store.createRun(run("r1", "s1"));
+    const start = (await store.tenantUsage("acme")).storedBytes;
+    expect(start).toBeGreaterThan(0);
+    const small = event("r1", 1, { type: "log", script: "s", level: "info", message: "small" });
+    await store.appendEvent("r1", small, { maxTenantBytes: start + 10_000 });
+    const afterSmall = (await store.tenantUsage("acme")).storedBytes;
+    expect(afterSmall - start).toBe(JSON.stringify(small).length);
+    const big = event("r1", 2, { type: "log", script: "s", level: "info", message: "y".repeat(20_000) });
+    await expect(store.appendEvent("r1", big, { maxTenantBytes: start + 10_000 })).rejects.toMatchObject({ code: "STORE_QUOTA" });
+    await expect(
+      store.saveSnapshot("r1", "final", turn("t", ["z".repeat(20_000)]), { maxTenantBytes: start + 10_000 }),
+    ).rejects.toMatchObject({
+      code: "STORE_QUOTA",
+    });
+    expect((await store.tenantUsage("acme")).storedBytes).toBe(afterSmall);
+    expect(await store.getRun("r1")).toMatchObject({ lastSeq: 1 });
+    expect(await store.latestSnapshot("r1")).toBeUndefined();
+    expect((await store.tenantUsage("globex")).storedBytes).toBeLessThan(start);
+    // Without a quota the same write goes through (final events are never refused).
+    await store.appendEvent("r1", big);
+    expect((await store.tenantUsage("acme")).storedBytes).toBeGreaterThan(afterSmall + 20_000);
+  });
 });

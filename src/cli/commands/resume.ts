@@ -7,23 +7,30 @@ import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type Store } from "../../store/index.js";
 import { SessionManager } from "../../session/manager.js";
 import { restoreTenantConfig } from "../../session/tenant-record.js";
-import { loadServerConfig } from "../../server/config.js";
+import { loadServerConfig, type ServerConfig } from "../../server/config.js";
+import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
 import { driveRun } from "../drive-run.js";
 
-const usage = "usage: hookbox resume --store FILE --session ID [--config FILE] [--json]";
+const usage = "usage: hookbox resume --store FILE --session ID [--config FILE] [--json] [--wall auto|required|none]";
 
 /**
  * `hookbox resume`: continues a session's interrupted run from its last committed snapshot, in this process.
  * Prints the resumed run's events (the ones after the stored interruption) and exits like `hookbox run`.
  */
 export async function resumeCommand(argv: string[]): Promise<number> {
-  let flags: { store: string; session: string; config?: string; json: boolean };
+  let flags: { store: string; session: string; config?: string; json: boolean; wall?: WallMode };
   try {
     const { values } = parseArgs({
       args: argv,
-      options: { store: { type: "string" }, session: { type: "string" }, config: { type: "string" }, json: { type: "boolean" } },
+      options: {
+        store: { type: "string" },
+        session: { type: "string" },
+        config: { type: "string" },
+        json: { type: "boolean" },
+        wall: { type: "string" },
+      },
       strict: true,
     });
     if (!values.store || !values.session) throw new HookboxError("USAGE", `--store and --session are required (${usage})`);
@@ -32,25 +39,35 @@ export async function resumeCommand(argv: string[]): Promise<number> {
       session: values.session,
       json: values.json ?? false,
       ...(values.config ? { config: values.config } : {}),
+      wall: wallModeFlag(values.wall),
     };
   } catch (error) {
     return failUsage("resume", error instanceof HookboxError ? error : new HookboxError("USAGE", `${(error as Error).message} (${usage})`));
   }
 
+  let config: ServerConfig | undefined;
   let store: Store;
   try {
+    if (flags.config) config = loadServerConfig(flags.config, { requireKeys: false });
     store = openStore(flags.store);
   } catch (error) {
     return failUsage("resume", error);
   }
-  const pool = createSandboxPool();
+  let pool;
+  try {
+    // Resumed runs get the wall the server would give them: --wall, else the config's server.wall.
+    pool = createSandboxPool({ wall: flags.wall ?? config?.wall });
+  } catch (error) {
+    await store.close();
+    return failUsage("resume", error);
+  }
   let manager: SessionManager | undefined;
   try {
     const record = await store.getSession(flags.session);
     if (!record) return failUsage("resume", new HookboxError("NOT_FOUND", `no session ${flags.session} in store ${flags.store}`));
     let override: Partial<TenantConfig> | undefined;
-    if (flags.config) {
-      const tenant = loadServerConfig(flags.config, { requireKeys: false }).tenants.find((t) => t.config.name === record.tenant);
+    if (config) {
+      const tenant = config.tenants.find((t) => t.config.name === record.tenant);
       if (!tenant)
         return failUsage(
           "resume",

@@ -39,7 +39,13 @@ export async function runCommand(argv: string[]): Promise<number> {
   } catch (error) {
     return failUsage("run", error);
   }
-  const pool = createSandboxPool();
+  let pool;
+  try {
+    pool = createSandboxPool({ wall: flags.wall });
+  } catch (error) {
+    await store?.close();
+    return failUsage("run", error);
+  }
   try {
     let runtime: TenantRuntime;
     try {

@@ -8,12 +8,13 @@ import { loadServerConfig } from "../../server/config.js";
 import { startServer } from "../../server/server.js";
 import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
+import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 
-const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS]";
+const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS] [--wall auto|required|none]";
 
 /** `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests. */
 export async function serveCommand(argv: string[]): Promise<number> {
-  let flags: { port: number; store: string; config: string; host?: string };
+  let flags: ServeFlags;
   try {
     flags = parseServeFlags(argv);
   } catch (error) {
@@ -31,7 +32,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
   } catch (error) {
     return failUsage("serve", error);
   }
-  const pool = createSandboxPool();
+  let pool;
+  try {
+    pool = createSandboxPool({
+      wall: flags.wall ?? config.wall,
+      ...(config.idleMs !== undefined ? { idleMs: config.idleMs } : {}),
+      ...(config.maxLiveIsolates !== undefined ? { maxLiveIsolates: config.maxLiveIsolates } : {}),
+    });
+  } catch (error) {
+    await store.close();
+    return failUsage("serve", error);
+  }
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
     await closePool(pool);
@@ -62,6 +73,13 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return failUsage("serve", error);
   }
   process.stdout.write(`hookbox serve: listening on ${server.url}\n`);
+  // The last net: each run's promise chain handles its own failures (src/session/live-runs.ts), so a rejection
+  // that still escapes is a host bug. It is logged, once, and the server goes on serving every tenant.
+  const onStrayRejection = (reason: unknown) =>
+    process.stderr.write(
+      `hookbox serve: unhandled rejection (a host bug; the server keeps running): ${(reason as Error)?.stack ?? String(reason)}\n`,
+    );
+  process.on("unhandledRejection", onStrayRejection);
 
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
@@ -72,16 +90,32 @@ export async function serveCommand(argv: string[]): Promise<number> {
   );
   await server.drain();
   await shutdown();
+  process.off("unhandledRejection", onStrayRejection);
   process.stderr.write("hookbox serve: stopped\n");
   return 0;
 }
 
-function parseServeFlags(argv: string[]): { port: number; store: string; config: string; host?: string } {
+interface ServeFlags {
+  port: number;
+  store: string;
+  config: string;
+  host?: string;
+  /** Overrides the config's server.wall. */
+  wall?: WallMode;
+}
+
+function parseServeFlags(argv: string[]): ServeFlags {
   let values;
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { port: { type: "string" }, store: { type: "string" }, config: { type: "string" }, host: { type: "string" } },
+      options: {
+        port: { type: "string" },
+        store: { type: "string" },
+        config: { type: "string" },
+        host: { type: "string" },
+        wall: { type: "string" },
+      },
       strict: true,
       allowPositionals: false,
     }));
@@ -94,5 +128,11 @@ function parseServeFlags(argv: string[]): { port: number; store: string; config:
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new HookboxError("USAGE", `--port ${values.port}: expected an integer from 0 to 65535`);
-  return { port, store: values.store!, config: values.config!, ...(values.host ? { host: values.host } : {}) };
+  return {
+    port,
+    store: values.store!,
+    config: values.config!,
+    ...(values.host ? { host: values.host } : {}),
+    wall: wallModeFlag(values.wall),
+  };
 }

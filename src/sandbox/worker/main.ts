@@ -19,6 +19,10 @@ import { watchParent } from "./parent-watch.js";
 import { ScriptContext } from "./script-context.js";
 import { PollPolicy } from "../poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
+import { closeInheritedFds } from "../wall/inherited-fds.js";
+
+// Before anything else: descriptors the host holds without close-on-exec must not stay open in here.
+closeInheritedFds();
 
 const RUNTIME_HASH = "hookbox-runtime";
 const code = new CodeCache();
@@ -207,6 +211,7 @@ function onMessage(message: HostMessage): void {
       tenants.get(message.tenant)?.dispose();
       tenants.delete(message.tenant);
       tenantLimits.delete(message.tenant);
+      limiters.delete(message.tenant);
       return;
   }
   const startedAt = performance.now();
@@ -228,6 +233,7 @@ function onMessage(message: HostMessage): void {
   reply.outcomes = sink.outcomes;
   reply.logs = sink.logs;
   reply.rssBytes = currentRss();
+  reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;
   writeFrame(pipe, encodeFrame(reply));
   repliedAt = performance.now();

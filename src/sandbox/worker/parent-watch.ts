@@ -13,11 +13,14 @@ setInterval(() => {
 `;
 
 export function watchParent(intervalMs = 200): void {
+  process.on("disconnect", () => process.kill(process.pid, "SIGKILL"));
+  // Inside the second wall, Node's permission model allows no threads: bwrap's --die-with-parent ties this
+  // process to the host instead (and its parent is the sandbox's init, not the host).
+  if (process.permission?.has("worker") === false) return;
   const watcher = new Worker(WATCH_SOURCE, {
     eval: true,
     workerData: { parentPid: process.ppid, selfPid: process.pid, intervalMs },
     resourceLimits: { maxOldGenerationSizeMb: 8, maxYoungGenerationSizeMb: 2 },
   });
   watcher.unref();
-  process.on("disconnect", () => process.kill(process.pid, "SIGKILL"));
 }
