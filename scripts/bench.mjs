@@ -76,6 +76,14 @@ async function realLoopThroughput() {
   return measureLoopToolCallsPerSecond({ dist: join(root, "dist") });
 }
 
+/** replay_calls_per_s: 10,000 recorded calls re-evaluated (scripts/bench/replay.mjs). */
+async function replayThroughput() {
+  const { measureReplayCallsPerSecond } = await import("./bench/replay.mjs");
+  const measured = await measureReplayCallsPerSecond({ dist: join(root, "dist") });
+  log(`replay: ${measured.calls} calls in ${round(measured.seconds, 2)} s`);
+  return measured.callsPerSecond;
+}
+
 /**
  * A minimal stand-in for the tool loop (fallback when the real loop cannot run): 8 concurrent runs, each tool call = beforeToolCall + the
  * script's tool + afterToolCall through the sandbox. Swap for the real loop when it exists.
@@ -280,6 +288,8 @@ const attack = await underAttack();
 log("tenants apart (scripts/bench/tenancy.mjs)...");
 const { measureTenancy } = await import("./bench/tenancy.mjs");
 const tenancy = await measureTenancy({ dist: join(root, "dist") });
+log("replay of recorded calls...");
+const replayPerSecond = await replayThroughput();
 log("HTTP server and store (scripts/bench-server.mjs)...");
 const server = serverFigures();
 
@@ -298,6 +308,7 @@ const results = {
   ...tenancy,
   node_version: process.version,
   mass_tenant_failures: massFailures.count,
+  replay_calls_per_s: Math.round(replayPerSecond),
   ...server,
 };
 log(`done in ${round((performance.now() - started) / 1000, 1)} s`);
@@ -314,6 +325,7 @@ if (json) {
     victim_hook_p99_ms_under_attack: "<= 5",
     rss_10k_tenants_mb: "<= 3000",
     cold_start_after_evict_ms_p50: "<= 3",
+    replay_calls_per_s: ">= 1000 (10,000 calls in < 10 s)",
   };
   console.log(
     `hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`,

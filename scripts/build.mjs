@@ -49,6 +49,8 @@ await Promise.all([
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/worker/main.ts")], outfile: join(root, "dist/sandbox-worker.js") }),
   // Started through the same launcher as the workers, it reports what code inside can do (hookbox doctor).
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/wall/probe-inside.ts")], outfile: join(root, "dist/wall-probe.js") }),
+  // Uploaded scripts are type-checked in a worker thread with its own heap limit and a deadline.
+  build({ ...nodeCommon, entryPoints: [join(root, "src/check/check-worker.ts")], outfile: join(root, "dist/check-worker.js") }),
   build({
     entryPoints: [join(root, "runtime/bootstrap.ts")],
     outfile: join(root, "dist/runtime.js"),

@@ -45,7 +45,9 @@ export type HostErrorCode =
   /** A bug in the host itself surfaced in this run; the run fails, the host goes on. */
   | "HOST_FAULT"
   /** The sandbox wall was required and cannot be had on this machine. */
-  | "WALL_UNAVAILABLE";
+  | "WALL_UNAVAILABLE"
+  /** An uploaded script version failed bundling, its type check or its trial load. */
+  | "SCRIPT_INVALID";
 
 export interface SerializedError {
   code: string;

@@ -74,3 +74,7 @@ export { HookboxError, isHookboxError, type HostErrorCode, type SerializedError 
 export type { Turn, Block } from "./turns/turn.js";
 export type { Json, JsonObject } from "./turns/json.js";
 export * from "./turns/keys.gen.js";
+
+// Policy lifecycle: replay of recorded hook calls (docs/policy-lifecycle.md).
+export { replay, loadReplayScripts, type ReplayChange, type ReplaySummary, type ReplayScripts } from "./policy/replay.js";
+export type { ScriptVersionRecord, DeploymentRecord, RunDeployment, HookCallRecord, RunFilter } from "./store/index.js";

@@ -46,9 +46,11 @@ export function typeCheck(
   rootNames: string[],
   overlay: ReadonlyMap<string, string> = new Map(),
   options = scriptCompilerOptions(),
+  confine?: (file: string) => boolean,
 ): ScriptDiagnostic[] {
   const hookboxDts = (options.paths?.hookbox?.[0] ?? "").replace(/\\/g, "/");
-  const first = ts.createProgram({ rootNames, options, host: overlayHost(options, overlay) });
+  const overlayHost = (files: ReadonlyMap<string, string>) => confinedHost(hostWithOverlay(options, files), files, confine);
+  const first = ts.createProgram({ rootNames, options, host: overlayHost(overlay) });
   const checker = first.getTypeChecker();
   const annotated = new Map(overlay);
   const insertionsByFile = new Map<string, Insertion[]>();
@@ -60,7 +62,7 @@ export function typeCheck(
     annotated.set(source.fileName, applyInsertions(source.text, insertions));
   }
   if (insertionsByFile.size === 0) return ts.getPreEmitDiagnostics(first).map((diagnostic) => toScriptDiagnostic(diagnostic));
-  const second = ts.createProgram({ rootNames, options, host: overlayHost(options, annotated), oldProgram: first });
+  const second = ts.createProgram({ rootNames, options, host: overlayHost(annotated), oldProgram: first });
   return ts.getPreEmitDiagnostics(second).map((diagnostic) => {
     const insertions = diagnostic.file && insertionsByFile.get(diagnostic.file.fileName);
     const original = insertions ? first.getSourceFile(diagnostic.file!.fileName) : undefined;
@@ -69,7 +71,25 @@ export function typeCheck(
   });
 }
 
-function overlayHost(options: ts.CompilerOptions, overlay: ReadonlyMap<string, string>): ts.CompilerHost {
+/**
+ * With `confine`, the compiler sees only the overlay and the files `confine` admits (the standard library,
+ * the hookbox types): an uploaded script cannot make the checker read, or reveal, anything else on the host.
+ */
+function confinedHost(host: ts.CompilerHost, overlay: ReadonlyMap<string, string>, confine?: (file: string) => boolean): ts.CompilerHost {
+  if (confine === undefined) return host;
+  const admitted = (file: string) => overlay.has(file) || confine(file);
+  const { fileExists, readFile, getSourceFile } = host;
+  host.fileExists = (file) => admitted(file) && fileExists.call(host, file);
+  host.readFile = (file) => (admitted(file) ? readFile.call(host, file) : undefined);
+  host.getSourceFile = (file, language, onError, create) =>
+    admitted(file) ? getSourceFile.call(host, file, language, onError, create) : undefined;
+  host.directoryExists = (dir) => [...overlay.keys()].some((file) => file.startsWith(`${dir.replace(/\/$/, "")}/`));
+  host.getDirectories = () => [];
+  host.realpath = (file) => file;
+  return host;
+}
+
+function hostWithOverlay(options: ts.CompilerOptions, overlay: ReadonlyMap<string, string>): ts.CompilerHost {
   const host = ts.createCompilerHost(options, true);
   if (overlay.size === 0) return host;
   const { fileExists, readFile, getSourceFile } = host;

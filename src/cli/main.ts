@@ -12,6 +12,7 @@ const commands: Record<string, () => Promise<Command>> = {
   sessions: async () => (await import("./commands/sessions.js")).sessionsCommand,
   serve: async () => (await import("./commands/serve.js")).serveCommand,
   doctor: async () => (await import("./commands/doctor.js")).doctorCommand,
+  replay: async () => (await import("./commands/replay.js")).replayCommand,
 };
 
 const usage = `usage: hookbox <command> [options]
@@ -23,7 +24,9 @@ commands:
   resume --store FILE --session ID          continue an interrupted run
   sessions --store FILE                     list stored sessions
   serve --port N --store FILE --config FILE the multi-tenant HTTP server
-  doctor [--json]                           check the sandbox's second wall on this host`;
+  doctor [--json]                           check the sandbox's second wall on this host
+
+  replay --store FILE --scripts FILE...     re-evaluate scripts' hooks against recorded runs`;
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;

@@ -19,7 +19,19 @@ export type EventBody =
   | { type: "inference-started"; iteration: number }
   | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
   /** `callId` names the tool call; run hooks (beforeRun, beforeFinish) have none. */
-  | { type: "hook-decision"; hook: string; script: string; callId?: string; decision: JsonObject }
+  | {
+      type: "hook-decision";
+      hook: string;
+      script: string;
+      callId?: string;
+      decision: JsonObject;
+      /** The script's version when it came from a deployment. */
+      version?: number;
+      /** The script's bundle hash (every sandboxed script). */
+      bundleHash?: string;
+      /** A shadow script's decision: recorded, never enforced. */
+      shadow?: true;
+    }
   | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
   | {
       type: "tool-finished";

@@ -4,7 +4,15 @@ import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
 import { PayloadKeys } from "../turns/keys.gen.js";
-import type { SandboxPool, SandboxRun, ScriptManifest, TenantSandbox } from "../sandbox/api.js";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  type SandboxPool,
+  type SandboxRun,
+  type ScriptManifest,
+  type ScriptSource,
+  type TenantSandbox,
+} from "../sandbox/api.js";
+import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
 import { startLoop, type LoopComponents } from "../loop/loop.js";
 import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
@@ -36,6 +44,17 @@ export interface TenantRuntimeExtras {
   kv?: KvStore;
   /** The model ctx.model.generate calls; overrides `config.capabilities.guardModel`. */
   guardModel?: LanguageModelV4 | (() => LanguageModelV4);
+  /** Scripts from a deployment (src/policy/deployment-runtime.ts): versions, shadows, a sandbox of their own. */
+  deployment?: DeploymentScripts;
+}
+
+export interface DeploymentScripts {
+  record: RunDeployment;
+  /** The sandbox the deployment's scripts load in (one per deployment: two versions of a script never share one). */
+  sandboxTenant: string;
+  /** Version of each of `config.scripts`, in order. */
+  versions: number[];
+  shadow?: { sources: ScriptSource[]; versions: number[]; sandboxTenant: string };
 }
 
 /**
@@ -55,12 +74,18 @@ export async function createTenantRuntime(
     hooks: [...fromModule.hooks, ...(extras.host?.hooks ?? [])],
     middleware: [...fromModule.middleware, ...(extras.host?.middleware ?? [])],
   };
-  const sandbox: TenantSandbox | undefined = config.scripts.length
-    ? pool.tenant(config.name, config.limits, config.isolation ? { isolation: config.isolation } : undefined)
-    : undefined;
+  const deployment = extras.deployment;
+  const sandboxTenant = deployment?.sandboxTenant ?? config.name;
+  const isolation = config.isolation ? { isolation: config.isolation } : undefined;
+  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(sandboxTenant, config.limits, isolation) : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
   buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run
+  const shadow = deployment?.shadow?.sources.length ? deployment.shadow : undefined;
+  const shadowSandbox = shadow && pool.tenant(shadow.sandboxTenant, config.limits, isolation);
+  const shadowManifests = shadowSandbox ? await shadowSandbox.load(shadow.sources) : [];
+  // At the run's end, shadow chains in flight get at most their own wall limit per shadow script, plus a margin.
+  const shadowWaitMs = (config.limits?.wallMs ?? DEFAULT_SANDBOX_LIMITS.wallMs) * shadowManifests.length + 1000;
   const capabilities = new TenantCapabilities({
     tenant: config.name,
     grants: config.capabilities,
@@ -83,15 +108,26 @@ export async function createTenantRuntime(
             })
           : undefined;
       const registry = buildRegistry(host, manifests, schemas, run);
+      const shadowRun =
+        shadowSandbox && (await shadowSandbox.openRun({ runId: `${runId}~shadow`, scripts: shadowManifests }).catch(() => undefined));
       return {
+        ...(shadowRun
+          ? {
+              shadow: {
+                hooks: shadowManifests.map((m, i) => scriptHookProvider(m, shadowRun, shadow!.versions[i])),
+                waitMs: shadowWaitMs,
+              },
+            }
+          : {}),
         registry,
         middleware: [
           ...host.middleware.map(hostMiddleware),
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
         ],
-        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m) => scriptHookProvider(m, run!))],
+        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m, i) => scriptHookProvider(m, run!, deployment?.versions[i]))],
         close: async () => {
           granted.close();
+          await shadowRun?.close().catch(() => undefined);
           await run?.close();
         },
       };
@@ -99,6 +135,7 @@ export async function createTenantRuntime(
 
   return {
     name: config.name,
+    ...(deployment ? { deployment: deployment.record } : {}),
     start(request: StartRunRequest): RunHandle {
       const options = mergeRunOptions(config.runDefaults, request.options);
       const runId = request.runId ?? newId("run");

@@ -6,6 +6,8 @@ import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
 import type { CapabilityGrants } from "../capabilities/grants.js";
 import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { RunBudgets } from "../loop/run-budget.js";
+import type { ChainVerdict } from "../loop/verdict.js";
+import type { RunDeployment } from "../store/policy-types.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -50,6 +52,8 @@ export interface RunPersistence {
   onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
   /** Called for every event, in seq order, before it is delivered to readers. */
   onEvent(event: HookboxEvent): void;
+  /** Called once per hook chain evaluation, active or shadow (what replay and the shadow report read). */
+  onHookCall?(verdict: ChainVerdict): void;
   /**
    * Tool results committed so far, by the call's tool_call block id (model call ids repeat across
    * responses): on resume these calls are not executed again.
@@ -96,5 +100,7 @@ export interface TenantConfig {
 
 export interface TenantRuntime {
   readonly name: string;
+  /** The deployment whose script versions this runtime runs (recorded on each run it starts). */
+  readonly deployment?: RunDeployment;
   start(request: StartRunRequest): RunHandle;
 }

@@ -4,14 +4,16 @@ import type {
   BeforeFinishPayload,
   BeforeRunPayload,
   BeforeToolCallPayload,
+  HookPayload,
   OnToolErrorPayload,
   ToolErrorInfo,
 } from "../contracts/context.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
-import type { EventLog } from "./event-log.js";
+import type { EventBody } from "../events/types.js";
 import type { HookProvider } from "./hook-provider.js";
 import type { Approvals } from "./approvals.js";
+import { toolHookVerdict, type ChainVerdict, type Trace, type Verdict } from "./verdict.js";
 
 export type BeforeOutcome =
   | { kind: "proceed"; args: JsonObject }
@@ -36,6 +38,17 @@ export type FinishOutcome =
   | { kind: "abort"; reason: string; errorCode?: string }
   | { kind: "failed"; reason: string; errorCode: string };
 
+export interface HookChainOptions {
+  /** Answers `ask` decisions; without it an ask ends the chain (shadow chains, replay). */
+  approvals?: Approvals;
+  /** A shadow chain: its decisions are `hook-decision {shadow: true}` events, and it writes no logs. */
+  shadow?: boolean;
+  /** Called once per tool-call hook chain evaluation (recording for replay and the shadow report). */
+  onVerdict?(verdict: ChainVerdict): void;
+  /** Shadow hooks given every tool-call hook payload this chain is given; what they decide never reaches the run. */
+  shadowHooks?: { observe(hook: HookName, payload: HookPayload): void };
+}
+
 /** What a failing hook leads to, by its script's onHookError policy. */
 type HookFailure =
   { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
@@ -43,7 +56,8 @@ type HookFailure =
 /**
  * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the
  * previous one's arguments or result); the first terminal decision ends the chain for that call.
- * Every decision, including "no opinion" and hook failures, becomes a hook-decision event.
+ * Every decision, including "no opinion" and hook failures, becomes a hook-decision event carrying the
+ * script's version and bundle hash; every tool-call hook evaluation ends in one verdict (verdict.ts).
  *
  * `ask` (beforeToolCall) waits for a human right there: approved, the chain goes on with the approved
  * arguments (later hooks still run); rejected or timed out, it ends as a deny. Run hooks: beforeRun
@@ -52,12 +66,46 @@ type HookFailure =
 export class HookChain {
   constructor(
     private readonly providers: HookProvider[],
-    private readonly events: EventLog,
-    private readonly approvals?: Approvals,
+    private readonly events: { emit(body: EventBody): unknown },
+    private readonly options: HookChainOptions = {},
   ) {}
 
   /** `signal` ends an open approval of this call when its batch stops (another call aborted the run). */
   async beforeToolCall(payload: BeforeToolCallPayload, options: { signal?: AbortSignal } = {}): Promise<BeforeOutcome> {
+    return this.evaluated("beforeToolCall", payload, (trace) => this.before(payload, trace, options));
+  }
+
+  async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
+    return this.evaluated("afterToolCall", payload, (trace) => this.after(payload, trace));
+  }
+
+  async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
+    return this.evaluated("onToolError", payload, (trace) => this.onError(payload, trace));
+  }
+
+  /** One tool-call hook evaluation: shadows see the payload, the chain decides, its verdict is reported. */
+  private async evaluated<O extends { kind: string }>(
+    hook: "beforeToolCall" | "afterToolCall" | "onToolError",
+    payload: BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload,
+    chain: (trace: Trace) => Promise<O>,
+  ): Promise<O> {
+    this.options.shadowHooks?.observe(hook, payload);
+    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
+    const outcome = await chain(trace);
+    const verdict: Verdict = toolHookVerdict(hook, payload, outcome, trace);
+    this.options.onVerdict?.({
+      hook,
+      callId: payload.call.id,
+      attempt: payload.attempt,
+      verdict,
+      decision: trace.decision,
+      payload,
+      shadow: this.options.shadow ?? false,
+    });
+    return outcome;
+  }
+
+  private async before(payload: BeforeToolCallPayload, trace: Trace, options: { signal?: AbortSignal }): Promise<BeforeOutcome> {
     let args = payload.call.args;
     for (const provider of this.with("beforeToolCall")) {
       const current = { ...payload, call: { ...payload.call, args } };
@@ -65,22 +113,25 @@ export class HookChain {
       try {
         decision = await provider.call("beforeToolCall", current);
       } catch (error) {
-        const failure = this.fail(provider, "beforeToolCall", payload.call.id, error);
+        const failure = this.fail(provider, "beforeToolCall", payload.call.id, error, trace);
         if (failure.policy === "fail-open") continue;
         if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
         return { kind: "blocked", error: failure.error };
       }
-      this.decided(provider, "beforeToolCall", payload.call.id, decision);
+      this.decided(provider, "beforeToolCall", payload.call.id, decision, trace);
       if (!decision) continue;
       if (decision.action === "proceed") {
         if (decision.args) args = decision.args;
         continue;
       }
+      if (decision.action === "skip" || decision.action === "deny") trace.asked = false; // a later hook's own decision
       if (decision.action === "skip") return { kind: "skip", result: decision.result, reason: decision.reason };
       if (decision.action === "deny") return { kind: "deny", reason: decision.reason };
       if (decision.action === "ask") {
-        if (!this.approvals) return { kind: "deny", reason: `${provider.name} asked for an approval and nobody can answer here` };
-        const approval = await this.approvals.ask({
+        trace.asked = true;
+        const approvals = this.options.approvals;
+        if (!approvals) return { kind: "deny", reason: `${provider.name} asked for an approval and nobody can answer here` };
+        const approval = await approvals.ask({
           callId: payload.call.id,
           name: payload.call.name,
           args,
@@ -149,20 +200,20 @@ export class HookChain {
     return { kind: "finish" };
   }
 
-  async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
+  private async after(payload: AfterToolCallPayload, trace: Trace): Promise<AfterOutcome> {
     let { result, error } = payload;
     for (const provider of this.with("afterToolCall")) {
       let decision;
       try {
         decision = await provider.call("afterToolCall", { ...payload, result, error });
       } catch (failure) {
-        const outcome = this.fail(provider, "afterToolCall", payload.call.id, failure);
+        const outcome = this.fail(provider, "afterToolCall", payload.call.id, failure, trace);
         if (outcome.policy === "fail-open") continue;
         if (outcome.policy === "abort-run") return { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode };
         // fail-closed: the result is withheld and the model sees an error instead
         return { kind: "apply", result: undefined, error: { ...outcome.error, message: `result withheld: ${outcome.error.message}` } };
       }
-      this.decided(provider, "afterToolCall", payload.call.id, decision);
+      this.decided(provider, "afterToolCall", payload.call.id, decision, trace);
       if (!decision) continue;
       if ("action" in decision) return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
       if (decision.result !== undefined) result = decision.result;
@@ -172,19 +223,19 @@ export class HookChain {
     return { kind: "apply", result, error };
   }
 
-  async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
+  private async onError(payload: OnToolErrorPayload, trace: Trace): Promise<ErrorOutcome> {
     let retry: Extract<ErrorOutcome, { kind: "retry" }> | undefined;
     for (const provider of this.with("onToolError")) {
       let decision;
       try {
         decision = await provider.call("onToolError", { ...payload, call: { ...payload.call, args: retry?.args ?? payload.call.args } });
       } catch (failure) {
-        const outcome = this.fail(provider, "onToolError", payload.call.id, failure);
+        const outcome = this.fail(provider, "onToolError", payload.call.id, failure, trace);
         if (outcome.policy === "fail-open") continue;
         if (outcome.policy === "abort-run") return { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode };
         return { kind: "fail" }; // fail-closed: no retry
       }
-      this.decided(provider, "onToolError", payload.call.id, decision);
+      this.decided(provider, "onToolError", payload.call.id, decision, trace);
       if (!decision) continue;
       if (decision.action === "retry") {
         retry = { kind: "retry", backoffMs: Math.max(retry?.backoffMs ?? 0, decision.backoffMs ?? 0), args: decision.args ?? retry?.args };
@@ -200,27 +251,35 @@ export class HookChain {
     return this.providers.filter((p) => p.has(hook));
   }
 
-  private decided(provider: HookProvider, hook: HookName, callId: string | undefined, decision: unknown): void {
-    const shown = decision === undefined ? { action: "none" } : (decision as JsonObject);
-    this.events.emit({ type: "hook-decision", hook, script: provider.name, ...(callId !== undefined ? { callId } : {}), decision: shown });
+  private decided(provider: HookProvider, hook: HookName, callId: string | undefined, decision: unknown, trace?: Trace): void {
+    this.emitDecision(provider, hook, callId, decision === undefined ? { action: "none" } : (decision as JsonObject), trace);
   }
 
-  private fail(provider: HookProvider, hook: HookName, callId: string | undefined, error: unknown): HookFailure {
-    const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
-    const raw = error instanceof Error ? error.message : String(error);
-    const message = raw.includes(hook) ? raw : `${provider.name}: ${hook} failed: ${raw}`;
-    const policy = provider.onHookError;
+  private emitDecision(provider: HookProvider, hook: HookName, callId: string | undefined, decision: JsonObject, trace?: Trace): void {
+    if (trace) trace.decision = decision;
     this.events.emit({
       type: "hook-decision",
       hook,
       script: provider.name,
       ...(callId !== undefined ? { callId } : {}),
-      decision: { action: "error", code, message, policy },
+      decision,
+      ...(provider.version !== undefined ? { version: provider.version } : {}),
+      ...(provider.bundleHash !== undefined ? { bundleHash: provider.bundleHash } : {}),
+      ...(this.options.shadow ? { shadow: true as const } : {}),
     });
+  }
+
+  private fail(provider: HookProvider, hook: HookName, callId: string | undefined, error: unknown, trace?: Trace): HookFailure {
+    const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
+    const raw = error instanceof Error ? error.message : String(error);
+    const message = raw.includes(hook) ? raw : `${provider.name}: ${hook} failed: ${raw}`;
+    const policy = provider.onHookError;
+    this.emitDecision(provider, hook, callId, { action: "error", code, message, policy }, trace);
     if (policy === "fail-open") {
-      this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
+      if (!this.options.shadow) this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
       return { policy };
     }
+    if (trace) trace.failed = true;
     if (policy === "abort-run") return { policy, reason: message, errorCode: code };
     return { policy, error: { message, code } };
   }

@@ -22,6 +22,9 @@ export interface HookProvider {
   name: string;
   origin: ToolOrigin;
   onHookError: OnHookError;
+  /** Provenance, on every hook-decision: the script version (when it came from a deployment) and its bundle hash. */
+  version?: number;
+  bundleHash?: string;
   has(hook: HookName): boolean;
   call<H extends HookName>(hook: H, payload: HookPayload): Promise<HookReturns[H]>;
 }
@@ -59,12 +62,14 @@ export function hostHookProvider(hooks: HostHooks): HookProvider {
   };
 }
 
-export function scriptHookProvider(manifest: ScriptManifest, run: SandboxRun): HookProvider {
+export function scriptHookProvider(manifest: ScriptManifest, run: SandboxRun, version?: number): HookProvider {
   const hooks = new Set(manifest.hooks);
   return {
     name: manifest.name,
     origin: "script",
     onHookError: manifest.onHookError,
+    bundleHash: manifest.bundleHash,
+    ...(version !== undefined ? { version } : {}),
     has: (hook) => hooks.has(hook),
     call: (hook, payload) => run.callHook(manifest.name, hook, payload),
   };

@@ -8,6 +8,7 @@ import type { RunHandle, RunResult, SnapshotPhase } from "./handle.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
+import { ShadowHooks } from "./shadow-hooks.js";
 import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
@@ -47,6 +48,8 @@ export interface LoopComponents {
   registry: ToolRegistry;
   middleware: Middleware[];
   hooks: HookProvider[];
+  /** Shadow hooks (shadow-hooks.ts): run beside `hooks` on the same payloads, never enforced. */
+  shadow?: { hooks: HookProvider[]; waitMs: number };
   close?(): Promise<void>;
 }
 
@@ -109,6 +112,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
   let turn: Turn = structuredClone(initial);
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
+  let shadow: ShadowHooks | undefined;
   const snapshot = async (phase: SnapshotPhase) => {
     // An over-budget turn is never committed: the last snapshot within budget stays the session's history.
     meter.check();
@@ -126,6 +130,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
   });
 
   const finish = async (ending: Ending): Promise<RunResult> => {
+    await shadow?.settle(components?.shadow?.waitMs ?? 0);
     try {
       await components?.close?.();
     } catch {
@@ -185,7 +190,13 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       },
     });
     run.attachApprovals(approvals);
-    const hooks = new HookChain(components.hooks, events, approvals);
+    const onVerdict = options.persistence?.onHookCall;
+    if (components.shadow?.hooks.length) shadow = new ShadowHooks(components.shadow.hooks, events, onVerdict);
+    const hooks = new HookChain(components.hooks, events, {
+      approvals,
+      ...(onVerdict ? { onVerdict } : {}),
+      ...(shadow ? { shadowHooks: shadow } : {}),
+    });
     const finishGuard = new FinishGuard(hooks, events, limits);
     if (!options.resume) {
       const denied = await guardRunStart(turn, hooks, { ...context(), prompt: options.prompt, userContext: options.userContext });

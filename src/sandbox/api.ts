@@ -22,8 +22,19 @@ export interface SandboxLimits {
 
 export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = { memoryMb: 64, cpuMs: 200, wallMs: 5000 };
 
-/** A script to load: a file (TS or JS, relative imports and pure-JS npm deps bundled) or source text. */
-export type ScriptSource = { path: string } | { source: string; filename: string };
+/**
+ * A script to load: a file (TS or JS, relative imports and pure-JS npm deps bundled), source text, or an
+ * uploaded file map (bundled from the map alone: src/sandbox/files-bundler.ts).
+ */
+export type ScriptSource = { path: string } | { source: string; filename: string } | UploadedFiles;
+
+/** Files uploaded as one script version: relative POSIX paths to source text; `entry` is one of them. */
+export interface UploadedFiles {
+  files: Record<string, string>;
+  entry: string;
+  /** How messages name the script (e.g. `policy@v3`). */
+  label: string;
+}
 
 export type OnHookError = "fail-closed" | "fail-open" | "abort-run";
 
@@ -64,6 +75,8 @@ export interface TenantSandboxOptions {
 export interface SandboxPool {
   /** The sandbox of one tenant (created on first use; the same object afterwards; given options update it). */
   tenant(name: string, limits?: Partial<SandboxLimits>, options?: TenantSandboxOptions): TenantSandbox;
+  /** Forgets a tenant's sandbox and disposes its isolate (a throwaway one, e.g. for checking an upload). */
+  drop?(name: string): void;
   close(): Promise<void>;
 }
 

@@ -49,7 +49,7 @@ export const IMPORTABLE_EXTENSIONS = Object.keys(LOADERS);
 const KERNEL_DIRS = ["/proc", "/dev", "/sys"];
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-const builtinFilter = new RegExp(
+export const builtinFilter = new RegExp(
   `^(node:.*|(${builtinModules
     .filter((name) => !name.startsWith("_"))
     .map(escapeRegExp)

@@ -3,6 +3,7 @@ import { lstatSync, realpathSync } from "node:fs";
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { context, type BuildOptions, type BuildResult, type Message } from "esbuild";
 import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type BundleBounds, type InputIdentity } from "./bundle-guard.js";
+import { bundleUploadedFiles } from "./files-bundler.js";
 import { HookboxError } from "../errors.js";
 import type { ScriptSource } from "./api.js";
 import { SourceMap, type RawSourceMap } from "./source-map.js";
@@ -32,6 +33,26 @@ interface CacheEntry {
 }
 
 const cache = new Map<string, CacheEntry>();
+
+export { builtinFilter } from "./bundle-guard.js";
+
+/** esbuild options every sandbox bundle is built with (from files on disk or an uploaded file map). */
+export const sandboxBuildOptions = {
+  bundle: true,
+  write: false,
+  format: "iife",
+  globalName: "__hookboxScript",
+  platform: "neutral",
+  target: "es2022",
+  sourcemap: "external",
+  sourcesContent: false,
+  metafile: true,
+  logLevel: "silent",
+  legalComments: "none",
+  // Fixed here: a tsconfig.json shipped beside the script (paths, baseUrl) must not steer resolution.
+  tsconfigRaw: {},
+  define: { "process.env.NODE_ENV": '"production"' },
+} as const satisfies BuildOptions;
 const byFilename = new Map<string, Bundle>();
 
 /**
@@ -114,6 +135,7 @@ async function runEsbuild(options: BuildOptions, timeoutMs: number): Promise<Bui
  * content hash for source text) and revalidated against the input files.
  */
 export async function bundleScript(source: ScriptSource, bounds: BundleBounds = DEFAULT_BUNDLE_BOUNDS): Promise<Bundle> {
+  if ("files" in source) return bundleUploadedFiles(source);
   const isPath = "path" in source;
   const entry = resolve(isPath ? source.path : source.filename);
   const key = isPath ? `path:${entry}` : `source:${createHash("sha256").update(entry).update("\0").update(source.source).digest("hex")}`;
@@ -144,21 +166,8 @@ export async function bundleScript(source: ScriptSource, bounds: BundleBounds = 
             }),
         absWorkingDir: root,
         outfile: join(root, "__hookbox_bundle.js"),
-        bundle: true,
-        write: false,
-        format: "iife",
-        globalName: "__hookboxScript",
-        platform: "neutral",
+        ...sandboxBuildOptions,
         mainFields: ["module", "main"],
-        target: "es2022",
-        sourcemap: "external",
-        sourcesContent: false,
-        metafile: true,
-        logLevel: "silent",
-        legalComments: "none",
-        // Fixed here: a tsconfig.json shipped beside the script (paths, baseUrl) must not steer resolution.
-        tsconfigRaw: {},
-        define: { "process.env.NODE_ENV": '"production"' },
         plugins: [guard.plugin()],
       },
       bounds.timeoutMs,
@@ -173,19 +182,25 @@ export async function bundleScript(source: ScriptSource, bounds: BundleBounds = 
   if (js.contents.byteLength > bounds.maxBundleBytes) {
     throw fail(`the bundle is ${js.contents.byteLength} bytes, over the ${bounds.maxBundleBytes}-byte limit`);
   }
+  const bundle = finishBundle({ js: js.text, map: mapFile.text, defaultName: scriptName(entry), displayPath });
+  // The files as the guard read them (source text itself is part of the cache key, not a file).
+  cache.set(key, { bundle, inputs: guard.inputs });
+  return bundle;
+}
+
+/** Wraps esbuild's iife output as the sandbox's factory and registers its source map (shared by every way of bundling). */
+export function finishBundle(output: { js: string; map: string; defaultName: string; displayPath: string }): Bundle {
   // The prefix stays on line 1 so bundle line numbers match the source map.
-  const code = `(function (__hookbox_runtime__) {${js.text}\nreturn __hookboxScript;\n})`;
+  const code = `(function (__hookbox_runtime__) {${output.js}\nreturn __hookboxScript;\n})`;
   const hash = createHash("sha256").update(code).digest("hex");
   const bundle: Bundle = {
     hash,
     filename: `bundle-${hash.slice(0, 12)}.js`,
     code,
-    defaultName: scriptName(entry),
-    displayPath,
-    map: new SourceMap(JSON.parse(mapFile.text) as RawSourceMap),
+    defaultName: output.defaultName,
+    displayPath: output.displayPath,
+    map: new SourceMap(JSON.parse(output.map) as RawSourceMap),
   };
-  // The files as the guard read them (source text itself is part of the cache key, not a file).
-  cache.set(key, { bundle, inputs: guard.inputs });
   byFilename.set(bundle.filename, bundle);
   return bundle;
 }

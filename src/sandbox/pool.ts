@@ -140,6 +140,10 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       }
       return tenant;
     },
+    drop(name: string): void {
+      tenants.get(name)?.release();
+      tenants.delete(name);
+    },
     workers(): WorkerInfo[] {
       return supervisor.workers().map((worker) => ({
         pid: launcher.nodePid(worker.child),

@@ -314,6 +314,11 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable {
     return true;
   }
 
+  /** Leaves the worker: the isolate there is disposed (pool.drop). */
+  release(): void {
+    this.detach();
+  }
+
   private detach(): void {
     const worker = this.worker;
     if (worker === undefined) return;

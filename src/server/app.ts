@@ -8,6 +8,7 @@ import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
 import { StreamCounter, streamRunEvents } from "./sse.js";
+import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
 import { openApiDocument } from "./openapi.js";
 import { approvalRoute } from "./approval-route.js";
 import { refuseAboveLimits } from "./tenant-ceilings.js";
@@ -23,13 +24,15 @@ export interface AppOptions {
   draining(): boolean;
   /** Takes host paths out of every text a tenant sees (default: none taken out). */
   redact?: Redactor;
+  /** Script versions, deployments, shadow report and replays (src/server/policy-routes.ts). */
+  policy?: Omit<PolicyServices, "tenants">;
 }
 
 /**
  * The HTTP API of docs/http-api.md (described to clients by openapi.ts). A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
-export function createApp({ config, manager, draining, redact = (text) => text }: AppOptions): Hono<Env> {
+export function createApp({ config, manager, draining, redact = (text) => text, policy }: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
   const tenants = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant]));
   const runBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.runsPerMinute)]));
@@ -167,6 +170,8 @@ export function createApp({ config, manager, draining, redact = (text) => text }
     handle.cancel("cancelled over HTTP");
     return c.json({ cancelled: true });
   });
+
+  registerPolicyRoutes(app, policy && { ...policy, tenants });
 
   return app;
 }

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { packageRoot } from "../../codegen/package-root.js";
 import { JsonSchema } from "../turns/json.js";
 import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
+import { DeployBody, ReplayBody, UploadBody } from "./policy-routes.js";
 
 /*
  * The server's OpenAPI 3.1 document, served at GET /v1/openapi.json. Request bodies are the very zod schemas
@@ -41,11 +42,16 @@ const schemas = {
   Continued: z.object({ continued: z.literal(true) }),
   ApprovalAnswered: z.object({ pauseId: z.string(), decision: z.enum(["approved", "rejected"]) }),
   Cancelled: z.object({ cancelled: z.literal(true) }),
+  UploadBody,
+  DeployBody,
+  ReplayBody,
+  VersionCreated: z.object({ name: z.string(), version: z.number(), bundleHash: z.string(), warnings: z.array(z.string()) }),
+  Deployed: z.object({ deploymentId: z.string(), number: z.number(), rollbackOf: z.string().optional() }),
 };
 type Schema = keyof typeof schemas;
 
 interface Operation {
-  method: "get" | "post";
+  method: "get" | "post" | "put";
   /** OpenAPI form: `{param}`. */
   path: string;
   summary: string;
@@ -181,7 +187,82 @@ export const operations: Operation[] = [
     summary: "Cancel a running run",
     responses: { 200: { description: "cancelled", schema: "Cancelled" }, ...errorResponses(401, 404, 409, 429) },
   },
+  ...policyOperations(),
 ];
+
+/** The policy lifecycle routes (src/server/policy-routes.ts, docs/policy-lifecycle.md), in an order a client can follow. */
+function policyOperations(): Operation[] {
+  const ref = { name: "refund-policy", version: 1 };
+  return [
+    {
+      method: "post",
+      path: "/v1/scripts",
+      summary: "Upload a script version: bundled from its files only, type-checked, loaded in a throwaway sandbox",
+      body: {
+        schema: "UploadBody",
+        example: {
+          name: "refund-policy",
+          entry: "policy.ts",
+          files: { "policy.ts": 'import { defineScript } from "hookbox";\nexport default defineScript({ hooks: {} });\n' },
+        },
+      },
+      responses: {
+        201: { description: "stored", schema: "VersionCreated" },
+        ...errorResponses(400, 401, 413, 429),
+      },
+    },
+    {
+      method: "get",
+      path: "/v1/scripts/{name}",
+      summary: "A script's versions",
+      responses: { 200: { description: "the versions", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/scripts/{name}/versions/{version}",
+      summary: "One version with its files",
+      responses: { 200: { description: "the version", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "put",
+      path: "/v1/deployment",
+      summary: "Deploy script versions (and shadow candidates); new runs use it at once",
+      body: { schema: "DeployBody", example: { scripts: [ref], shadow: [] } },
+      responses: { 200: { description: "deployed", schema: "Deployed" }, ...errorResponses(400, 401, 413, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/deployment",
+      summary: "The current deployment",
+      responses: { 200: { description: "the deployment", schema: "JsonObject" }, ...errorResponses(401, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/deployments",
+      summary: "The deployment history, oldest first",
+      responses: { 200: { description: "the history", schema: "JsonObject" }, ...errorResponses(401, 429) },
+    },
+    {
+      method: "post",
+      path: "/v1/deployment/rollback",
+      summary: "Make the deployment the current one replaced current again",
+      responses: { 200: { description: "rolled back", schema: "Deployed" }, ...errorResponses(401, 409, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/deployments/{id}/shadow-report",
+      summary: "Shadow verdicts beside the active ones over the deployment's runs",
+      responses: { 200: { description: "the report", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "post",
+      path: "/v1/replays",
+      summary: "Re-evaluate script versions against the tenant's recorded hook calls (no model, no tool)",
+      body: { schema: "ReplayBody", example: { scripts: [ref] } },
+      responses: { 200: { description: "changed calls and a summary", schema: "JsonObject" }, ...errorResponses(400, 401, 413, 429) },
+    },
+  ];
+}
 
 const ref = (name: Schema) => ({ $ref: `#/components/schemas/${name}` });
 

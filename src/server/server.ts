@@ -5,6 +5,8 @@ import type { Store } from "../store/types.js";
 import { SessionManager } from "../session/manager.js";
 import { createApp } from "./app.js";
 import { hostPathRedactor } from "./redact.js";
+import type { SandboxPool } from "../sandbox/api.js";
+import { Deployments } from "../policy/deployments.js";
 import type { ServerConfig } from "./config.js";
 
 export interface RunningServer {
@@ -21,24 +23,39 @@ export interface StartServerOptions {
   runtimes: Map<string, TenantRuntime>;
   port: number;
   host?: string;
+  /** The sandbox pool the runtimes use: with it, the policy lifecycle routes are served (versions, deployments, replays). */
+  pool?: SandboxPool;
 }
 
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
-  const { config, store, runtimes } = options;
+  const { config, store, runtimes, pool } = options;
   const quotas = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant.maxStoreBytes]));
+  const deployments =
+    pool &&
+    new Deployments({
+      store,
+      pool,
+      tenants: new Map(config.tenants.map((tenant) => [tenant.config.name, tenant.config])),
+      configRuntimes: runtimes,
+    });
   const manager = new SessionManager({
     store,
-    runtimeFor: async (tenant) => {
-      const runtime = runtimes.get(tenant);
+    runtimeFor: async (tenant, _session, run) => {
       // A stored session of a tenant no longer in the config cannot run here.
-      if (!runtime) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
-      return runtime;
+      if (!runtimes.has(tenant)) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
+      return deployments ? deployments.runtimeFor(tenant, run) : runtimes.get(tenant)!;
     },
     storeQuota: (tenant) => quotas.get(tenant),
   });
   let draining = false;
   const redact = hostPathRedactor({ storeLocation: store.location, configFile: config.file });
-  const app = createApp({ config, manager, draining: () => draining, redact });
+  const app = createApp({
+    config,
+    manager,
+    draining: () => draining,
+    redact,
+    ...(pool && deployments ? { policy: { store, pool, deployments } } : {}),
+  });
   const server: ServerType = await new Promise((resolve, reject) => {
     const instance = serve({ fetch: app.fetch, port: options.port, hostname: options.host ?? config.host }, () => resolve(instance));
     instance.once("error", reject);

@@ -34,8 +34,11 @@ export type { SessionView } from "./describe.js";
 
 export interface SessionManagerOptions {
   store: Store;
-  /** The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume). */
-  runtimeFor(tenant: string, session: SessionRecord): Promise<TenantRuntime>;
+  /**
+   * The runtime that runs this session's tenant (built once per tenant by the server; from the record by resume).
+   * `run` is given when resuming: its recorded deployment names the script versions it must go on with.
+   */
+  runtimeFor(tenant: string, session: SessionRecord, run?: RunRecord): Promise<TenantRuntime>;
   /** The tenant's store quota in bytes (none: unlimited); sessions, runs and every run write respect it. */
   storeQuota?(tenant: string): number | undefined;
 }
@@ -93,6 +96,7 @@ export class SessionManager {
           startedMs: Date.now(),
           lastSeq: 0,
           ownerPid: process.pid,
+          ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
         },
         this.quota(record.tenant),
       );
@@ -120,7 +124,7 @@ export class SessionManager {
           { sessionId, runId: run.id, status: run.status },
         );
       }
-      const runtime = await this.runtimeFor(record.tenant, record);
+      const runtime = await this.runtimeFor(record.tenant, record, run);
       const snapshot = await this.store.latestSnapshot(run.id);
       const journal = await this.store.listToolResults(run.id);
       const turn = snapshot?.turn ?? withUserMessage(await this.historyBefore(record, runs, run.id), run);

@@ -5,6 +5,8 @@ import type { RunPersistence } from "../host/types.js";
 import type { Store, WriteOptions } from "../store/types.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { RunFeed } from "./run-feed.js";
+import type { ChainVerdict } from "../loop/verdict.js";
+import type { JsonObject } from "../turns/json.js";
 
 /**
  * The RunPersistence a session hands the loop: each event is written to the store as the loop emits it
@@ -55,6 +57,20 @@ export class StoredRunPersistence implements RunPersistence {
         this.failure ??= error;
       },
     );
+  };
+
+  readonly onHookCall = (verdict: ChainVerdict): void => {
+    if (this.frozen || this.failure) return;
+    const { payload, ...rest } = verdict;
+    const written = this.store.recordHookCall({
+      runId: this.runId,
+      ...rest,
+      ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }),
+    });
+    // A shadow record that cannot be written is lost, never the run's failure; an active one fails the next snapshot.
+    written.catch((error: unknown) => {
+      if (!verdict.shadow) this.failure ??= error;
+    });
   };
 
   readonly onSnapshot = async (phase: SnapshotPhase, turn: Turn): Promise<void> => {

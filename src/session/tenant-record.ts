@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import type { TenantConfig } from "../host/types.js";
-import type { ScriptSource } from "../sandbox/api.js";
+import type { ScriptSource, UploadedFiles } from "../sandbox/api.js";
 
 /*
  * What a session records about its tenant so another process (`hookbox resume`) can rebuild the runtime:
@@ -12,15 +12,15 @@ import type { ScriptSource } from "../sandbox/api.js";
  * Host tools are trusted code and stay a path; `--config` may supply them (and the model) instead.
  */
 
-interface RecordedScript {
-  filename: string;
-  source: string;
-  sha256: string;
-}
+type RecordedScript = { filename: string; source: string; sha256: string } | UploadedFiles;
 
 export async function recordTenantConfig(config: TenantConfig): Promise<JsonObject> {
   const scripts: RecordedScript[] = [];
   for (const script of config.scripts) {
+    if ("files" in script) {
+      scripts.push(script);
+      continue;
+    }
     const { filename, source } = "path" in script ? { filename: script.path, source: await readScript(script.path, config.name) } : script;
     scripts.push({ filename, source, sha256: createHash("sha256").update(source).digest("hex") });
   }
@@ -44,7 +44,9 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (typeof record.name !== "string" || !Array.isArray(record.scripts) || !record.model) {
     throw new HookboxError("STORE", "the stored session has no usable tenant record (name, scripts, model)", {});
   }
-  const scripts: ScriptSource[] = record.scripts.map((script) => ({ source: script.source, filename: script.filename }));
+  const scripts: ScriptSource[] = record.scripts.map((script) =>
+    "files" in script ? script : { source: script.source, filename: script.filename },
+  );
   const config: TenantConfig = { name: record.name, scripts, model: record.model };
   const hostToolsModule = override?.hostToolsModule ?? record.hostToolsModule;
   if (hostToolsModule) config.hostToolsModule = hostToolsModule;

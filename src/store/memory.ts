@@ -3,6 +3,8 @@ import type { HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
+import { MemoryPolicyTables } from "./memory-policy.js";
+import { WithPolicyTables } from "./with-policy-tables.js";
 import { pauseChange } from "./pause-events.js";
 import { MemoryKv } from "./memory-kv.js";
 import type {
@@ -32,13 +34,17 @@ interface RunState {
  * The same contract as the SQLite store, kept in this process only (nothing survives it). For library
  * use without a file and as the baseline the bench compares the SQLite store against.
  */
-export class MemoryStore implements Store {
+export class MemoryStore extends WithPolicyTables implements Store {
   readonly location = ":memory:";
   readonly kv = new MemoryKv();
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
   /** Bytes of JSON text per tenant, counted as the SQLite store counts what it writes. */
   private readonly usage = new Map<string, number>();
+  protected readonly policy = new MemoryPolicyTables({
+    runs: () => [...this.runs.values()].map((state) => state.record),
+    session: (id) => this.sessions.get(id),
+  });
 
   async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
     if (this.sessions.has(session.id)) throw new HookboxError("STORE", `session ${session.id} already exists`, { sessionId: session.id });

@@ -100,6 +100,50 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 3,
+    description: "policy lifecycle: script versions, deployments, the deployment of each run, hook chain records",
+    sql: `
+      ALTER TABLE runs ADD COLUMN deployment TEXT;
+      ALTER TABLE runs ADD COLUMN deployment_id TEXT;
+      CREATE INDEX runs_by_deployment ON runs (deployment_id);
+      CREATE TABLE script_versions (
+        tenant TEXT NOT NULL,
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        files TEXT NOT NULL,
+        bundle_hash TEXT NOT NULL,
+        warnings TEXT NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (tenant, name, version)
+      ) WITHOUT ROWID;
+      CREATE TABLE deployments (
+        id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        number INTEGER NOT NULL,
+        scripts TEXT NOT NULL,
+        shadow TEXT NOT NULL,
+        from_config INTEGER NOT NULL,
+        previous_id TEXT,
+        rollback_of TEXT,
+        created_ms INTEGER NOT NULL,
+        UNIQUE (tenant, number)
+      );
+      CREATE TABLE hook_calls (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        idx INTEGER NOT NULL,
+        call_id TEXT NOT NULL,
+        hook TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        shadow INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        decision TEXT NOT NULL,
+        payload TEXT,
+        PRIMARY KEY (run_id, idx)
+      ) WITHOUT ROWID;
+    `,
+  },
+  {
+    version: 4,
     description: "ctx.kv: per-tenant JSON entries and each tenant's byte count",
     sql: `
       CREATE TABLE kv (

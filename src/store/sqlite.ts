@@ -5,6 +5,8 @@ import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
+import { SqlitePolicyTables } from "./sqlite-policy.js";
+import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
 import { pauseChange } from "./pause-events.js";
 import { SqliteKv } from "./sqlite-kv.js";
@@ -36,13 +38,15 @@ import {
 type EventRow = { seq: number; type: string; body: string };
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
-export class SqliteStore implements Store {
+export class SqliteStore extends WithPolicyTables implements Store {
   private readonly db: Database.Database;
   private readonly statements;
   readonly kv: SqliteKv;
   private readonly usage: SqliteTenantUsage;
+  protected readonly policy: SqlitePolicyTables;
 
   constructor(readonly location: string) {
+    super();
     this.db = openDatabase(location);
     const db = this.db;
     this.kv = new SqliteKv(db, location);
@@ -53,7 +57,7 @@ export class SqliteStore implements Store {
       ),
       getSession: db.prepare("SELECT * FROM sessions WHERE id = ?"),
       insertRun: db.prepare(
-        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       ),
       getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
       runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?"),
@@ -85,6 +89,7 @@ export class SqliteStore implements Store {
       listToolResults: db.prepare("SELECT call_id, block FROM tool_results WHERE run_id = ?"),
       runningRuns: db.prepare("SELECT * FROM runs WHERE status = 'running'"),
     };
+    this.policy = new SqlitePolicyTables(db, (what, action) => this.write(what, action));
     this.interruptOrphanedRuns();
   }
 
@@ -153,6 +158,8 @@ export class SqliteStore implements Store {
           run.startedMs,
           run.lastSeq,
           run.ownerPid ?? null,
+          run.deployment ? JSON.stringify(run.deployment) : null,
+          run.deployment?.id ?? null,
         );
         this.usage.chargeRun(run.id, run.prompt.length + runOptions.length, options);
       })(),

@@ -4,6 +4,7 @@ import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
 import type { KvStore } from "./kv.js";
+import type { PolicyStore, RunDeployment } from "./policy-types.js";
 
 /*
  * The durable side of sessions. Every method returns a promise so a networked store (Redis, Postgres)
@@ -44,6 +45,8 @@ export interface RunRecord {
   lastSeq: number;
   /** Process that owns a `running` run; a dead owner means the run was interrupted. */
   ownerPid?: number;
+  /** The deployment (script versions) the run started with; its resume uses the same. */
+  deployment?: RunDeployment;
 }
 
 export interface SnapshotRecord {
@@ -105,7 +108,7 @@ export interface TenantUsage {
   storedBytes: number;
 }
 
-export interface Store {
+export interface Store extends PolicyStore {
   /** Where the data lives (a file path, or `:memory:`); named in every error. */
   readonly location: string;
 

@@ -46,9 +46,15 @@ function workerOf(pool: SupervisedSandboxPool, tenant: string) {
   return workers[0]!;
 }
 
-/** The parent pid of a live process, from /proc (the worker is a real child of this process). */
+/** The parent pid of a live process, from /proc. */
 function parentOf(pid: number): number {
   return Number(/PPid:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]);
+}
+
+/** True when `pid` is `ancestor` or runs below it (a walled worker's Node runs below the bwrap this process started). */
+function descendsFrom(pid: number, ancestor: number): boolean {
+  for (let current = pid; current > 1; current = parentOf(current)) if (current === ancestor) return true;
+  return false;
 }
 
 async function until(condition: () => boolean, ms = 10_000): Promise<void> {
@@ -82,7 +88,8 @@ describe("isolation", () => {
     expect(alpha.pid).not.toBe(process.pid);
     // Real child processes, each holding exactly one tenant and (by its own count) one isolate.
     for (const worker of [alpha, beta]) {
-      expect(parentOf(worker.pid!)).toBe(process.pid);
+      expect(parentOf(worker.launchedPid!)).toBe(process.pid);
+      expect(descendsFrom(worker.pid!, worker.launchedPid!)).toBe(true);
       expect(worker).toMatchObject({ isolation: "process-per-tenant", isolates: 1 });
       expect(worker.tenants).toHaveLength(1);
     }

@@ -9,6 +9,7 @@ import { SessionManager } from "../../session/manager.js";
 import { restoreTenantConfig } from "../../session/tenant-record.js";
 import { loadServerConfig, type ServerConfig } from "../../server/config.js";
 import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
+import { Deployments } from "../../policy/deployments.js";
 import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
 import { driveRun } from "../drive-run.js";
@@ -75,14 +76,23 @@ export async function resumeCommand(argv: string[]): Promise<number> {
         );
       override = tenant.config;
     }
+    const before = (await store.listRuns(record.id)).at(-1);
     let runtime: TenantRuntime;
     try {
-      runtime = await createTenantRuntime(restoreTenantConfig(record.tenantConfig, override), pool, { kv: store.kv });
+      const config = restoreTenantConfig(record.tenantConfig, override);
+      const configRuntime = await createTenantRuntime(config, pool, { kv: store.kv });
+      // A run started from a deployment goes on with that deployment's script versions (kept in the store).
+      const deployments = new Deployments({
+        store,
+        pool,
+        tenants: new Map([[record.tenant, config]]),
+        configRuntimes: new Map([[record.tenant, configRuntime]]),
+      });
+      runtime = before ? await deployments.runtimeFor(record.tenant, before) : configRuntime;
     } catch (error) {
       return failUsage("resume", error);
     }
     manager = new SessionManager({ store, runtimeFor: async () => runtime });
-    const before = (await store.listRuns(record.id)).at(-1);
     let handle: RunHandle;
     try {
       handle = await manager.resume(record.id);

@@ -67,7 +67,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
 
   let server;
   try {
-    server = await startServer({ config, store, runtimes, port: flags.port, ...(flags.host ? { host: flags.host } : {}) });
+    server = await startServer({ config, store, runtimes, pool, port: flags.port, ...(flags.host ? { host: flags.host } : {}) });
   } catch (error) {
     await shutdown();
     return failUsage("serve", error);

@@ -1,0 +1,93 @@
+import type { JsonObject } from "../turns/json.js";
+import type { RunRecord } from "./types.js";
+
+/*
+ * What the policy lifecycle keeps (docs/policy-lifecycle.md): immutable script versions, the deployment
+ * history of each tenant, which deployment each run used, and every hook chain's payload and verdict
+ * (what replay and the shadow report read). Plain records: nothing here depends on SQLite.
+ */
+
+/** An uploaded script, immutable once stored; numbered per (tenant, name) from 1. */
+export interface ScriptVersionRecord {
+  tenant: string;
+  name: string;
+  version: number;
+  entry: string;
+  files: Record<string, string>;
+  bundleHash: string;
+  warnings: string[];
+  createdMs: number;
+}
+
+export interface ScriptRef {
+  name: string;
+  version: number;
+}
+
+export interface DeploymentRecord {
+  id: string;
+  tenant: string;
+  /** 1-based order within the tenant. */
+  number: number;
+  scripts: ScriptRef[];
+  shadow: ScriptRef[];
+  /** The tenant config's `scripts` (files of the serve config), not uploaded versions. */
+  fromConfig: boolean;
+  /** The deployment this one replaced, the target of `rollback`. */
+  previousId?: string;
+  /** Set when this deployment was made by a rollback: the deployment it rolled back. */
+  rollbackOf?: string;
+  createdMs: number;
+}
+
+/** What a run records about the scripts it runs with (so its resume runs the same ones). */
+export interface RunDeployment {
+  id: string;
+  scripts: (ScriptRef & { bundleHash: string })[];
+  shadow: (ScriptRef & { bundleHash: string })[];
+}
+
+/** One evaluation of a hook chain for one tool call: its input as given, and what the chain decided. */
+export interface HookCallRecord {
+  runId: string;
+  /** Order within the run. */
+  index: number;
+  callId: string;
+  hook: string;
+  attempt: number;
+  shadow: boolean;
+  /** The chain's verdict: proceed, rewrite, skip, deny, abort, retry, fail, default, error (src/loop/verdict.ts). */
+  verdict: string;
+  /** The last script decision of the chain (what it returned, or the error). */
+  decision: JsonObject;
+  /** The payload the chain was given (active chains only: a shadow chain sees the same one). */
+  payload?: JsonObject;
+}
+
+export interface RunFilter {
+  tenant?: string;
+  sessionIds?: string[];
+  sinceMs?: number;
+  deploymentId?: string;
+}
+
+export interface PolicyStore {
+  /** Stores a new version numbered after the last one of (tenant, name). */
+  createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord>;
+  getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined>;
+  /** Versions of one script, oldest first. */
+  listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]>;
+
+  /** Stores a deployment numbered after the tenant's last one; it becomes the tenant's current deployment. */
+  createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord>;
+  getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined>;
+  /** The tenant's deployments, oldest first; the last is the current one. */
+  listDeployments(tenant: string): Promise<DeploymentRecord[]>;
+
+  recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void>;
+  /** A run's hook chain records, in order. */
+  listHookCalls(runId: string): Promise<HookCallRecord[]>;
+
+  /** Runs matching every given filter, oldest first, with their session's tenant. */
+  findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]>;
+}

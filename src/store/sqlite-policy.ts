@@ -1,0 +1,200 @@
+import type Database from "better-sqlite3";
+import { rowToRun, type RunRow } from "./rows.js";
+import type { RunRecord } from "./types.js";
+import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+
+/* The SQLite side of PolicyStore (tables of migration 2); SqliteStore delegates to it. */
+
+interface VersionRow {
+  tenant: string;
+  name: string;
+  version: number;
+  entry: string;
+  files: string;
+  bundle_hash: string;
+  warnings: string;
+  created_ms: number;
+}
+
+interface DeploymentRow {
+  id: string;
+  tenant: string;
+  number: number;
+  scripts: string;
+  shadow: string;
+  from_config: number;
+  previous_id: string | null;
+  rollback_of: string | null;
+  created_ms: number;
+}
+
+interface HookCallRow {
+  run_id: string;
+  idx: number;
+  call_id: string;
+  hook: string;
+  attempt: number;
+  shadow: number;
+  verdict: string;
+  decision: string;
+  payload: string | null;
+}
+
+const toVersion = (row: VersionRow): ScriptVersionRecord => ({
+  tenant: row.tenant,
+  name: row.name,
+  version: row.version,
+  entry: row.entry,
+  files: JSON.parse(row.files),
+  bundleHash: row.bundle_hash,
+  warnings: JSON.parse(row.warnings),
+  createdMs: row.created_ms,
+});
+
+const toDeployment = (row: DeploymentRow): DeploymentRecord => ({
+  id: row.id,
+  tenant: row.tenant,
+  number: row.number,
+  scripts: JSON.parse(row.scripts),
+  shadow: JSON.parse(row.shadow),
+  fromConfig: row.from_config === 1,
+  ...(row.previous_id !== null ? { previousId: row.previous_id } : {}),
+  ...(row.rollback_of !== null ? { rollbackOf: row.rollback_of } : {}),
+  createdMs: row.created_ms,
+});
+
+const toHookCall = (row: HookCallRow): HookCallRecord => ({
+  runId: row.run_id,
+  index: row.idx,
+  callId: row.call_id,
+  hook: row.hook,
+  attempt: row.attempt,
+  shadow: row.shadow === 1,
+  verdict: row.verdict,
+  decision: JSON.parse(row.decision),
+  ...(row.payload !== null ? { payload: JSON.parse(row.payload) } : {}),
+});
+
+export class SqlitePolicyTables implements PolicyStore {
+  private readonly statements;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly write: <T>(what: string, action: () => T) => T,
+  ) {
+    this.statements = {
+      insertVersion: db.prepare(
+        `INSERT INTO script_versions (tenant, name, version, entry, files, bundle_hash, warnings, created_ms)
+         VALUES (?, ?, (SELECT coalesce(max(version), 0) + 1 FROM script_versions WHERE tenant = ? AND name = ?), ?, ?, ?, ?, ?)
+         RETURNING *`,
+      ),
+      getVersion: db.prepare("SELECT * FROM script_versions WHERE tenant = ? AND name = ? AND version = ?"),
+      listVersions: db.prepare("SELECT * FROM script_versions WHERE tenant = ? AND name = ? ORDER BY version"),
+      insertDeployment: db.prepare(
+        `INSERT INTO deployments (id, tenant, number, scripts, shadow, from_config, previous_id, rollback_of, created_ms)
+         VALUES (?, ?, (SELECT coalesce(max(number), 0) + 1 FROM deployments WHERE tenant = ?), ?, ?, ?, ?, ?, ?) RETURNING *`,
+      ),
+      getDeployment: db.prepare("SELECT * FROM deployments WHERE tenant = ? AND id = ?"),
+      listDeployments: db.prepare("SELECT * FROM deployments WHERE tenant = ? ORDER BY number"),
+      insertHookCall: db.prepare(
+        `INSERT INTO hook_calls (run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
+         VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM hook_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
+      ),
+      listHookCalls: db.prepare("SELECT * FROM hook_calls WHERE run_id = ? ORDER BY idx"),
+    };
+  }
+
+  async createScriptVersion(version: Omit<ScriptVersionRecord, "version">): Promise<ScriptVersionRecord> {
+    const s = this.statements;
+    return this.write(`store version of script ${version.name}`, () =>
+      toVersion(
+        s.insertVersion.get(
+          version.tenant,
+          version.name,
+          version.tenant,
+          version.name,
+          version.entry,
+          JSON.stringify(version.files),
+          version.bundleHash,
+          JSON.stringify(version.warnings),
+          version.createdMs,
+        ) as VersionRow,
+      ),
+    );
+  }
+
+  async getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined> {
+    const row = this.statements.getVersion.get(tenant, name, version) as VersionRow | undefined;
+    return row && toVersion(row);
+  }
+
+  async listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]> {
+    return (this.statements.listVersions.all(tenant, name) as VersionRow[]).map(toVersion);
+  }
+
+  async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
+    return this.write(`store deployment ${deployment.id}`, () =>
+      toDeployment(
+        this.statements.insertDeployment.get(
+          deployment.id,
+          deployment.tenant,
+          deployment.tenant,
+          JSON.stringify(deployment.scripts),
+          JSON.stringify(deployment.shadow),
+          deployment.fromConfig ? 1 : 0,
+          deployment.previousId ?? null,
+          deployment.rollbackOf ?? null,
+          deployment.createdMs,
+        ) as DeploymentRow,
+      ),
+    );
+  }
+
+  async getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined> {
+    const row = this.statements.getDeployment.get(tenant, id) as DeploymentRow | undefined;
+    return row && toDeployment(row);
+  }
+
+  async listDeployments(tenant: string): Promise<DeploymentRecord[]> {
+    return (this.statements.listDeployments.all(tenant) as DeploymentRow[]).map(toDeployment);
+  }
+
+  async recordHookCall(call: Omit<HookCallRecord, "index">): Promise<void> {
+    this.write(`record hook call ${call.hook} ${call.callId} of run ${call.runId}`, () =>
+      this.statements.insertHookCall.run(
+        call.runId,
+        call.runId,
+        call.callId,
+        call.hook,
+        call.attempt,
+        call.shadow ? 1 : 0,
+        call.verdict,
+        JSON.stringify(call.decision),
+        call.payload === undefined ? null : JSON.stringify(call.payload),
+      ),
+    );
+  }
+
+  async listHookCalls(runId: string): Promise<HookCallRecord[]> {
+    return (this.statements.listHookCalls.all(runId) as HookCallRow[]).map(toHookCall);
+  }
+
+  async findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]> {
+    const where: string[] = [];
+    const values: (string | number)[] = [];
+    if (filter.tenant !== undefined) where.push("s.tenant = ?") && values.push(filter.tenant);
+    if (filter.sinceMs !== undefined) where.push("r.started_ms >= ?") && values.push(filter.sinceMs);
+    if (filter.deploymentId !== undefined) where.push("r.deployment_id = ?") && values.push(filter.deploymentId);
+    if (filter.sessionIds !== undefined) {
+      where.push(`r.session_id IN (${filter.sessionIds.map(() => "?").join(", ") || "NULL"})`);
+      values.push(...filter.sessionIds);
+    }
+    const rows = this.db
+      .prepare(
+        `SELECT r.*, s.tenant AS tenant FROM runs r JOIN sessions s ON s.id = r.session_id
+         ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY r.started_ms, r.rowid`,
+      )
+      .all(...values) as (RunRow & { tenant: string })[];
+    return rows.map((row) => ({ ...rowToRun(row), tenant: row.tenant }));
+  }
+}

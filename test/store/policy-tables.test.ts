@@ -1,0 +1,122 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { openMemoryStore, openStore, type Store } from "../../src/store/index.js";
+import { APPLICATION_ID, MIGRATIONS } from "../../src/store/migrations.js";
+import { run, session, tempDir } from "./helpers.js";
+
+const stores: [string, () => Store][] = [
+  ["sqlite", () => openStore(join(tempDir(), "store.db"))],
+  ["memory", () => openMemoryStore()],
+];
+
+const version = (tenant: string, name: string, text: string) => ({
+  tenant,
+  name,
+  entry: "policy.ts",
+  files: { "policy.ts": text },
+  bundleHash: `hash-${text}`,
+  warnings: [],
+  createdMs: Date.now(),
+});
+
+describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
+  let store: Store;
+  afterEach(async () => store?.close());
+
+  it("numbers script versions per tenant and name from 1 and keeps them as stored", async () => {
+    store = open();
+    expect((await store.createScriptVersion(version("acme", "policy", "a"))).version).toBe(1);
+    expect((await store.createScriptVersion(version("acme", "policy", "b"))).version).toBe(2);
+    expect((await store.createScriptVersion(version("acme", "other", "c"))).version).toBe(1);
+    expect((await store.createScriptVersion(version("globex", "policy", "d"))).version).toBe(1);
+    expect((await store.getScriptVersion("acme", "policy", 2))?.files).toEqual({ "policy.ts": "b" });
+    expect(await store.getScriptVersion("globex", "policy", 2)).toBeUndefined();
+    expect((await store.listScriptVersions("acme", "policy")).map((v) => v.bundleHash)).toEqual(["hash-a", "hash-b"]);
+  });
+
+  it("keeps each tenant's deployment history in order, and runs with the deployment they used", async () => {
+    store = open();
+    const first = await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });
+    const second = await store.createDeployment({
+      id: "d2",
+      tenant: "acme",
+      scripts: [{ name: "policy", version: 1 }],
+      shadow: [{ name: "policy", version: 2 }],
+      fromConfig: false,
+      previousId: "d1",
+      createdMs: 2,
+    });
+    await store.createDeployment({ id: "g1", tenant: "globex", scripts: [], shadow: [], fromConfig: true, createdMs: 3 });
+    expect([first.number, second.number]).toEqual([1, 2]);
+    expect((await store.listDeployments("acme")).map((d) => d.id)).toEqual(["d1", "d2"]);
+    expect(await store.getDeployment("globex", "d2")).toBeUndefined();
+    expect(await store.getDeployment("acme", "d2")).toMatchObject({ previousId: "d1", fromConfig: false });
+
+    await store.createSession(session("s1", "acme"));
+    await store.createSession(session("s2", "globex"));
+    const deployment = { id: "d2", scripts: [{ name: "policy", version: 1, bundleHash: "h" }], shadow: [] };
+    await store.createRun({ ...run("r1", "s1"), deployment });
+    await store.createRun(run("r2", "s2"));
+    expect((await store.getRun("r1"))?.deployment).toEqual(deployment);
+    expect((await store.findRuns({ deploymentId: "d2" })).map((r) => [r.id, r.tenant])).toEqual([["r1", "acme"]]);
+    expect((await store.findRuns({ tenant: "globex" })).map((r) => r.id)).toEqual(["r2"]);
+    expect((await store.findRuns({ sessionIds: ["s1", "s2"], sinceMs: 0 })).map((r) => r.id).sort()).toEqual(["r1", "r2"]);
+    expect(await store.findRuns({ sinceMs: Date.now() + 60_000 })).toEqual([]);
+
+    await store.recordHookCall({
+      runId: "r1",
+      callId: "c1",
+      hook: "beforeToolCall",
+      attempt: 1,
+      shadow: false,
+      verdict: "proceed",
+      decision: {},
+      payload: { x: 1 },
+    });
+    await store.recordHookCall({
+      runId: "r1",
+      callId: "c1",
+      hook: "beforeToolCall",
+      attempt: 1,
+      shadow: true,
+      verdict: "deny",
+      decision: { action: "deny" },
+    });
+    const calls = await store.listHookCalls("r1");
+    expect(calls.map((c) => [c.index, c.shadow, c.verdict, c.payload])).toEqual([
+      [1, false, "proceed", { x: 1 }],
+      [2, true, "deny", undefined],
+    ]);
+  });
+});
+
+describe("a store made by the previous schema", () => {
+  it("opens, migrates and keeps its sessions and runs", async () => {
+    const file = join(tempDir(), "old.db");
+    const db = new Database(file);
+    db.exec(MIGRATIONS[0].sql);
+    db.pragma(`application_id = ${APPLICATION_ID}`);
+    db.pragma("user_version = 1");
+    db.prepare("INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms) VALUES ('s1', 'acme', '{}', '{}', 1)").run();
+    db.prepare(
+      "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq) VALUES ('r1', 's1', 'i', 'old run', '{}', 'completed', 1, 5, 0)",
+    ).run();
+    db.close();
+
+    const store = openStore(file);
+    try {
+      const old = await store.getRun("r1");
+      expect(old).toMatchObject({ prompt: "old run", status: "completed" });
+      expect(old?.deployment).toBeUndefined();
+      expect((await store.findRuns({ tenant: "acme" })).map((r) => r.id)).toEqual(["r1"]);
+      expect(await store.listHookCalls("r1")).toEqual([]);
+      expect((await store.createScriptVersion(version("acme", "policy", "a"))).version).toBe(1);
+    } finally {
+      await store.close();
+    }
+    const reopened = new Database(file);
+    expect(reopened.pragma("user_version", { simple: true })).toBe(MIGRATIONS.at(-1)!.version);
+    reopened.close();
+  });
+});
