@@ -35,6 +35,10 @@ export interface RunCapabilitiesOptions {
   emit: (event: CapabilityEvent) => void;
   /** Every guard call's tokens, for the run's usage. */
   onGuardUsage?: (usage: GuardUsage) => void;
+  /** Why the run may not spend more on models (its token or cost budget is used up), or undefined. */
+  guardBudgetSpent?: () => string | undefined;
+  /** Wraps each guard call in the run's trace (a span); `answered` records the model and its tokens on it. */
+  traceGuard?: <T>(model: string, work: (answered: (usage: GuardUsage) => void) => Promise<T>) => Promise<T>;
   /** Aborted when the run ends: requests in flight stop. */
   signal: AbortSignal;
   env?: NodeJS.ProcessEnv;
@@ -107,18 +111,23 @@ export class RunCapabilities implements CapabilityBroker {
     this.count("model", limits.maxModelCallsPerRun, "ctx.model.generate");
     if (this.options.guardModel === undefined)
       throw new HookboxError("CAPABILITY_DENIED", `ctx.model.generate: tenant ${this.options.tenant} has no guardModel granted`);
-    this.guard ??= this.options.guardModel();
-    event.model = this.guard.modelId;
-    const answer = await generateWithGuard(this.guard, request, {
-      timeoutMs: limits.modelTimeoutMs,
-      signal,
-      maxOutputTokens: limits.maxModelOutputTokens,
-    });
+    const spent = this.options.guardBudgetSpent?.();
+    if (spent !== undefined) throw new HookboxError("CAPABILITY_QUOTA", `ctx.model.generate: ${spent}`);
+    const guard = (this.guard ??= this.options.guardModel());
+    event.model = guard.modelId;
+    const call = (answered: (usage: GuardUsage) => void) =>
+      generateWithGuard(guard, request, { timeoutMs: limits.modelTimeoutMs, signal, maxOutputTokens: limits.maxModelOutputTokens }).then(
+        (answer) => {
+          answered({ model: guard.modelId, ...answer.usage });
+          return answer;
+        },
+      );
+    const answer = this.options.traceGuard ? await this.options.traceGuard(guard.modelId, call) : await call(() => {});
     event.usage = answer.usage;
     this.guardUsage.calls += 1;
     this.guardUsage.inputTokens += answer.usage.inputTokens;
     this.guardUsage.outputTokens += answer.usage.outputTokens;
-    this.options.onGuardUsage?.({ model: this.guard.modelId, ...answer.usage });
+    this.options.onGuardUsage?.({ model: guard.modelId, ...answer.usage });
     return answer as unknown as Json;
   }
 }

@@ -1,10 +1,9 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import { modelFactory } from "../engine/model-spec.js";
-import type { CapabilityEvent } from "../events/types.js";
 import type { KvStore } from "../store/kv.js";
 import { MemoryKv } from "../store/memory-kv.js";
-import { RunCapabilities, type GuardUsage } from "./broker.js";
+import { RunCapabilities, type RunCapabilitiesOptions } from "./broker.js";
 import { parseEgress, type EgressRule } from "./egress.js";
 import { capabilityLimits, type CapabilityGrants, type CapabilityLimits } from "./grants.js";
 
@@ -24,10 +23,7 @@ export interface TenantCapabilitiesOptions {
   guardModel?: LanguageModelV4 | (() => LanguageModelV4);
 }
 
-export interface RunCapabilityHooks {
-  emit: (event: CapabilityEvent) => void;
-  onGuardUsage?: (usage: GuardUsage) => void;
-}
+export type RunCapabilityHooks = Pick<RunCapabilitiesOptions, "emit" | "onGuardUsage" | "guardBudgetSpent" | "traceGuard">;
 
 export class TenantCapabilities {
   private readonly tenant: string;
@@ -70,6 +66,8 @@ export class TenantCapabilities {
         if (!ended.signal.aborted) hooks.emit(event);
       },
       ...(hooks.onGuardUsage ? { onGuardUsage: hooks.onGuardUsage } : {}),
+      ...(hooks.guardBudgetSpent ? { guardBudgetSpent: hooks.guardBudgetSpent } : {}),
+      ...(hooks.traceGuard ? { traceGuard: hooks.traceGuard } : {}),
       signal: ended.signal,
     });
     return { broker, close: () => ended.abort() };
