@@ -91,6 +91,37 @@ const examples = [
     },
   },
   {
+    name: "budget",
+    args: [
+      ex("budget/guard.ts"),
+      "--model",
+      `scripted:${ex("budget/model.json")}`,
+      "--host-tools",
+      ex("budget/tools.mjs"),
+      "--pricing",
+      "scripted=3,15",
+      "--max-cost-usd",
+      "0.5",
+      "--prompt",
+      "Can I get my duplicate charge back?",
+    ],
+    check(events) {
+      expect(
+        events.some((e) => e.type === "tool-finished" && e.callId === "c1" && !e.error),
+        "the first search ran",
+      );
+      expect(
+        events.some((e) => e.type === "hook-decision" && e.callId === "c2" && e.decision.action === "deny"),
+        "the guard denied a search once half the budget was spent",
+      );
+      const priced = events.filter((e) => e.type === "inference-finished").map((e) => e.usage?.costUsd);
+      expect(priced.length === 4 && priced.every((cost) => Math.abs(cost - 0.15) < 1e-9), "each inference costs $0.15");
+      const end = events.at(-1);
+      expect(end.status === "failed" && end.errorCode === "BUDGET" && end.reason.includes("maxCostUsd"), "the run ended with BUDGET");
+      expect(Math.abs(end.usage.costUsd - 0.6) < 1e-9 && end.usage.inputTokens === 160000, "run-finished carries the run's usage");
+    },
+  },
+  {
     name: "refund-approval",
     args: [
       ex("refund-approval/approval.ts"),

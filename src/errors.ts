@@ -31,6 +31,8 @@ export type HostErrorCode =
   | "UNKNOWN_TOOL"
   | "MIDDLEWARE"
   | "ENGINE"
+  | "MODEL"
+  | "BUDGET"
   | "CANCELLED"
   | "DEADLINE"
   | "ABORTED"

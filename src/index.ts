@@ -39,7 +39,9 @@ export type {
   OnToolErrorPayload,
   UserContext,
   Tags,
+  Budget,
 } from "./contracts/context.js";
+export type { Pricing, ModelPricing, RunUsage } from "./loop/usage-meter.js";
 
 // The sandbox that runs tenants' scripts.
 export { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool, type WorkerInfo } from "./sandbox/index.js";
@@ -66,6 +68,10 @@ export { SessionManager, type SessionManagerOptions, type SessionView } from "./
 export type { Session, CreateSessionOptions } from "./session/session.js";
 export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./store/index.js";
 export type { Store, SessionRecord, RunRecord, SnapshotRecord, PauseRecord, SessionSummary, StoredRunStatus } from "./store/index.js";
+export type { UsageTotals } from "./store/usage.js";
+
+// Traces (OpenTelemetry, when an OTLP endpoint is set).
+export { shutdownTracing } from "./telemetry/tracing.js";
 
 // Events, models, errors, turns.
 export type { HookboxEvent, EventType, FinalStatus, CapabilityEvent } from "./events/types.js";

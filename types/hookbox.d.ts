@@ -21,12 +21,30 @@ export interface RunIds {
   turnId: string;
 }
 
+/** How much of the run's budget is used and left, as of this ctx. */
+export interface Budget {
+  /** Inferences started so far (1 during the first). */
+  iteration: number;
+  maxIterations: number;
+  /** Input plus output tokens of the finished inferences. */
+  tokensUsed: number;
+  maxTokens?: number;
+  /** USD spent on the finished inferences (0 when the model has no pricing). */
+  costUsd: number;
+  maxCostUsd?: number;
+  /** Tool retries the run may still make. */
+  retriesLeft: number;
+  deadlineMs?: number;
+}
+
 export interface CommonContext extends RunIds {
   timestampMs: number;
   deadlineMs?: number;
   tags: Tags;
   /** The user's original, unabridged request, whatever the model passed as arguments. */
   userContext?: UserContext;
+  /** The run's budget: tokens, cost, iterations, retries, deadline. */
+  budget: Budget;
 }
 
 export interface MiddlewareContext extends CommonContext {

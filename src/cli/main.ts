@@ -1,4 +1,5 @@
 import { HookboxError } from "../errors.js";
+import { shutdownTracing } from "../telemetry/tracing.js";
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -49,5 +50,8 @@ export async function main(argv: string[]): Promise<number> {
       error instanceof HookboxError ? `${error.code}: ${error.message}` : error instanceof Error ? error.message : String(error);
     process.stderr.write(`hookbox ${name}: ${message}\n`);
     return 2;
+  } finally {
+    // Spans still buffered are exported before the process exits (a no-op when tracing is off).
+    await shutdownTracing();
   }
 }

@@ -2,12 +2,17 @@ import { parseArgs } from "node:util";
 import { HookboxError } from "../errors.js";
 import type { RunOptions } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import type { Pricing } from "../loop/usage-meter.js";
+import { parseTraceparent } from "../telemetry/run-trace.js";
 import { wallModeFlag, type WallMode } from "../sandbox/wall/mode.js";
 
 export interface RunFlags {
   scripts: string[];
   prompt: string;
   model: string;
+  fallbackModel?: string;
+  fallbackBaseUrl?: string;
+  pricing?: Pricing;
   baseUrl?: string;
   apiKeyEnv?: string;
   hostTools?: string;
@@ -47,6 +52,13 @@ const spec = {
   json: { type: "boolean" },
   store: { type: "string" },
   session: { type: "string" },
+  "max-tokens": { type: "string" },
+  "max-cost-usd": { type: "string" },
+  pricing: { type: "string", multiple: true },
+  "model-retries": { type: "string" },
+  "fallback-model": { type: "string" },
+  "fallback-base-url": { type: "string" },
+  traceparent: { type: "string" },
   wall: { type: "string" },
   egress: { type: "string", multiple: true },
   "guard-model": { type: "string" },
@@ -64,6 +76,31 @@ function nonNegativeInt(flag: string, value: string | undefined): number | undef
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) throw new HookboxError("USAGE", `--${flag} must be a non-negative integer, got "${value}"`);
   return n;
+}
+
+function positiveNumber(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new HookboxError("USAGE", `--${flag} must be a positive number, got "${value}"`);
+  return n;
+}
+
+/** `--pricing MODEL=INPUT,OUTPUT` (USD per million tokens), repeatable; MODEL `*` prices any other model. */
+function parsePricing(values: string[] | undefined): Pricing | undefined {
+  if (!values?.length) return undefined;
+  const pricing: Pricing = {};
+  for (const value of values) {
+    const match = /^([^=]+)=([^,]+),([^,]+)$/.exec(value.trim());
+    const input = Number(match?.[2]);
+    const output = Number(match?.[3]);
+    if (!match || !Number.isFinite(input) || !Number.isFinite(output) || input < 0 || output < 0)
+      throw new HookboxError(
+        "USAGE",
+        `--pricing "${value}": expected MODEL=INPUT,OUTPUT in USD per million tokens, e.g. gpt-4o-mini=0.15,0.6`,
+      );
+    pricing[match[1].trim()] = { inputPerMTok: input, outputPerMTok: output };
+  }
+  return pricing;
 }
 
 function parseTags(value: string | undefined): Record<string, string> | undefined {
@@ -111,7 +148,18 @@ export function parseRunFlags(argv: string[]): RunFlags {
     step: v.step ?? false,
     tags: parseTags(v.tags),
     userContext: parseUserContext(v["user-context"]),
+    maxTokens: positiveInt("max-tokens", v["max-tokens"]),
+    maxCostUsd: positiveNumber("max-cost-usd", v["max-cost-usd"]),
+    modelRetries: nonNegativeInt("model-retries", v["model-retries"]),
   };
+  if (v.traceparent !== undefined) {
+    if (!parseTraceparent(v.traceparent))
+      throw new HookboxError(
+        "USAGE",
+        `--traceparent "${v.traceparent}" is not a W3C traceparent (00-<32 hex trace id>-<16 hex span id>-<2 hex flags>)`,
+      );
+    options.traceparent = v.traceparent.trim();
+  }
   const limits: Partial<SandboxLimits> = {};
   const memoryMb = positiveInt("memory-mb", v["memory-mb"]);
   const cpuMs = positiveInt("cpu-ms", v["cpu-ms"]);
@@ -124,6 +172,9 @@ export function parseRunFlags(argv: string[]): RunFlags {
     scripts: parsed.positionals,
     prompt: v.prompt,
     model: v.model,
+    fallbackModel: v["fallback-model"],
+    fallbackBaseUrl: v["fallback-base-url"],
+    pricing: parsePricing(v.pricing),
     baseUrl: v["base-url"],
     apiKeyEnv: v["api-key-env"],
     hostTools: v["host-tools"],

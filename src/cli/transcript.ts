@@ -1,9 +1,17 @@
 import type { HookboxEvent } from "../events/types.js";
+import { formatUsd } from "../loop/usage-meter.js";
 
 const short = (value: unknown, max = 160): string => {
   const text = typeof value === "string" ? value : JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max)}…` : text;
 };
+
+/** Shown only when something was used: a scripted model without `usage` reports none. */
+function usageLine(usage: NonNullable<Extract<HookboxEvent, { type: "run-finished" }>["usage"]>): string {
+  const cost = usage.costUsd > 0 ? `, ${formatUsd(usage.costUsd)}` : "";
+  const cpu = usage.sandboxCpuMs ? `, sandbox CPU ${usage.sandboxCpuMs.toFixed(1)} ms` : "";
+  return `${usage.inputTokens} in + ${usage.outputTokens} out tokens${cost}${cpu}`;
+}
 
 /** One readable line per event, for humans (`hookbox run` without --json, and the demo). */
 export function describeEvent(event: HookboxEvent): string | undefined {
@@ -16,8 +24,14 @@ export function describeEvent(event: HookboxEvent): string | undefined {
       const lines = [];
       if (event.text) lines.push(`  model: ${event.text}`);
       for (const call of event.toolCalls) lines.push(`  model calls ${call.name}(${short(call.args)}) [${call.id}]`);
-      return lines.join("\n") || "  model: (no text)";
+      if (lines.length === 0) lines.push("  model: (no text)");
+      if (event.usage && (event.usage.inputTokens || event.usage.outputTokens)) lines.push(`  usage: ${usageLine(event.usage)}`);
+      return lines.join("\n");
     }
+    case "inference-retry":
+      return event.fallback
+        ? `  ↻ falling back to ${event.model} (attempt ${event.attempt}) after: ${short(event.message)}`
+        : `  ↻ model ${event.status ?? "network error"}: retrying ${event.model} as attempt ${event.attempt} in ${event.delayMs} ms (${short(event.message, 100)})`;
     case "hook-decision": {
       const action = String(event.decision.action ?? "transform");
       if (action === "none") return undefined;
@@ -52,7 +66,10 @@ export function describeEvent(event: HookboxEvent): string | undefined {
       return `  ⏵ ${event.reason}`;
     case "log":
       return `    [${event.script} ${event.level}] ${event.message}`;
-    case "run-finished":
-      return `\n■ ${event.status}${event.errorCode ? ` (${event.errorCode})` : ""}${event.reason ? `: ${event.reason}` : ""} after ${event.iterations} inference(s)${event.text ? `\n  final answer: ${event.text}` : ""}`;
+    case "run-finished": {
+      const used = event.usage && (event.usage.inputTokens || event.usage.outputTokens || event.usage.sandboxCpuMs);
+      const usage = used ? `\n  usage: ${usageLine(event.usage!)}` : "";
+      return `\n■ ${event.status}${event.errorCode ? ` (${event.errorCode})` : ""}${event.reason ? `: ${event.reason}` : ""} after ${event.iterations} inference(s)${event.text ? `\n  final answer: ${event.text}` : ""}${usage}`;
+    }
   }
 }

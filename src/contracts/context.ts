@@ -23,11 +23,28 @@ export interface RunIds {
   turnId: string;
 }
 
+/** How much of the run's budget is used and left, as of this ctx (docs/loop.md "Budgets"). */
+export interface Budget {
+  /** Inferences started so far (1 during the first). */
+  iteration: number;
+  maxIterations: number;
+  /** Input plus output tokens of the finished inferences. */
+  tokensUsed: number;
+  maxTokens?: number;
+  /** USD spent on the finished inferences (0 when the model has no pricing). */
+  costUsd: number;
+  maxCostUsd?: number;
+  /** Tool retries the run may still make (retries per run). */
+  retriesLeft: number;
+  deadlineMs?: number;
+}
+
 export interface CommonContext extends RunIds {
   timestampMs: number;
   deadlineMs?: number;
   tags: Tags;
   userContext?: UserContext;
+  budget: Budget;
 }
 
 export interface MiddlewareContext extends CommonContext {

@@ -6,16 +6,20 @@ import type { ModelSpec } from "../host/types.js";
 import { loadScriptedSteps, ScriptedModel } from "./scripted.js";
 
 /** `scripted:FILE` or `openai-compatible:MODEL` (with a base URL) -> a ModelSpec. */
-export function parseModelFlag(flag: string, options: { baseUrl?: string; apiKeyEnv?: string; cwd?: string } = {}): ModelSpec {
+export function parseModelFlag(
+  flag: string,
+  options: { baseUrl?: string; apiKeyEnv?: string; cwd?: string; /** Names the flag in errors (default --model). */ flag?: string } = {},
+): ModelSpec {
+  const name = options.flag ?? "--model";
   const colon = flag.indexOf(":");
   const kind = colon < 0 ? flag : flag.slice(0, colon);
   const rest = colon < 0 ? "" : flag.slice(colon + 1);
   if (kind === "scripted" && rest) return { kind: "scripted", file: resolve(options.cwd ?? process.cwd(), rest) };
   if (kind === "openai-compatible" && rest) {
-    if (!options.baseUrl) throw new HookboxError("USAGE", `--model ${flag} needs --base-url URL`);
+    if (!options.baseUrl) throw new HookboxError("USAGE", `${name} ${flag} needs --base-url URL`);
     return { kind: "openai-compatible", model: rest, baseUrl: options.baseUrl, apiKeyEnv: options.apiKeyEnv };
   }
-  throw new HookboxError("USAGE", `--model "${flag}": expected scripted:FILE or openai-compatible:MODEL`);
+  throw new HookboxError("USAGE", `${name} "${flag}": expected scripted:FILE or openai-compatible:MODEL`);
 }
 
 /**

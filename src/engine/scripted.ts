@@ -6,6 +6,7 @@ import type {
   LanguageModelV4Content,
   LanguageModelV4GenerateResult,
   LanguageModelV4StreamPart,
+  LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import { JsonObjectSchema } from "../turns/json.js";
@@ -18,6 +19,8 @@ const ScriptedStepSchema = z.strictObject({
   toolCalls: z.array(z.strictObject({ id: z.string().min(1), name: z.string().min(1), args: JsonObjectSchema })).optional(),
   /** Simulated latency; honours cancellation. */
   delayMs: z.number().int().nonnegative().optional(),
+  /** What this inference reports as used (default none), for budgets and usage. */
+  usage: z.strictObject({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }).optional(),
 });
 const ScriptedFileSchema = z.strictObject({ steps: z.array(ScriptedStepSchema).min(1) });
 export type ScriptedStep = z.infer<typeof ScriptedStepSchema>;
@@ -38,10 +41,15 @@ export function loadScriptedSteps(file: string): ScriptedStep[] {
   return parsed.data.steps;
 }
 
-const zeroUsage = {
-  inputTokens: { total: 0, noCache: 0, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 0, text: 0, reasoning: 0 },
-};
+/** A step's token counts in the AI SDK's nested usage shape (no cache, no reasoning tokens). */
+function stepUsage(step: ScriptedStep): LanguageModelV4Usage {
+  const input = step.usage?.inputTokens ?? 0;
+  const output = step.usage?.outputTokens ?? 0;
+  return {
+    inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: output, text: output, reasoning: 0 },
+  };
+}
 
 /**
  * The offline, deterministic engine: each inference consumes the next step. It implements the AI SDK's
@@ -68,7 +76,7 @@ export class ScriptedModel implements LanguageModelV4 {
       content.push({ type: "tool-call", toolCallId: call.id, toolName: call.name, input: JSON.stringify(call.args) });
     }
     const finish = step.toolCalls?.length ? "tool-calls" : "stop";
-    return { content, finishReason: { unified: finish, raw: finish }, usage: zeroUsage, warnings: [] };
+    return { content, finishReason: { unified: finish, raw: finish }, usage: stepUsage(step), warnings: [] };
   }
 
   async doStream(options: LanguageModelV4CallOptions) {

@@ -1,6 +1,8 @@
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ErrorCode, RunStatus } from "../turns/keys.gen.js";
 import type { ToolOrigin } from "../contracts/context.js";
+import type { RunUsage } from "../loop/usage-meter.js";
+import type { ModelRetry } from "../loop/model-call.js";
 
 /** Fields every event carries; `seq` is gap-free from 1 within a run. */
 export interface EventBase {
@@ -17,7 +19,15 @@ export type FinalStatus = RunStatus | "interrupted";
 export type EventBody =
   | { type: "run-started"; prompt: string; runId: string }
   | { type: "inference-started"; iteration: number }
-  | { type: "inference-finished"; iteration: number; text?: string; toolCalls: { id: string; name: string; args: JsonObject }[] }
+  | {
+      type: "inference-finished";
+      iteration: number;
+      text?: string;
+      toolCalls: { id: string; name: string; args: JsonObject }[];
+      /** This inference's tokens and cost (absent in events stored before usage was recorded). */
+      usage?: RunUsage;
+    }
+  | ({ type: "inference-retry"; iteration: number } & ModelRetry)
   /** `callId` names the tool call; run hooks (beforeRun, beforeFinish) have none. */
   | {
       type: "hook-decision";
@@ -72,7 +82,16 @@ export type EventBody =
     }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
   | CapabilityEvent
-  | { type: "run-finished"; status: FinalStatus; reason?: string; errorCode?: ErrorCode | string; text?: string; iterations: number };
+  | {
+      type: "run-finished";
+      status: FinalStatus;
+      reason?: string;
+      errorCode?: ErrorCode | string;
+      text?: string;
+      iterations: number;
+      /** The whole run's tokens and cost, and the CPU its sandboxed scripts used. */
+      usage?: RunUsage & { sandboxCpuMs?: number };
+    };
 
 /** One ctx.fetch / ctx.kv / ctx.model.generate request of a script, refused ones included (docs/capabilities.md). */
 export interface CapabilityEvent {

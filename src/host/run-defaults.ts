@@ -34,6 +34,7 @@ export function loopLimits(options: RunOptions): LoopLimits {
     maxContextRestarts: options.maxContextRestarts ?? 5,
     maxConsecutiveToolErrors: 10,
     defaultBackoffMs: 100,
+    modelRetries: options.modelRetries ?? 2,
     approvalTimeoutMs: options.approvalTimeoutMs ?? DEFAULT_APPROVAL_TIMEOUT_MS,
     maxFinishContinues: options.maxFinishContinues ?? 3,
   };

@@ -18,7 +18,7 @@ import { startLoop, type LoopComponents } from "../loop/loop.js";
 import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
-import { hostHookProvider, scriptHookProvider } from "../loop/hook-provider.js";
+import { hostHookProvider, scriptHookProvider, type HookProvider } from "../loop/hook-provider.js";
 import { hostMiddleware, scriptMiddleware } from "../loop/middleware-chain.js";
 import type { RunHandle } from "../loop/handle.js";
 import type { RestartHandlers } from "../loop/context-restart.js";
@@ -28,6 +28,10 @@ import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-def
 import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
 import { TenantCapabilities } from "../capabilities/tenant-capabilities.js";
 import type { KvStore } from "../store/kv.js";
+import type { Pricing } from "../loop/usage-meter.js";
+import type { RunTrace } from "../telemetry/run-trace.js";
+import { loadTracing, startRunTrace } from "../telemetry/tracing.js";
+import { tracedHookProvider } from "../telemetry/traced-calls.js";
 
 export interface TenantRuntimeExtras {
   /** Host code given in-process (library use) in addition to `config.hostToolsModule`. */
@@ -44,6 +48,10 @@ export interface TenantRuntimeExtras {
   kv?: KvStore;
   /** The model ctx.model.generate calls; overrides `config.capabilities.guardModel`. */
   guardModel?: LanguageModelV4 | (() => LanguageModelV4);
+  /** As `model`, for the fallback; overrides `config.fallbackModel`. */
+  fallbackModel?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /** Overrides `config.pricing`. */
+  pricing?: Pricing;
   /** Scripts from a deployment (src/policy/deployment-runtime.ts): versions, shadows, a sandbox of their own. */
   deployment?: DeploymentScripts;
 }
@@ -66,8 +74,10 @@ export async function createTenantRuntime(
   pool: SandboxPool,
   extras: TenantRuntimeExtras = {},
 ): Promise<TenantRuntime> {
-  const given = extras.model;
-  const newModel = given === undefined ? modelFactory(config.model) : typeof given === "function" ? given : () => given;
+  const newModel = modelSource(extras.model, config.model)!;
+  const newFallback = modelSource(extras.fallbackModel, config.fallbackModel);
+  const pricing = extras.pricing ?? config.pricing;
+  const tracing = await loadTracing();
   const fromModule = config.hostToolsModule ? await loadHostModule(config.hostToolsModule) : { tools: [], hooks: [], middleware: [] };
   const host: HostModule = {
     tools: [...fromModule.tools, ...(extras.host?.tools ?? [])],
@@ -95,8 +105,11 @@ export async function createTenantRuntime(
   });
 
   const components =
-    (runId: string) =>
+    (runId: string, trace: RunTrace) =>
     async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+      // Without export the hook providers stay as they are: the hook round trip pays nothing for tracing.
+      const traced = (provider: HookProvider, bundleHash?: string) =>
+        tracing ? tracedHookProvider(provider, trace, bundleHash) : provider;
       const granted = capabilities.forRun({ emit: (event) => events.emit(event) });
       const run =
         sandbox && manifests.length
@@ -124,12 +137,17 @@ export async function createTenantRuntime(
           ...host.middleware.map(hostMiddleware),
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),
         ],
-        hooks: [...host.hooks.map(hostHookProvider), ...manifests.map((m, i) => scriptHookProvider(m, run!, deployment?.versions[i]))],
+        hooks: [
+          ...host.hooks.map((hooks) => traced(hostHookProvider(hooks))),
+          ...manifests.map((m, i) => traced(scriptHookProvider(m, run!, deployment?.versions[i]), m.bundleHash)),
+        ],
         close: async () => {
           granted.close();
           await shadowRun?.close().catch(() => undefined);
           await run?.close();
         },
+        // Shadow scripts run on the tenant's behalf too: their CPU counts.
+        sandboxCpuMs: () => (run?.cpuMs() ?? 0) + (shadowRun?.cpuMs() ?? 0),
       };
     };
 
@@ -143,16 +161,24 @@ export async function createTenantRuntime(
       const userContext = { originalUserRequest: request.prompt, timestampMs: now, ...options.userContext } as UserContext;
       const resume = request.resumeFrom;
       const turn = resume ? resume.turn : newTurn(request.history, request.prompt);
+      const trace = startRunTrace(tracing, { sessionId: request.sessionId, runId, tenant: config.name, traceparent: options.traceparent });
       return startLoop(turn, {
         model: newModel(resume?.iterations ?? 0),
+        ...(newFallback ? { fallbackModel: newFallback(resume?.iterations ?? 0) } : {}),
         stream: extras.stream,
-        components: components(runId),
+        components: components(runId, trace),
+        trace,
+        usage: {
+          ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
+          ...(options.maxCostUsd !== undefined ? { maxCostUsd: options.maxCostUsd } : {}),
+          ...(pricing ? { pricing } : {}),
+        },
         limits: { ...loopLimits(options), budgets: { ...DEFAULT_RUN_BUDGETS, ...config.budgets } },
         ids: {
           runId,
           sessionId: request.sessionId,
           inferenceId: resume?.inferenceId ?? newId("inf"),
-          traceId: newId("trace"),
+          traceId: trace.traceId,
           turnId: turn.id,
         },
         prompt: request.prompt,
@@ -162,10 +188,19 @@ export async function createTenantRuntime(
         step: { enabled: options.step ?? false, pauseTimeoutMs: options.pauseTimeoutMs ?? DEFAULT_PAUSE_TIMEOUT_MS },
         restartHandlers: extras.restartHandlers,
         persistence: request.persistence,
-        ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations } } : {}),
+        ...(resume ? { resume: { nextSeq: resume.nextSeq, iterations: resume.iterations, usage: resume.usage } } : {}),
       });
     },
   };
+}
+
+/** A model given in code (an instance or a per-run factory) wins over the configured spec. */
+function modelSource(
+  given: TenantRuntimeExtras["model"],
+  spec: TenantConfig["model"] | undefined,
+): ((completedInferences: number) => LanguageModelV4) | undefined {
+  if (given !== undefined) return typeof given === "function" ? given : () => given;
+  return spec ? modelFactory(spec) : undefined;
 }
 
 function newTurn(history: Turn | undefined, prompt: string): Turn {

@@ -5,6 +5,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
 import type { CapabilityGrants } from "../capabilities/grants.js";
 import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
+import type { Pricing, RunUsage } from "../loop/usage-meter.js";
 import type { RunBudgets } from "../loop/run-budget.js";
 import type { ChainVerdict } from "../loop/verdict.js";
 import type { RunDeployment } from "../store/policy-types.js";
@@ -44,6 +45,14 @@ export interface RunOptions {
   userContext?: Partial<UserContext> & { [key: string]: Json | undefined };
   /** Overall run deadline, epoch ms (appears as deadlineMs in every ctx). */
   deadlineMs?: number;
+  /** Input plus output tokens for the whole run; past it the run fails with BUDGET. */
+  maxTokens?: number;
+  /** USD for the whole run, by the tenant's pricing; past it the run fails with BUDGET. */
+  maxCostUsd?: number;
+  /** Retries per model call for 429, 5xx and network errors (default 2). */
+  modelRetries?: number;
+  /** W3C traceparent of the caller: the run's trace continues the caller's. */
+  traceparent?: string;
 }
 
 /** Durable side of a run: everything here is awaited/called before the loop moves on. */
@@ -72,7 +81,7 @@ export interface StartRunRequest {
   /** The conversation so far (the session's last turn); the new turn continues it. */
   history?: Turn;
   /** Resume: start from this committed snapshot as it is (no new user block). */
-  resumeFrom?: { turn: Turn; nextSeq: number; inferenceId: string; iterations: number };
+  resumeFrom?: { turn: Turn; nextSeq: number; inferenceId: string; iterations: number; usage?: RunUsage };
   options?: RunOptions;
   persistence?: RunPersistence;
 }
@@ -87,6 +96,10 @@ export interface TenantConfig {
   /** Trusted ES module whose default export is an array of host tools. */
   hostToolsModule?: string;
   model: ModelSpec;
+  /** Answers when the model's retries are spent (429, 5xx, network errors). */
+  fallbackModel?: ModelSpec;
+  /** USD per million tokens by model id (`"*"` for any other); needed for maxCostUsd. */
+  pricing?: Pricing;
   limits?: Partial<SandboxLimits>;
   /** "process-per-tenant": this tenant's isolates get a worker process of their own (default: the pool's, "shared"). */
   isolation?: Isolation;

@@ -1,15 +1,49 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { Turn, Block } from "../turns/turn.js";
 import { BlockMetadataKeys, PayloadKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
-import { infer, type ToolDefinition } from "../engine/infer.js";
+import { infer, type InferenceResult, type ToolDefinition } from "../engine/infer.js";
 import type { UserContext } from "../contracts/context.js";
 import type { Middleware } from "./middleware-chain.js";
 import { newId } from "./ids.js";
+import { callModel, modelName, type ModelRetry } from "./model-call.js";
+import type { TokenUsage } from "./usage-meter.js";
+import type { RunTrace } from "../telemetry/run-trace.js";
 
-/** The innermost link: one model call; the answer is appended as blocks to a copy of the turn. */
-export function engineStep(options: { model: LanguageModelV4; tools: () => ToolDefinition[]; signal: AbortSignal; stream?: boolean }) {
+export interface EngineStepOptions {
+  /** The primary model, then the fallback (if any). */
+  models: LanguageModelV4[];
+  /** Retries per model for 429, 5xx and network errors. */
+  retries: number;
+  tools: () => ToolDefinition[];
+  signal: AbortSignal;
+  stream?: boolean;
+  deadlineMs?: number;
+  trace: RunTrace;
+  onRetry(retry: ModelRetry): void;
+  /** Every answer the engine got, with the model that gave it (the loop counts usage from here, not from the turn). */
+  onAnswer(answer: { model: LanguageModelV4; usage: TokenUsage }): void;
+}
+
+/** The innermost link: one model call (retried, then the fallback); the answer is appended as blocks to a copy of the turn. */
+export function engineStep(options: EngineStepOptions) {
   return async (turn: Turn): Promise<Turn> => {
-    const result = await infer(options.model, turn, { tools: options.tools(), signal: options.signal, stream: options.stream });
+    const { value: result, model } = await options.trace.inference(options.models[0].modelId, async (span) => {
+      const answer = await callModel<InferenceResult>({
+        models: options.models,
+        retries: options.retries,
+        signal: options.signal,
+        deadlineMs: options.deadlineMs,
+        onRetry: (retry) => {
+          span.retried(retry);
+          options.onRetry(retry);
+        },
+        call: (candidate) => infer(candidate, turn, { tools: options.tools(), signal: options.signal, stream: options.stream }),
+      });
+      const usage = { inputTokens: answer.value.usage.inputTokens ?? 0, outputTokens: answer.value.usage.outputTokens ?? 0 };
+      span.answered(answer.model.modelId, usage);
+      options.onAnswer({ model: answer.model, usage });
+      return answer;
+    });
     const blocks: Block[] = [];
     if (result.reasoning)
       blocks.push({
@@ -40,7 +74,7 @@ export function engineStep(options: { model: LanguageModelV4; tools: () => ToolD
     const next: Turn = { ...turn, blocks: [...turn.blocks, ...blocks], metadata: { ...turn.metadata } };
     TurnMetadataKeys.usage.set(next.metadata, result.usage);
     TurnMetadataKeys.stopReason.set(next.metadata, result.finishReason);
-    TurnMetadataKeys.model.set(next.metadata, `${options.model.provider}:${options.model.modelId}`);
+    TurnMetadataKeys.model.set(next.metadata, modelName(model));
     return next;
   };
 }

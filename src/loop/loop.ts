@@ -20,6 +20,9 @@ import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
+import { UsageMeter, type RunUsage, type UsageLimits } from "./usage-meter.js";
+import { noopRunTrace, type RunTrace } from "../telemetry/run-trace.js";
+import { traceToolCall } from "../telemetry/traced-calls.js";
 import { Approvals } from "./approvals.js";
 import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
 import { DEFAULT_RUN_BUDGETS, RunBudgetMeter, type RunBudgets } from "./run-budget.js";
@@ -35,6 +38,8 @@ export interface LoopLimits {
   maxConsecutiveToolErrors: number;
   /** Backoff for retries the error policy asks for (hooks give their own). */
   defaultBackoffMs: number;
+  /** Retries per model for 429, 5xx and network errors (default 2). */
+  modelRetries: number;
   /** How long an `ask` waits for an answer (a hook may ask for less, never more); then it is a rejection. */
   approvalTimeoutMs: number;
   /** How many more inferences beforeFinish may ask for in one run. */
@@ -51,10 +56,14 @@ export interface LoopComponents {
   /** Shadow hooks (shadow-hooks.ts): run beside `hooks` on the same payloads, never enforced. */
   shadow?: { hooks: HookProvider[]; waitMs: number };
   close?(): Promise<void>;
+  /** CPU the run's sandboxed callbacks used so far, ms. */
+  sandboxCpuMs?(): number;
 }
 
 export interface LoopOptions {
   model: LanguageModelV4;
+  /** Answers once the model's retries are spent. */
+  fallbackModel?: LanguageModelV4;
   stream?: boolean;
   components(events: EventLog): Promise<LoopComponents>;
   limits: LoopLimits;
@@ -66,8 +75,12 @@ export interface LoopOptions {
   step: { enabled: boolean; pauseTimeoutMs: number };
   restartHandlers?: RestartHandlers;
   persistence?: RunPersistence;
-  /** Resume: events continue at this seq; iterations already done. */
-  resume?: { nextSeq: number; iterations: number };
+  /** maxTokens, maxCostUsd and the pricing that turns tokens into cost. */
+  usage?: UsageLimits;
+  /** The run's trace (spans); the no-op one when absent. `ids.traceId` must be its traceId. */
+  trace?: RunTrace;
+  /** Resume: events continue at this seq; iterations already done, and what they used. */
+  resume?: { nextSeq: number; iterations: number; usage?: RunUsage };
 }
 
 function lastText(turn: Turn): string | undefined {
@@ -112,6 +125,9 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
   let turn: Turn = structuredClone(initial);
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
+  const trace = options.trace ?? noopRunTrace({});
+  const usageMeter = new UsageMeter(options.usage ?? {}, options.resume?.usage);
+  const budget = new RetryBudget(limits.retry);
   let shadow: ShadowHooks | undefined;
   const snapshot = async (phase: SnapshotPhase) => {
     // An over-budget turn is never committed: the last snapshot within budget stays the session's history.
@@ -127,6 +143,12 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     tags: options.tags,
     userContext: options.userContext,
     ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
+    budget: usageMeter.budget({
+      iteration: iterations,
+      maxIterations: limits.maxIterations,
+      retriesLeft: budget.retriesLeft(),
+      deadlineMs: options.deadlineMs,
+    }),
   });
 
   const finish = async (ending: Ending): Promise<RunResult> => {
@@ -136,6 +158,8 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     } catch {
       /* closing a sandbox run cannot change how the run ended */
     }
+    const sandboxCpuMs = components?.sandboxCpuMs?.();
+    const usage = { ...usageMeter.total, ...(sandboxCpuMs !== undefined ? { sandboxCpuMs: Math.round(sandboxCpuMs * 1000) / 1000 } : {}) };
     const text = ending.text ?? (ending.status === "completed" ? lastText(turn) : undefined);
     const result: RunResult = { ...ending, ...(text !== undefined ? { text } : {}), turn, iterations };
     try {
@@ -157,7 +181,9 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       ...(result.reason !== undefined ? { reason: result.reason } : {}),
       ...(result.errorCode !== undefined ? { errorCode: result.errorCode } : {}),
       ...(result.text !== undefined ? { text: result.text } : {}),
+      usage,
     });
+    trace.end({ status: result.status, errorCode: result.errorCode, reason: result.reason, usage });
     return result;
   };
 
@@ -202,12 +228,25 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       const denied = await guardRunStart(turn, hooks, { ...context(), prompt: options.prompt, userContext: options.userContext });
       if (denied) return finish(denied);
     }
+    /** What the engine reported for the current inference (none when a middleware answered without a model call). */
+    let inferenceUsage: RunUsage | undefined;
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
-      engineStep({ model: options.model, tools: () => registry.definitions(), signal, stream: options.stream }),
+      engineStep({
+        models: options.fallbackModel ? [options.model, options.fallbackModel] : [options.model],
+        retries: limits.modelRetries,
+        tools: () => registry.definitions(),
+        signal,
+        stream: options.stream,
+        deadlineMs: options.deadlineMs,
+        trace,
+        onRetry: (retry) => events.emit({ type: "inference-retry", iteration: iterations, ...retry }),
+        onAnswer: (answer) => {
+          inferenceUsage = usageMeter.record(answer.model.modelId, answer.usage);
+        },
+      }),
       context,
     );
-    const budget = new RetryBudget(limits.retry);
     let restarts = 0;
     let consecutiveErrors = 0;
 
@@ -224,6 +263,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
         iterations += 1;
         await snapshot("pre_inference");
         events.emit({ type: "inference-started", iteration: iterations });
+        inferenceUsage = undefined;
         const asked = turn;
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
@@ -233,13 +273,18 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
         }
         meter.measureTurn(turn);
         const text = lastText(turn);
+        // A middleware that answers without calling next() made no model call: it used nothing.
+        const usage = inferenceUsage ?? { inputTokens: 0, outputTokens: 0, costUsd: 0 };
         events.emit({
           type: "inference-finished",
           iteration: iterations,
           ...(text !== undefined ? { text } : {}),
           toolCalls: pending.map(describeCall),
+          usage,
         });
         await snapshot("post_inference");
+        const over = usageMeter.exceeded();
+        if (over) return finish({ status: "failed", reason: over, errorCode: "BUDGET" });
         if (pending.length === 0) {
           const verdict = await finishGuard.check(turn, text ?? "", iterations, context());
           if (verdict === "continue") continue;
@@ -251,19 +296,21 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
 
       const journal = options.persistence?.journal;
       const outcomes = await runBatch(pending, limits.maxParallelTools, signal, async (call, batchSignal) => {
-        const outcome = await executeToolCall(call, {
-          registry,
-          hooks,
-          events,
-          budget,
-          signal: batchSignal,
-          context,
-          errorPolicy: limits.errorPolicy,
-          toolTimeoutMs: limits.toolTimeoutMs,
-          defaultBackoffMs: limits.defaultBackoffMs,
-          journal,
-          maxToolResultBytes: meter.budgets.maxToolResultBytes,
-        });
+        const outcome = await traceToolCall(trace, call, () =>
+          executeToolCall(call, {
+            registry,
+            hooks,
+            events,
+            budget,
+            signal: batchSignal,
+            context,
+            errorPolicy: limits.errorPolicy,
+            toolTimeoutMs: limits.toolTimeoutMs,
+            defaultBackoffMs: limits.defaultBackoffMs,
+            journal,
+            maxToolResultBytes: meter.budgets.maxToolResultBytes,
+          }),
+        );
         if (outcome.kind === "result") {
           meter.addResultBlock(call.name, outcome.block);
           meter.check();

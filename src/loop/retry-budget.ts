@@ -26,6 +26,11 @@ export class RetryBudget {
     this.spentMs += ms;
   }
 
+  /** Retries the run may still make (the per-run count; the other bounds apply per call and in time). */
+  retriesLeft(): number {
+    return Math.max(0, this.bounds.maxRetriesPerRun - this.retries);
+  }
+
   remainingMs(): number {
     return Math.max(0, this.bounds.budgetMs - this.spentMs);
   }

@@ -118,5 +118,7 @@ export interface SandboxRun {
   callTool(script: string, tool: string, args: JsonObject, ctx: ToolContext, limits?: { maxResultBytes?: number }): Promise<Json>;
   /** Runs a lifecycle hook; resolves with its return value validated against the hook's contract. */
   callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]>;
+  /** Guest CPU time this run's callbacks used so far, ms (as the worker measured it). */
+  cpuMs(): number;
   close(): Promise<void>;
 }

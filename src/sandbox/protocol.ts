@@ -111,6 +111,8 @@ export interface DoneMessage {
   /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
   breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
   rssBytes: number;
+  /** Guest CPU time this message used, ms (usage accounting; the limits are enforced in the worker). */
+  cpuMs?: number;
   /** Tenant isolates the worker holds after this message (the pool's stats and tests read it). */
   isolates?: number;
   /** Time the worker spent on this message (diagnostics). */

@@ -6,6 +6,7 @@ import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { CapabilityBroker, LogEntry, SandboxRun, ScriptManifest } from "./api.js";
 import type { TenantSandboxImpl } from "./tenant-sandbox.js";
+import type { DoneMessage } from "./protocol.js";
 import { replyValue } from "./call-args.js";
 import { checkToolResultSize } from "../loop/run-budget.js";
 import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";
@@ -17,6 +18,7 @@ import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from 
 export class SandboxRunImpl implements SandboxRun {
   private readonly scripts: Map<string, ScriptManifest>;
   private closed = false;
+  private cpuMsUsed = 0;
 
   constructor(
     private readonly tenant: TenantSandboxImpl,
@@ -64,6 +66,18 @@ export class SandboxRunImpl implements SandboxRun {
     this.check(script, "hook", hook);
     const reply = await this.tenant.call(this, script, "hook", hook, [payload]);
     return validateGuestHookReturn(script, hook, replyValue(reply));
+  }
+
+  cpuMs(): number {
+    return this.cpuMsUsed;
+  }
+
+  /** Adds the guest CPU a worker reply reports to this run's total. */
+  charged(reply: Promise<DoneMessage>): Promise<DoneMessage> {
+    return reply.then((done) => {
+      this.cpuMsUsed += done.cpuMs ?? 0;
+      return done;
+    });
   }
 
   async close(): Promise<void> {

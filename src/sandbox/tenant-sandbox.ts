@@ -195,21 +195,23 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable {
         send: (worker) => {
           call.worker = worker;
           worker.ensureBundle(entry.bundle);
-          return worker.run(
-            {
-              type: "call",
-              tenant: this.tenant,
-              limits: this.workerLimits(),
-              runId: run.runId,
-              script,
-              bundleHash: entry.bundle.hash,
-              callId: call.callId,
-              kind,
-              target,
-              args: encoded.args,
-              lazy: encoded.lazy,
-            },
-            2 * this.segmentBudgetMs(),
+          return run.charged(
+            worker.run(
+              {
+                type: "call",
+                tenant: this.tenant,
+                limits: this.workerLimits(),
+                runId: run.runId,
+                script,
+                bundleHash: entry.bundle.hash,
+                callId: call.callId,
+                kind,
+                target,
+                args: encoded.args,
+                lazy: encoded.lazy,
+              },
+              2 * this.segmentBudgetMs(),
+            ),
           );
         },
         fail: (error) => this.finish(call, undefined, error),
@@ -372,9 +374,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable {
           call,
           send: (worker) => {
             if (worker !== call.worker) throw new HookboxError("SANDBOX_CRASHED", "the sandbox worker changed under an awaiting callback");
-            return worker.run(
-              { type: "resume", tenant: this.tenant, callId: call.callId, requestId, op, ok, value },
-              this.segmentBudgetMs(),
+            return call.run.charged(
+              worker.run({ type: "resume", tenant: this.tenant, callId: call.callId, requestId, op, ok, value }, this.segmentBudgetMs()),
             );
           },
           fail: (error) => this.finish(call, undefined, error),

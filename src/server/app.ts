@@ -8,6 +8,8 @@ import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
 import { StreamCounter, streamRunEvents } from "./sse.js";
+import { registerUsageRoute } from "./usage-route.js";
+import { parseTraceparent } from "../telemetry/run-trace.js";
 import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
 import { openApiDocument } from "./openapi.js";
 import { approvalRoute } from "./approval-route.js";
@@ -111,7 +113,11 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
     refuseAboveLimits(tenants.get(session.tenant)!, body);
     admitRun(session.tenant);
     const { prompt, ...options } = body;
-    const handle = await session.run(prompt, options as RunOptions);
+    // A malformed traceparent is ignored, as W3C Trace Context asks: the run starts a trace of its own.
+    const traceparent = c.req.header("traceparent");
+    const traced = traceparent && parseTraceparent(traceparent) ? { traceparent: traceparent.trim() } : {};
+    const runOptions: RunOptions = { ...(options as RunOptions), ...traced };
+    const handle = await session.run(prompt, runOptions);
     return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
   });
 
@@ -171,6 +177,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
     return c.json({ cancelled: true });
   });
 
+  registerUsageRoute(app, manager);
   registerPolicyRoutes(app, policy && { ...policy, tenants });
 
   return app;

@@ -19,6 +19,8 @@ const RunDefaultsSchema = z.strictObject({
   pauseTimeoutMs: z.number().int().positive().max(MAX_PAUSE_TIMEOUT_MS).optional(),
   tags: TagsSchema.optional(),
   userContext: UserContextInput.optional(),
+  maxTokens: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
 });
 
 export const CreateSessionBody = z.strictObject({ defaults: RunDefaultsSchema.optional() });
@@ -30,6 +32,8 @@ export const StartRunBody = z.strictObject({
   tags: TagsSchema.optional(),
   maxIterations: z.number().int().positive().max(1000).optional(),
   pauseTimeoutMs: z.number().int().positive().max(MAX_PAUSE_TIMEOUT_MS).optional(),
+  maxTokens: z.number().int().positive().optional(),
+  maxCostUsd: z.number().positive().optional(),
 });
 
 export const ContinueBody = z.strictObject({ pauseId: z.string().min(1).max(200) });

@@ -43,6 +43,12 @@ const LimitsSchema = z.strictObject({
   runsPerMinute: positiveInt.optional(),
   /** Authenticated requests per minute for the tenant (default 6000). */
   requestsPerMinute: positiveInt.optional(),
+  /** Default and ceiling of a run's tokens (input plus output). */
+  maxTokens: positiveInt.optional(),
+  /** Default and ceiling of a run's cost, USD (by `pricing`). */
+  maxCostUsd: z.number().positive().optional(),
+  /** Retries per model call for 429, 5xx and network errors (default 2). */
+  modelRetries: z.number().int().nonnegative().max(10).optional(),
   /** Run budgets (src/loop/run-budget.ts): JSON characters per run's events, per tool result, per turn. */
   maxRunBytes: positiveInt.optional(),
   maxToolResultBytes: positiveInt.optional(),
@@ -66,6 +72,10 @@ const CapabilityLimitsSchema = z.strictObject({
   modelTimeoutMs: positiveInt.optional(),
   maxModelOutputTokens: positiveInt.optional(),
 });
+const PricingSchema = z.record(
+  z.string().min(1),
+  z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative() }),
+);
 
 const TenantSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be 1-64 letters, digits, '_', '.', '-'"),
@@ -73,6 +83,9 @@ const TenantSchema = z.strictObject({
   scripts: z.array(z.string().min(1)).default([]),
   hostTools: z.string().min(1).optional(),
   model: ModelSchema,
+  fallbackModel: ModelSchema.optional(),
+  /** USD per million tokens by model id; "*" for any model not named. */
+  pricing: PricingSchema.optional(),
   limits: LimitsSchema.optional(),
   /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
   isolation: z.enum(["shared", "process-per-tenant"]).optional(),
@@ -176,6 +189,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     });
     const scripts = tenant.scripts.map((script, s) => ({ path: existingFile(file, base, script, `${at}.scripts[${s}]`) }));
     const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`) };
+    if (tenant.fallbackModel) config.fallbackModel = modelSpec(file, base, tenant.fallbackModel, `${at}.fallbackModel`);
+    if (tenant.pricing) config.pricing = tenant.pricing;
     if (tenant.isolation) config.isolation = tenant.isolation;
     if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
     const limits = tenant.limits ?? {};
@@ -189,6 +204,9 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (limits.maxParallelTools !== undefined) runDefaults.maxParallelTools = limits.maxParallelTools;
     if (limits.toolTimeoutMs !== undefined) runDefaults.toolTimeoutMs = limits.toolTimeoutMs;
     if (limits.pauseTimeoutMs !== undefined) runDefaults.pauseTimeoutMs = limits.pauseTimeoutMs;
+    if (limits.maxTokens !== undefined) runDefaults.maxTokens = limits.maxTokens;
+    if (limits.maxCostUsd !== undefined) runDefaults.maxCostUsd = limits.maxCostUsd;
+    if (limits.modelRetries !== undefined) runDefaults.modelRetries = limits.modelRetries;
     if (limits.approvalTimeoutMs !== undefined) runDefaults.approvalTimeoutMs = limits.approvalTimeoutMs;
     if (limits.maxFinishContinues !== undefined) runDefaults.maxFinishContinues = limits.maxFinishContinues;
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;

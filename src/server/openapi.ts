@@ -4,6 +4,7 @@ import { z } from "zod";
 import { packageRoot } from "../../codegen/package-root.js";
 import { JsonSchema } from "../turns/json.js";
 import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
+import { UsageReport } from "./usage-route.js";
 import { DeployBody, ReplayBody, UploadBody } from "./policy-routes.js";
 
 /*
@@ -42,6 +43,7 @@ const schemas = {
   Continued: z.object({ continued: z.literal(true) }),
   ApprovalAnswered: z.object({ pauseId: z.string(), decision: z.enum(["approved", "rejected"]) }),
   Cancelled: z.object({ cancelled: z.literal(true) }),
+  UsageReport,
   UploadBody,
   DeployBody,
   ReplayBody,
@@ -122,8 +124,19 @@ export const operations: Operation[] = [
         step: false,
         tags: { channel: "web" },
         maxIterations: 5,
+        maxTokens: 50000,
+        maxCostUsd: 0.5,
       },
     },
+    parameters: [
+      {
+        name: "traceparent",
+        in: "header",
+        required: false,
+        description: "W3C trace context: the run's trace continues the caller's (a malformed value is ignored)",
+        schema: { type: "string" },
+      },
+    ],
     responses: { 202: { description: "started", schema: "RunStarted" }, ...errorResponses(400, 401, 404, 409, 413, 429, 503) },
   },
   {
@@ -186,6 +199,21 @@ export const operations: Operation[] = [
     path: "/v1/runs/{runId}/cancel",
     summary: "Cancel a running run",
     responses: { 200: { description: "cancelled", schema: "Cancelled" }, ...errorResponses(401, 404, 409, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/usage",
+    summary: "The tenant's usage totals since a time: runs, inferences, tokens, cost, tool calls, sandbox CPU",
+    parameters: [
+      {
+        name: "since",
+        in: "query",
+        required: false,
+        description: "ISO 8601 time (default: all time)",
+        schema: { type: "string", examples: ["2026-11-01T00:00:00Z"] },
+      },
+    ],
+    responses: { 200: { description: "the totals", schema: "UsageReport" }, ...errorResponses(400, 401, 429) },
   },
   ...policyOperations(),
 ];

@@ -7,7 +7,13 @@ import type { ServedTenant } from "./config.js";
  * client learns why its run did not get what it asked. With no limit configured, the built-in ceiling holds.
  */
 
-export const BUILT_IN_CEILINGS = { maxIterations: 1000, pauseTimeoutMs: 24 * 60 * 60 * 1000 };
+export const BUILT_IN_CEILINGS = {
+  maxIterations: 1000,
+  pauseTimeoutMs: 24 * 60 * 60 * 1000,
+  // Budgets have no built-in ceiling: only a tenant's own limit caps them.
+  maxTokens: Number.POSITIVE_INFINITY,
+  maxCostUsd: Number.POSITIVE_INFINITY,
+};
 
 type Ceiled = keyof typeof BUILT_IN_CEILINGS;
 

@@ -138,7 +138,8 @@ export class SessionManager {
           runId: run.id,
           prompt: run.prompt,
           options: run.options,
-          resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations },
+          // The budget goes on from what the run had used: a restart does not refill it.
+          resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations, usage: await this.store.runUsage(run.id) },
         },
         journal,
         this.quota(record.tenant),

@@ -8,7 +8,8 @@ import type { ScriptSource, UploadedFiles } from "../sandbox/api.js";
 /*
  * What a session records about its tenant so another process (`hookbox resume`) can rebuild the runtime:
  * the scripts' entry sources as they were when the session was created (a later edit of the file does not
- * change what a resumed run executes), the host-tools module path, the model spec, limits and defaults.
+ * change what a resumed run executes), the host-tools module path, the model and fallback specs, pricing,
+ * limits and defaults.
  * Host tools are trusted code and stay a path; `--config` may supply them (and the model) instead.
  */
 
@@ -30,6 +31,8 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       scripts,
       hostToolsModule: config.hostToolsModule,
       model: config.model,
+      fallbackModel: config.fallbackModel,
+      pricing: config.pricing,
       limits: config.limits,
       capabilities: config.capabilities,
       runDefaults: config.runDefaults,
@@ -51,6 +54,10 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   const hostToolsModule = override?.hostToolsModule ?? record.hostToolsModule;
   if (hostToolsModule) config.hostToolsModule = hostToolsModule;
   if (override?.model) config.model = override.model;
+  const fallbackModel = override?.fallbackModel ?? record.fallbackModel;
+  if (fallbackModel) config.fallbackModel = fallbackModel;
+  const pricing = override?.pricing ?? record.pricing;
+  if (pricing) config.pricing = pricing;
   const limits = override?.limits ?? record.limits;
   if (limits) config.limits = limits;
   const capabilities = override?.capabilities ?? record.capabilities;

@@ -3,6 +3,8 @@ import type { HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
+import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
+import type { RunUsage } from "../loop/usage-meter.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { pauseChange } from "./pause-events.js";
@@ -39,6 +41,7 @@ export class MemoryStore extends WithPolicyTables implements Store {
   readonly kv = new MemoryKv();
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
+  private readonly ledger: (UsageDelta & { tenant: string; runId: string; atMs: number })[] = [];
   /** Bytes of JSON text per tenant, counted as the SQLite store counts what it writes. */
   private readonly usage = new Map<string, number>();
   protected readonly policy = new MemoryPolicyTables({
@@ -121,6 +124,9 @@ export class MemoryStore extends WithPolicyTables implements Store {
     }
     this.chargeRun(runId, jsonLength(event), options);
     state.events.push(structuredClone(event));
+    const spent = usageDelta(event);
+    const tenant = this.sessions.get(run.sessionId)?.tenant;
+    if (spent && tenant !== undefined) this.ledger.push({ ...spent, tenant, runId, atMs: event.timestampMs });
     run.lastSeq = event.seq;
     if (run.inferenceId === "") run.inferenceId = event.inferenceId;
     if (event.type === "inference-finished") run.iterations += 1;
@@ -210,6 +216,14 @@ export class MemoryStore extends WithPolicyTables implements Store {
     const run = this.runs.get(runId)?.record;
     if (!run || run.status !== "running") return;
     await this.appendEvent(runId, interruptedEvent(run, reason));
+  }
+
+  async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
+    return totalsOf(this.ledger.filter((row) => row.tenant === tenant && row.atMs >= sinceMs));
+  }
+
+  async runUsage(runId: string): Promise<RunUsage> {
+    return runUsageOf(totalsOf(this.ledger.filter((row) => row.runId === runId)));
   }
 
   async tenantUsage(tenant: string): Promise<TenantUsage> {

@@ -144,6 +144,26 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 4,
+    description: "usage ledger: one row per usage-bearing event, summed by tenant and time",
+    sql: `
+      CREATE TABLE usage_ledger (
+        tenant TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        runs INTEGER NOT NULL,
+        inferences INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        tool_calls INTEGER NOT NULL,
+        sandbox_cpu_ms REAL NOT NULL
+      );
+      CREATE INDEX usage_by_tenant ON usage_ledger (tenant, at_ms);
+      CREATE INDEX usage_by_run ON usage_ledger (run_id);
+    `,
+  },
+  {
+    version: 5,
     description: "ctx.kv: per-tenant JSON entries and each tenant's byte count",
     sql: `
       CREATE TABLE kv (

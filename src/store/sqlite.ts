@@ -8,6 +8,8 @@ import { isProcessAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
+import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
+import type { RunUsage } from "../loop/usage-meter.js";
 import { pauseChange } from "./pause-events.js";
 import { SqliteKv } from "./sqlite-kv.js";
 import type {
@@ -35,6 +37,15 @@ import {
   type SnapshotRow,
 } from "./rows.js";
 
+const USAGE_SUMS = [
+  "coalesce(sum(runs), 0) AS runs",
+  "coalesce(sum(inferences), 0) AS inferences",
+  "coalesce(sum(input_tokens), 0) AS inputTokens",
+  "coalesce(sum(output_tokens), 0) AS outputTokens",
+  "coalesce(sum(cost_usd), 0) AS costUsd",
+  "coalesce(sum(tool_calls), 0) AS toolCalls",
+  "coalesce(sum(sandbox_cpu_ms), 0) AS sandboxCpuMs",
+].join(", ");
 type EventRow = { seq: number; type: string; body: string };
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
@@ -88,6 +99,13 @@ export class SqliteStore extends WithPolicyTables implements Store {
       recordToolResult: db.prepare("INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)"),
       listToolResults: db.prepare("SELECT call_id, block FROM tool_results WHERE run_id = ?"),
       runningRuns: db.prepare("SELECT * FROM runs WHERE status = 'running'"),
+      // The tenant comes from the run's session, so the ledger can be summed per tenant without a join.
+      insertUsage: db.prepare(
+        `INSERT INTO usage_ledger (tenant, run_id, at_ms, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms)
+         SELECT s.tenant, r.id, ?, ?, ?, ?, ?, ?, ?, ? FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?`,
+      ),
+      usageSince: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`),
+      usageOfRun: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`),
     };
     this.policy = new SqlitePolicyTables(db, (what, action) => this.write(what, action));
     this.interruptOrphanedRuns();
@@ -202,6 +220,21 @@ export class SqliteStore extends WithPolicyTables implements Store {
       }
       this.usage.chargeRun(runId, body.length, options);
       s.insertEvent.run(runId, event.seq, event.type, body);
+      const spent = usageDelta(event);
+      if (spent) {
+        const u = spent;
+        s.insertUsage.run(
+          event.timestampMs,
+          u.runs,
+          u.inferences,
+          u.inputTokens,
+          u.outputTokens,
+          u.costUsd,
+          u.toolCalls,
+          u.sandboxCpuMs,
+          runId,
+        );
+      }
       const pause = pauseChange(event);
       if (pause?.open) {
         const { pauseId, phase, deadlineMs, pending, openedMs } = pause.open;
@@ -302,6 +335,14 @@ export class SqliteStore extends WithPolicyTables implements Store {
         this.markInterruptedNow(row.id, "the process running it ended while it was in flight"),
       );
     }
+  }
+
+  async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
+    return totalsOf([this.statements.usageSince.get(tenant, sinceMs) as UsageDelta]);
+  }
+
+  async runUsage(runId: string): Promise<RunUsage> {
+    return runUsageOf(totalsOf([this.statements.usageOfRun.get(runId) as UsageDelta]));
   }
 
   async tenantUsage(tenant: string): Promise<TenantUsage> {

@@ -4,6 +4,8 @@ import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
 import type { KvStore } from "./kv.js";
+import type { RunUsage } from "../loop/usage-meter.js";
+import type { UsageTotals } from "./usage.js";
 import type { PolicyStore, RunDeployment } from "./policy-types.js";
 
 /*
@@ -153,6 +155,10 @@ export interface Store extends PolicyStore {
    */
   markInterrupted(runId: string, reason: string): Promise<void>;
 
+  /** A tenant's usage since a time (epoch ms): runs, inferences, tokens, cost, tool calls, sandbox CPU (src/store/usage.ts). */
+  usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals>;
+  /** One run's tokens and cost as its stored events recorded them. */
+  runUsage(runId: string): Promise<RunUsage>;
   tenantUsage(tenant: string): Promise<TenantUsage>;
   /** The per-tenant key-value store behind ctx.kv (src/store/kv.ts). */
   readonly kv: KvStore;

@@ -123,5 +123,5 @@ export const RUN_STATUSES = Object.freeze(["completed", "failed", "aborted", "ca
 export type RunStatus = (typeof RUN_STATUSES)[number];
 export const ERROR_CODES = Object.freeze(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED"] as const);
 export type ErrorCode = (typeof ERROR_CODES)[number];
-export const EVENT_TYPES = Object.freeze(["run-started", "inference-started", "inference-finished", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-finished"] as const);
+export const EVENT_TYPES = Object.freeze(["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-finished"] as const);
 export type EventType = (typeof EVENT_TYPES)[number];

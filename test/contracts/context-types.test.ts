@@ -13,6 +13,7 @@ import { root } from "../codegen/helpers.js";
 
 const INTERFACES = [
   "RunIds",
+  "Budget",
   "CommonContext",
   "MiddlewareContext",
   "ToolContext",

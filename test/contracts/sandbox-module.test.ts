@@ -50,6 +50,7 @@ describe('the in-sandbox "hookbox" module', () => {
       turnId: "u",
       timestampMs: 1,
       tags: {},
+      budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
     });
     expect(decision).toEqual({ action: "skip", result: { missing: [] } });
     await run.close();

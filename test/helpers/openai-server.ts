@@ -4,19 +4,35 @@ import type { AddressInfo } from "node:net";
 export interface FakeReply {
   text?: string;
   toolCalls?: { id: string; name: string; args: Record<string, unknown> }[];
+  /** Answer with this HTTP error status (and `headers`, e.g. Retry-After) instead of a completion. */
+  status?: number;
+  headers?: Record<string, string>;
+  /** Token counts reported in `usage` (default 11 in, 7 out). */
+  usage?: { input: number; output: number };
 }
 
 /**
  * A real OpenAI-compatible HTTP server on loopback: answers /chat/completions with the given replies
  * in order (streaming or not, as the request asks) and records every request body.
  */
-export async function startOpenAIServer(replies: FakeReply[]): Promise<{ url: string; requests: any[]; close(): Promise<void> }> {
+export async function startOpenAIServer(
+  replies: FakeReply[],
+  options: { afterReplies?: FakeReply } = {},
+): Promise<{ url: string; requests: any[]; times: number[]; close(): Promise<void> }> {
   const requests: any[] = [];
+  /** When each request arrived (Date.now()). */
+  const times: number[] = [];
   let next = 0;
   const server: Server = createServer(async (req, res) => {
     const body = JSON.parse(await read(req));
     requests.push(body);
-    const reply = replies[next++] ?? { text: "(no more replies)" };
+    times.push(Date.now());
+    const reply = replies[next++] ?? options.afterReplies ?? { text: "(no more replies)" };
+    if (reply.status !== undefined) {
+      res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
+      res.end(JSON.stringify({ error: { message: `fake provider error ${reply.status}`, type: "fake_error" } }));
+      return;
+    }
     const toolCalls = (reply.toolCalls ?? []).map((c, index) => ({
       index,
       id: c.id,
@@ -24,7 +40,9 @@ export async function startOpenAIServer(replies: FakeReply[]): Promise<{ url: st
       function: { name: c.name, arguments: JSON.stringify(c.args) },
     }));
     const finish = toolCalls.length ? "tool_calls" : "stop";
-    const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+    const input = reply.usage?.input ?? 11;
+    const output = reply.usage?.output ?? 7;
+    const usage = { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
     if (body.stream) {
       res.writeHead(200, { "content-type": "text/event-stream" });
       const chunk = (delta: object, finish_reason: string | null, extra: object = {}) =>
@@ -61,7 +79,16 @@ export async function startOpenAIServer(replies: FakeReply[]): Promise<{ url: st
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/v1`, requests, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    times,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 function read(req: IncomingMessage): Promise<string> {

@@ -22,7 +22,15 @@ export function writeFiles(files: Record<string, string>): string {
 }
 
 /** The ids and times every ctx and payload carries. */
-const common = { sessionId: "s1", inferenceId: "i1", traceId: "t1", turnId: "u1", timestampMs: 1, tags: {} };
+const common = {
+  sessionId: "s1",
+  inferenceId: "i1",
+  traceId: "t1",
+  turnId: "u1",
+  timestampMs: 1,
+  tags: {},
+  budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
+};
 
 export function beforePayload(name = "lookup", args: Record<string, unknown> = {}): BeforeToolCallPayload {
   return {

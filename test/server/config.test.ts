@@ -36,9 +36,37 @@ const cases: [string, (config: any) => void, RegExp][] = [
   ],
   ["a bad sha256", (c) => (c.tenants[0].apiKeys = [{ sha256: "abc" }]), /tenants\[0\]\.apiKeys\[0\]\.sha256: must be 64 hex digits/],
   ["no tenants", (c) => (c.tenants = []), /config .*: tenants: /],
+  [
+    "a price that is not a number",
+    (c) => (c.tenants[0].pricing = { "gpt-4o": { inputPerMTok: "cheap", outputPerMTok: 1 } }),
+    /tenants\[0\]\.pricing\.gpt-4o\.inputPerMTok: /,
+  ],
+  [
+    "a pricing entry with a typo",
+    (c) => (c.tenants[0].pricing = { "*": { inputPerMtok: 1, outputPerMTok: 1 } }),
+    /tenants\[0\]\.pricing\.\*\.inputPerMTok: /,
+  ],
+  [
+    "a missing fallback model file",
+    (c) => (c.tenants[1].fallbackModel = "scripted:gone.json"),
+    /tenants\[1\]\.fallbackModel: file gone\.json does not exist/,
+  ],
+  ["a negative maxCostUsd", (c) => (c.tenants[0].limits = { maxCostUsd: -1 }), /tenants\[0\]\.limits\.maxCostUsd: /],
 ];
 
 describe("serve config", () => {
+  it("reads pricing, the fallback model and the budget limits into the tenant config", () => {
+    const fixture = fixtureWith((c) => {
+      c.tenants[0].pricing = { "*": { inputPerMTok: 3, outputPerMTok: 15 } };
+      c.tenants[0].fallbackModel = { kind: "openai-compatible", model: "backup", baseUrl: "http://127.0.0.1:9/v1" };
+      c.tenants[0].limits = { maxTokens: 5000, maxCostUsd: 0.25, modelRetries: 0 };
+    });
+    const acme = loadServerConfig(fixture.config, { env: {} }).tenants[0].config;
+    expect(acme.pricing).toEqual({ "*": { inputPerMTok: 3, outputPerMTok: 15 } });
+    expect(acme.fallbackModel).toEqual({ kind: "openai-compatible", model: "backup", baseUrl: "http://127.0.0.1:9/v1" });
+    expect(acme.runDefaults).toMatchObject({ maxTokens: 5000, maxCostUsd: 0.25, modelRetries: 0 });
+  });
+
   it.each(cases)("names the field for %s", (_what, edit, message) => {
     const fixture = fixtureWith(edit);
     expect(() => loadServerConfig(fixture.config, { env: {} })).toThrowError(message);

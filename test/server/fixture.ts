@@ -15,6 +15,8 @@ export interface TenantFixture {
   limits?: Record<string, number>;
   /** Use an {env} key instead of {sha256}. */
   envKey?: string;
+  /** More fields of the tenant's config entry (pricing, fallbackModel, ...). */
+  extra?: Record<string, unknown>;
 }
 
 export const twoToolSteps = [
@@ -78,6 +80,7 @@ export const hooks = [{
         hostTools: "tools.mjs",
         model: `scripted:${tenant.name}-model.json`,
         ...(tenant.limits ? { limits: tenant.limits } : {}),
+        ...tenant.extra,
       };
     }),
   };

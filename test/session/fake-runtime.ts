@@ -12,6 +12,7 @@ import type { Turn } from "../../src/turns/turn.js";
 export interface FakeStep {
   toolCalls?: { id: string; name: string; args?: Record<string, string> }[];
   text?: string;
+  usage?: { inputTokens: number; outputTokens: number; costUsd: number };
 }
 
 export class FakeRuntime implements TenantRuntime {
@@ -103,6 +104,7 @@ class FakeRun implements RunHandle {
           iteration: iterations,
           ...(step.text ? { text: step.text } : {}),
           toolCalls: calls.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} })),
+          ...(step.usage ? { usage: step.usage } : {}),
         });
         for (const call of calls)
           turn.blocks.push({

@@ -14,6 +14,7 @@ const twoTools: FakeStep[] = [
       { id: "c1", name: "a" },
       { id: "c2", name: "b" },
     ],
+    usage: { inputTokens: 300, outputTokens: 40, costUsd: 0.25 },
   },
   { text: "done" },
 ];
@@ -188,6 +189,8 @@ describe("SessionManager", () => {
       nextSeq: interrupted!.lastSeq + 1,
       iterations: 1,
       inferenceId: interrupted!.inferenceId,
+      // The budget goes on from what the interrupted run had used.
+      usage: { inputTokens: 300, outputTokens: 40, costUsd: 0.25 },
     });
     expect(fresh.executed).toEqual(["c2"]);
     expect(fresh.beforeToolCall).toEqual(["c2"]);

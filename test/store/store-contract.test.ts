@@ -176,4 +176,39 @@ describe.each(stores)("%s store", (_name, open) => {
     await store.appendEvent("r1", big);
     expect((await store.tenantUsage("acme")).storedBytes).toBeGreaterThan(afterSmall + 20_000);
   });
+
+  it("keeps a usage ledger from the events: totals per tenant since a time, and per run", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createSession(session("s2", "globex"));
+    await store.createRun(run("r1", "s1"));
+    await store.createRun(run("r2", "s2"));
+    const at = (seq: number, ms: number, body: Parameters<typeof event>[2]) => ({ ...event("r1", seq, body), timestampMs: ms });
+    const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.5 };
+    await store.appendEvent("r1", at(1, 1000, { type: "run-started", prompt: "hello", runId: "r1" }));
+    await store.appendEvent("r1", at(2, 1000, { type: "inference-finished", iteration: 1, toolCalls: [], usage }));
+    await store.appendEvent("r1", at(3, 2000, { type: "tool-finished", callId: "c", name: "t", attempt: 1, durationMs: 1, result: null }));
+    await store.appendEvent("r1", at(4, 3000, { type: "inference-finished", iteration: 2, toolCalls: [], usage }));
+    await store.appendEvent(
+      "r1",
+      at(5, 3000, { type: "run-finished", status: "completed", iterations: 2, usage: { ...usage, sandboxCpuMs: 1.5 } }),
+    );
+    await store.appendEvent("r2", { ...event("r2", 1, { type: "run-started", prompt: "x", runId: "r2" }), timestampMs: 1000 });
+
+    expect(await store.usageTotals("acme", 0)).toEqual({
+      runs: 1,
+      inferences: 2,
+      inputTokens: 200,
+      outputTokens: 40,
+      tokens: 240,
+      costUsd: 1,
+      toolCalls: 1,
+      sandboxCpuMs: 1.5,
+    });
+    expect(await store.usageTotals("acme", 2500)).toMatchObject({ runs: 0, inferences: 1, tokens: 120, toolCalls: 0, sandboxCpuMs: 1.5 });
+    expect(await store.usageTotals("globex", 0)).toMatchObject({ runs: 1, inferences: 0, tokens: 0 });
+    expect(await store.usageTotals("nobody", 0)).toMatchObject({ runs: 0, tokens: 0, costUsd: 0 });
+    expect(await store.runUsage("r1")).toEqual({ inputTokens: 200, outputTokens: 40, costUsd: 1 });
+    expect(await store.runUsage("r2")).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 });
+  });
 });

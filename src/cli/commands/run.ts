@@ -24,6 +24,16 @@ export async function runCommand(argv: string[]): Promise<number> {
       name: flags.tenant,
       scripts: flags.scripts.map((path) => ({ path })),
       model: parseModelFlag(flags.model, { baseUrl: flags.baseUrl, apiKeyEnv: flags.apiKeyEnv }),
+      ...(flags.fallbackModel
+        ? {
+            fallbackModel: parseModelFlag(flags.fallbackModel, {
+              baseUrl: flags.fallbackBaseUrl ?? flags.baseUrl,
+              apiKeyEnv: flags.apiKeyEnv,
+              flag: "--fallback-model",
+            }),
+          }
+        : {}),
+      ...(flags.pricing ? { pricing: flags.pricing } : {}),
       ...(flags.hostTools ? { hostToolsModule: flags.hostTools } : {}),
       limits: flags.limits,
       ...capabilityFlags(flags),

@@ -42,7 +42,9 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
     }
     return fail(call, collector, calls, failure);
   }
-  call.cpuMs += Number(tenant.cpuTimeNs() - cpuBefore) / 1e6;
+  const segmentCpuMs = Number(tenant.cpuTimeNs() - cpuBefore) / 1e6;
+  call.cpuMs += segmentCpuMs;
+  collector.cpuMs = (collector.cpuMs ?? 0) + segmentCpuMs;
   // A callback that settled at once answers through the start's return value (runtime/callbacks.ts).
   const settled = typeof returned === "string" && !call.finished ? directSettlement(returned) : undefined;
   if (settled !== undefined) settleCall(collector, calls, call, settled.ok, settled.text, settled.lazyKey);

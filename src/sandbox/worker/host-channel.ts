@@ -8,6 +8,8 @@ export type HostChannelHandler = (op: unknown, a?: unknown, b?: unknown, c?: unk
 export interface Collector {
   outcomes: CallOutcome[];
   logs: LogRecord[];
+  /** Guest CPU time the message's segments used, ms (the host charges it to the run). */
+  cpuMs?: number;
 }
 
 /** A callback the worker is running (or that awaits the host), as the worker tracks it. */

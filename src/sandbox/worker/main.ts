@@ -232,6 +232,7 @@ function onMessage(message: HostMessage): void {
   }
   reply.outcomes = sink.outcomes;
   reply.logs = sink.logs;
+  if (sink.cpuMs !== undefined) reply.cpuMs = sink.cpuMs;
   reply.rssBytes = currentRss();
   reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;

@@ -1,0 +1,51 @@
+import type { Hono } from "hono";
+import { z } from "zod";
+import type { SessionManager } from "../session/manager.js";
+import { ApiError } from "./api-error.js";
+
+type Env = { Variables: { tenant: string } };
+
+/** What GET /v1/usage answers (the OpenAPI document names this schema). */
+export const UsageReport = z.object({
+  tenant: z.string(),
+  since: z.string().meta({ description: "ISO time the totals start from (1970 without `since`)" }),
+  until: z.string().meta({ description: "ISO time of the answer" }),
+  runs: z.number().int().meta({ description: "runs started" }),
+  inferences: z.number().int(),
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  tokens: z.number().int().meta({ description: "inputTokens + outputTokens" }),
+  costUsd: z.number().meta({ description: "by the tenant's pricing; 0 for unpriced models" }),
+  toolCalls: z.number().int().meta({ description: "tool executions, retries included" }),
+  sandboxCpuMs: z.number().meta({ description: "CPU of the tenant's sandboxed callbacks, recorded as runs end" }),
+});
+
+/**
+ * `GET /v1/usage?since=ISO`: the caller's tenant totals since a time (all time without `since`), summed from
+ * the store's usage ledger, so they survive restarts and count every process that shares the store.
+ */
+export function registerUsageRoute(app: Hono<Env>, manager: SessionManager): void {
+  app.get("/v1/usage", async (c) => {
+    const raw = c.req.query("since");
+    let sinceMs = 0;
+    if (raw !== undefined) {
+      sinceMs = /^\d{4}-\d{2}-\d{2}/.test(raw) ? Date.parse(raw) : Number.NaN;
+      if (Number.isNaN(sinceMs))
+        throw new ApiError(
+          400,
+          "VALIDATION",
+          `since: expected an ISO 8601 time such as 2026-11-01T00:00:00Z, got "${raw.slice(0, 40)}"`,
+          "since",
+        );
+    }
+    const tenant = c.get("tenant");
+    const totals = await manager.store.usageTotals(tenant, sinceMs);
+    const report: z.infer<typeof UsageReport> = {
+      tenant,
+      since: new Date(sinceMs).toISOString(),
+      until: new Date().toISOString(),
+      ...totals,
+    };
+    return c.json(report);
+  });
+}

@@ -1,0 +1,69 @@
+import type { HookboxEvent } from "../events/types.js";
+import type { RunUsage } from "../loop/usage-meter.js";
+
+/*
+ * Usage accounting, derived from the events as they are stored (in the same transaction), so the totals
+ * can never disagree with the event log. Each usage-bearing event becomes one ledger row stamped with
+ * the event's time; `GET /v1/usage?since=` sums the rows after a time.
+ */
+
+/** A tenant's totals over a period. */
+export interface UsageTotals {
+  runs: number;
+  inferences: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** inputTokens + outputTokens. */
+  tokens: number;
+  costUsd: number;
+  /** Tool executions (retries included). */
+  toolCalls: number;
+  sandboxCpuMs: number;
+}
+
+/** What one event adds to the ledger. */
+export interface UsageDelta {
+  runs: number;
+  inferences: number;
+  inputTokens: number;
+  outputTokens: number;
+  costUsd: number;
+  toolCalls: number;
+  sandboxCpuMs: number;
+}
+
+const none: UsageDelta = { runs: 0, inferences: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, toolCalls: 0, sandboxCpuMs: 0 };
+
+/** undefined for events that use nothing. */
+export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
+  switch (event.type) {
+    case "run-started":
+      return { ...none, runs: 1 };
+    case "inference-finished":
+      return {
+        ...none,
+        inferences: 1,
+        inputTokens: event.usage?.inputTokens ?? 0,
+        outputTokens: event.usage?.outputTokens ?? 0,
+        costUsd: event.usage?.costUsd ?? 0,
+      };
+    case "tool-finished":
+      return { ...none, toolCalls: 1 };
+    case "run-finished":
+      // A run's sandbox CPU is reported once, when it ends (each process reports the part it ran).
+      return event.usage?.sandboxCpuMs ? { ...none, sandboxCpuMs: event.usage.sandboxCpuMs } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+export function totalsOf(deltas: Iterable<UsageDelta>): UsageTotals {
+  const sum = { ...none };
+  for (const delta of deltas) for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += delta[key];
+  return { ...sum, tokens: sum.inputTokens + sum.outputTokens };
+}
+
+/** A run's tokens and cost so far (what a resumed run's budget starts from). */
+export function runUsageOf(totals: UsageTotals): RunUsage {
+  return { inputTokens: totals.inputTokens, outputTokens: totals.outputTokens, costUsd: totals.costUsd };
+}
