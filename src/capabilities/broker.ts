@@ -33,8 +33,8 @@ export interface RunCapabilitiesOptions {
   guardModel?: () => LanguageModelV4;
   limits: CapabilityLimits;
   emit: (event: CapabilityEvent) => void;
-  /** Every guard call's tokens, for the run's usage. */
-  onGuardUsage?: (usage: GuardUsage) => void;
+  /** Every guard call's tokens, for the run's usage; returns their cost (USD) by the tenant's pricing. */
+  onGuardUsage?: (usage: GuardUsage) => { costUsd: number };
   /** Why the run may not spend more on models (its token or cost budget is used up), or undefined. */
   guardBudgetSpent?: () => string | undefined;
   /** Wraps each guard call in the run's trace (a span); `answered` records the model and its tokens on it. */
@@ -50,8 +50,6 @@ type Counted = "fetch" | "kv" | "model";
 export class RunCapabilities implements CapabilityBroker {
   private readonly counts: Record<Counted, number> = { fetch: 0, kv: 0, model: 0 };
   private guard: LanguageModelV4 | undefined;
-  /** Guard tokens this run used so far. */
-  readonly guardUsage = { calls: 0, inputTokens: 0, outputTokens: 0 };
 
   constructor(private readonly options: RunCapabilitiesOptions) {}
 
@@ -123,11 +121,8 @@ export class RunCapabilities implements CapabilityBroker {
         },
       );
     const answer = this.options.traceGuard ? await this.options.traceGuard(guard.modelId, call) : await call(() => {});
-    event.usage = answer.usage;
-    this.guardUsage.calls += 1;
-    this.guardUsage.inputTokens += answer.usage.inputTokens;
-    this.guardUsage.outputTokens += answer.usage.outputTokens;
-    this.options.onGuardUsage?.({ model: guard.modelId, ...answer.usage });
+    const costUsd = this.options.onGuardUsage?.({ model: guard.modelId, ...answer.usage }).costUsd ?? 0;
+    event.usage = { ...answer.usage, costUsd };
     return answer as unknown as Json;
   }
 }

@@ -108,9 +108,9 @@ export interface CapabilityEvent {
   /** kv: the operation and its key. */
   op?: string;
   key?: string;
-  /** model: the guard model's id and its tokens. */
+  /** model: the guard model's id, its tokens and their cost (counted in the run's usage and budget). */
   model?: string;
-  usage?: { inputTokens: number; outputTokens: number };
+  usage?: { inputTokens: number; outputTokens: number; costUsd: number };
 }
 
 export type HookboxEvent = EventBase & EventBody;

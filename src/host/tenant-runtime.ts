@@ -14,7 +14,8 @@ import {
 } from "../sandbox/api.js";
 import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
-import { startLoop, type LoopComponents } from "../loop/loop.js";
+import { startLoop, type LoopComponents, type RunAccounting } from "../loop/loop.js";
+import type { EventLog } from "../loop/event-log.js";
 import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
@@ -106,11 +107,17 @@ export async function createTenantRuntime(
 
   const components =
     (runId: string, trace: RunTrace) =>
-    async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+    async (events: EventLog, accounting: RunAccounting): Promise<LoopComponents> => {
       // Without export the hook providers stay as they are: the hook round trip pays nothing for tracing.
       const traced = (provider: HookProvider, bundleHash?: string) =>
         tracing ? tracedHookProvider(provider, trace, bundleHash) : provider;
-      const granted = capabilities.forRun({ emit: (event) => events.emit(event) });
+      const granted = capabilities.forRun({
+        emit: (event) => events.emit(event),
+        // A guard call is counted like an inference of the run: its tokens, its cost by the tenant's pricing.
+        onGuardUsage: (usage) => accounting.usage.record(usage.model, usage),
+        guardBudgetSpent: () => accounting.usage.exceeded(),
+        traceGuard: (model, work) => accounting.trace.inference(model, (span) => work((usage) => span.answered(usage.model, usage))),
+      });
       const run =
         sandbox && manifests.length
           ? await sandbox.openRun({
