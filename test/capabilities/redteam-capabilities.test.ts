@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
-import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { TenantRuntime } from "../../src/host/types.js";
 import { MemoryKv } from "../../src/store/memory-kv.js";
-import type { HookboxEvent } from "../../src/events/types.js";
-import { writeScripts, writeSteps } from "../helpers/harness.js";
+import { writeSteps } from "../helpers/harness.js";
+import { hookRuntime, runLogged } from "./hook-runtime.js";
 import { startLoopback, type Loopback } from "./loopback.js";
 
 /*
@@ -64,27 +63,16 @@ afterAll(async () => {
   await loopback.close();
 });
 
-async function attackRuntime(attack: string): Promise<TenantRuntime> {
-  return createTenantRuntime(
-    {
-      name: `attacker-${attack}`,
-      scripts: writeScripts({ "attacker.ts": attacker }),
-      model: {
-        kind: "scripted",
-        file: writeSteps([{ toolCalls: [{ id: "c1", name: "noop", args: { attack, base: loopback.url } }] }, { text: "done" }]),
-      },
-      limits: { cpuMs: 2000, wallMs: 20000 },
-      capabilities: {
-        egress: [`${loopback.url}/api/`],
-        guardModel: { kind: "scripted", file: writeSteps(Array(30).fill({ text: "OK" })) },
-      },
-    },
+function attackRuntime(attack: string): Promise<TenantRuntime> {
+  return hookRuntime({
     pool,
-    {
-      kv: new MemoryKv(),
-      host: { tools: [{ name: "noop", description: "n", parameters: { type: "object" }, handler: () => ({}) }] },
-    },
-  );
+    tenant: `attacker-${attack}`,
+    script: attacker,
+    args: { attack, base: loopback.url },
+    limits: { cpuMs: 2000, wallMs: 20000 },
+    capabilities: { egress: [`${loopback.url}/api/`], guardModel: { kind: "scripted", file: writeSteps(Array(30).fill({ text: "OK" })) } },
+    kv: new MemoryKv(),
+  });
 }
 
 /**
@@ -121,17 +109,12 @@ function threadCpuMs(): number {
 async function underAttack(attack: string): Promise<{ codes: Record<string, number>; busyMaxMs: number }> {
   const runtime = await attackRuntime(attack);
   const stop = watchEventLoop();
-  const handle = runtime.start({ sessionId: `sess_${attack}`, prompt: "attack" });
-  const events: HookboxEvent[] = [];
-  for await (const event of handle.events()) events.push(event);
+  const codes = await runLogged(runtime, `sess_${attack}`);
   const stall = stop();
-  expect((await handle.wait()).status).toBe("completed");
-  const log = events.find((e) => e.type === "log") as { message: string } | undefined;
-  expect(log, JSON.stringify(events)).toBeDefined();
   console.log(
     `${attack}: longest event-loop stall: main thread busy ${stall.busyMaxMs.toFixed(1)} ms (timer late by up to ${stall.wallMaxMs.toFixed(1)} ms)`,
   );
-  return { codes: JSON.parse(log!.message), busyMaxMs: stall.busyMaxMs };
+  return { codes, busyMaxMs: stall.busyMaxMs };
 }
 
 // The longest the host's main thread may stay busy between two turns of its event loop under an attack (ms).

@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
-import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { CapabilityGrants } from "../../src/capabilities/grants.js";
-import type { HookboxEvent } from "../../src/events/types.js";
-import { writeScripts, writeSteps } from "../helpers/harness.js";
+import { hookRuntime, runLogged } from "./hook-runtime.js";
 import { startLoopback, type Loopback } from "./loopback.js";
 
 /*
@@ -42,27 +40,15 @@ afterAll(async () => {
 });
 
 async function runWaiter(tenant: string, limits: CapabilityGrants["limits"]): Promise<{ outcome: string; waitedMs: number }> {
-  const runtime = await createTenantRuntime(
-    {
-      name: tenant,
-      scripts: writeScripts({ "waiter.ts": waiter }),
-      model: {
-        kind: "scripted",
-        file: writeSteps([{ toolCalls: [{ id: "c1", name: "noop", args: { base: loopback.url } }] }, { text: "done" }]),
-      },
-      limits: { wallMs: 300 },
-      capabilities: { egress: [`${loopback.url}/api/`], limits },
-    },
+  const runtime = await hookRuntime({
     pool,
-    { host: { tools: [{ name: "noop", description: "n", parameters: { type: "object" }, handler: () => ({}) }] } },
-  );
-  const handle = runtime.start({ sessionId: `sess_${tenant}`, prompt: "wait" });
-  const events: HookboxEvent[] = [];
-  for await (const event of handle.events()) events.push(event);
-  expect((await handle.wait()).status).toBe("completed");
-  const log = events.find((e) => e.type === "log") as { message: string } | undefined;
-  expect(log, JSON.stringify(events)).toBeDefined();
-  return JSON.parse(log!.message);
+    tenant,
+    script: waiter,
+    args: { base: loopback.url },
+    limits: { wallMs: 300 },
+    capabilities: { egress: [`${loopback.url}/api/`], limits },
+  });
+  return runLogged(runtime, `sess_${tenant}`);
 }
 
 describe("a callback waiting for the host", () => {
