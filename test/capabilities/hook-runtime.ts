@@ -1,4 +1,6 @@
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
+import { createSandboxPool, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
+import { startLoopback, type Loopback } from "./loopback.js";
 import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { TenantConfig, TenantRuntime } from "../../src/host/types.js";
 import type { SandboxPool } from "../../src/sandbox/api.js";
@@ -49,4 +51,18 @@ export async function runLogged(runtime: TenantRuntime, sessionId: string): Prom
   const log = events.find((e) => e.type === "log") as { message: string } | undefined;
   expect(log, JSON.stringify(events)).toBeDefined();
   return JSON.parse(log!.message);
+}
+
+/** A loopback server process and a one-worker sandbox pool for a test file, started before its tests and closed after. */
+export function loopbackAndPool(): { loopback: Loopback; pool: SupervisedSandboxPool } {
+  const shared = {} as { loopback: Loopback; pool: SupervisedSandboxPool };
+  beforeAll(async () => {
+    shared.loopback = await startLoopback();
+    shared.pool = createSandboxPool({ workers: 1 });
+  });
+  afterAll(async () => {
+    await shared.pool?.close();
+    await shared.loopback?.close();
+  });
+  return shared;
 }

@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandboxPool } from "../../src/sandbox/index.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { TenantRuntime } from "../../src/host/types.js";
 import { MemoryKv } from "../../src/store/memory-kv.js";
 import { writeSteps } from "../helpers/harness.js";
-import { hookRuntime, runLogged } from "./hook-runtime.js";
-import { startLoopback, type Loopback } from "./loopback.js";
+import { hookRuntime, loopbackAndPool, runLogged } from "./hook-runtime.js";
 
 /*
  * Capabilities as a weapon: a script floods ctx.fetch (in parallel and in a loop, at a 2 MiB body), writes
@@ -47,30 +45,23 @@ export default defineScript({
 });
 `;
 
-let loopback: Loopback;
-let pool: ReturnType<typeof createSandboxPool>;
-
-beforeAll(async () => {
-  loopback = await startLoopback();
-  pool = createSandboxPool({ workers: 1 });
-});
+const shared = loopbackAndPool();
 beforeAll(async () => {
   // First use of fetch, the sandbox worker and the code paths costs once; the attacks are measured warm.
   await underAttack("warm-up");
 }, 60_000);
-afterAll(async () => {
-  await pool.close();
-  await loopback.close();
-});
 
 function attackRuntime(attack: string): Promise<TenantRuntime> {
   return hookRuntime({
-    pool,
+    pool: shared.pool,
     tenant: `attacker-${attack}`,
     script: attacker,
-    args: { attack, base: loopback.url },
+    args: { attack, base: shared.loopback.url },
     limits: { cpuMs: 2000, wallMs: 20000 },
-    capabilities: { egress: [`${loopback.url}/api/`], guardModel: { kind: "scripted", file: writeSteps(Array(30).fill({ text: "OK" })) } },
+    capabilities: {
+      egress: [`${shared.loopback.url}/api/`],
+      guardModel: { kind: "scripted", file: writeSteps(Array(30).fill({ text: "OK" })) },
+    },
     kv: new MemoryKv(),
   });
 }
@@ -122,7 +113,7 @@ const STALL_LIMIT_MS = 100;
 
 describe("capabilities under attack", () => {
   it("a parallel and a looping fetch flood: 16 in flight, 50 per run, bodies cut at 1 MiB", async () => {
-    await loopback.clear();
+    await shared.loopback.clear();
     const parallel = await underAttack("fetch-parallel");
     expect(parallel.codes.CAPABILITY_QUOTA).toBeGreaterThanOrEqual(300 - 16);
     expect(parallel.codes.ok ?? 0).toBe(0); // every body was over 1 MiB
@@ -131,7 +122,7 @@ describe("capabilities under attack", () => {
     expect(loop.codes.ok).toBe(50);
     expect(loop.codes.CAPABILITY_QUOTA).toBe(450);
     expect(loop.busyMaxMs).toBeLessThan(STALL_LIMIT_MS);
-    expect((await loopback.received()).length).toBeLessThanOrEqual(16 + 50);
+    expect((await shared.loopback.received()).length).toBeLessThanOrEqual(16 + 50);
   }, 120_000);
 
   it("huge kv values: 64 KiB per value, 10 MiB per tenant, a 6 MiB value refused before it leaves the sandbox", async () => {

@@ -1,8 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSandboxPool } from "../../src/sandbox/index.js";
+import { describe, expect, it } from "vitest";
 import type { CapabilityGrants } from "../../src/capabilities/grants.js";
-import { hookRuntime, runLogged } from "./hook-runtime.js";
-import { startLoopback, type Loopback } from "./loopback.js";
+import { hookRuntime, loopbackAndPool, runLogged } from "./hook-runtime.js";
 
 /*
  * Waiting for the host is not the callback's time: a hook with a 300 ms wall budget waits 1.5 s for a slow
@@ -28,25 +26,16 @@ export default defineScript({
 });
 `;
 
-let loopback: Loopback;
-let pool: ReturnType<typeof createSandboxPool>;
-beforeAll(async () => {
-  loopback = await startLoopback();
-  pool = createSandboxPool({ workers: 1 });
-});
-afterAll(async () => {
-  await pool.close();
-  await loopback.close();
-});
+const shared = loopbackAndPool();
 
 async function runWaiter(tenant: string, limits: CapabilityGrants["limits"]): Promise<{ outcome: string; waitedMs: number }> {
   const runtime = await hookRuntime({
-    pool,
+    pool: shared.pool,
     tenant,
     script: waiter,
-    args: { base: loopback.url },
+    args: { base: shared.loopback.url },
     limits: { wallMs: 300 },
-    capabilities: { egress: [`${loopback.url}/api/`], limits },
+    capabilities: { egress: [`${shared.loopback.url}/api/`], limits },
   });
   return runLogged(runtime, `sess_${tenant}`);
 }
