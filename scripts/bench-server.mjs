@@ -62,7 +62,7 @@ export default defineScript({ name: "policy", hooks: {
           scripts: ["policy.ts"],
           hostTools: "tools.mjs",
           model: "scripted:model.json",
-          limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000 },
+          limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000, maxEventStreams: 1000 },
         },
       ],
     }),

@@ -67,7 +67,7 @@ async function sandboxLatency() {
     return value;
   });
   log(`loop tool calls/s: ${Math.round(throughput)}`);
-  return { hook, echo, throughput };
+  return { hook, echo, throughput, wall: pool.wall };
 }
 
 /** loop_tool_calls_per_s through the real tool loop (scripts/bench/loop-throughput.mjs, the lead's harness). */
@@ -307,6 +307,8 @@ const results = {
   victim_hook_p99_ms_under_attack: round(attack.victimP99, 2),
   ...tenancy,
   node_version: process.version,
+  // The second wall the bench's workers ran in: "bubblewrap", or "none" (off or unavailable).
+  sandbox_wall: latency.wall,
   mass_tenant_failures: massFailures.count,
   replay_calls_per_s: Math.round(replayPerSecond),
   ...server,

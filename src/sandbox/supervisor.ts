@@ -77,7 +77,9 @@ export class Supervisor {
 
   /** Called after every reply: a worker over its RSS budget is retired and replaced. */
   checkBudget(worker: WorkerProcess): void {
-    if (worker.retiring || !worker.alive || worker.lastRssBytes <= this.options.rssBudgetBytes) return;
+    // A retiring worker whose last tenant left while a call was in flight is reaped once that reply is in.
+    if (worker.retiring) return this.reapIfDone(worker);
+    if (!worker.alive || worker.lastRssBytes <= this.options.rssBudgetBytes) return;
     worker.retiring = true;
     this.retiring.add(worker);
     this.options.onWorkerRetiring(worker);

@@ -196,3 +196,18 @@ describe("idle eviction", () => {
     await until(() => pool.stats().liveIsolates === 0);
   });
 });
+
+describe("workers over their RSS budget", () => {
+  it("are retired and reaped once their tenants have left, even when a tenant leaves with a call in flight", async () => {
+    // Every worker is over a 1 MB budget after its first reply, so each reply retires the worker it came from.
+    const pool = newPool({ workers: 1, workerRssBudgetMb: 1 });
+    const runs = await Promise.all(["r1", "r2", "r3", "r4"].map((name) => tenantRun(pool, name)));
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(runs.map((run, i) => hook(run, `r${i + 1}`)));
+    }
+    // No retired worker without tenants is left running: each one's process exits.
+    await until(() => pool.workers().every((worker) => !worker.retiring || worker.tenants.length > 0));
+    const lingering = pool.workers().filter((worker) => worker.retiring && worker.tenants.length === 0);
+    expect(lingering).toEqual([]);
+  });
+});
