@@ -14,6 +14,7 @@ import {
 } from "./primordials.js";
 import type { LoadedScript } from "./script-definition.js";
 import { lazyJson, type LazyJson } from "./lazy-json.js";
+import { attachCapabilities } from "./capabilities.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
 
 interface PendingRequest {
@@ -22,11 +23,15 @@ interface PendingRequest {
   reject: (error: unknown) => void;
 }
 
+/** Capability requests one callback may have in flight at once (the worker holds it to the same bound). */
+const MAX_PENDING_CAPABILITIES = 16;
+
 interface ActiveCallback {
   settled: boolean;
   nextCalled: boolean;
-  /** The host request it awaits (next() can be called once per call, so there is at most one). */
-  pending: PendingRequest | undefined;
+  /** The host requests it awaits, by request id: at most one next() and a bounded number of capability requests. */
+  pending: Record<number, PendingRequest>;
+  pendingCapabilities: number;
   /** A hook payload's `result`, delivered unparsed (lazy-json.ts). */
   lazy: LazyJson | undefined;
 }
@@ -92,12 +97,44 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
         }
       }
       call.nextCalled = true;
-      const requestId = ++nextRequestId;
-      const promise = new PromiseCtor((resolve, reject) => {
-        call.pending = { requestId, resolve, reject };
-      });
-      host("request", callId, requestId, "next", text);
-      return promise;
+      return request(call, callId, "next", text);
+    };
+  }
+
+  /** One request to the host for `call`; resume() settles it. */
+  function request(call: ActiveCallback, callId: number, op: "next" | "capability", text: string): Promise<unknown> {
+    const requestId = ++nextRequestId;
+    const promise = new PromiseCtor((resolve, reject) => {
+      call.pending[requestId] = { requestId, resolve, reject };
+    });
+    host("request", callId, requestId, op, text);
+    return promise;
+  }
+
+  function askCapability(callId: number) {
+    return function (text: string): Promise<unknown> {
+      const call = active[callId];
+      if (call === undefined || call.settled)
+        return PromiseReject(guestError("a capability was used after the callback finished", "CAPABILITY_DENIED"));
+      if (call.pendingCapabilities >= MAX_PENDING_CAPABILITIES)
+        return PromiseReject(
+          guestError("more than " + MAX_PENDING_CAPABILITIES + " capability requests in flight in one callback", "CAPABILITY_QUOTA"),
+        );
+      call.pendingCapabilities++;
+      const settleOne = (): void => {
+        call.pendingCapabilities--;
+      };
+      return PromisePrototypeThen(
+        request(call, callId, "capability", text),
+        (value) => {
+          settleOne();
+          return value;
+        },
+        (error) => {
+          settleOne();
+          return PromiseReject(error);
+        },
+      );
     };
   }
 
@@ -115,7 +152,13 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
 
   function run(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): void {
     const loaded = script();
-    const call: ActiveCallback = { settled: false, nextCalled: false, pending: undefined, lazy: undefined };
+    const call: ActiveCallback = {
+      settled: false,
+      nextCalled: false,
+      pending: dict<PendingRequest>(),
+      pendingCapabilities: 0,
+      lazy: undefined,
+    };
     active[callId] = call;
     try {
       const table =
@@ -134,6 +177,8 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
         call.lazy = lazyJson(lazyResult);
         defineData(args[0], "result", call.lazy.value);
       }
+      const ctx = kind === "hook" ? args[0] : args[1];
+      if (ctx !== null && typeof ctx === "object") attachCapabilities(ctx, askCapability(callId), limits.maxPayloadBytes);
       const callArgs =
         kind === "middleware"
           ? [args[0], makeNext(callId, JSONStringify(args[0])), args[1]]
@@ -162,14 +207,14 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   function resume(callId: number, requestId: number, ok: boolean, text: string): void {
     const call = active[callId];
     if (call === undefined) return;
-    const request = call.pending;
-    if (request === undefined || request.requestId !== requestId) return;
-    call.pending = undefined;
+    const waiting = call.pending[requestId];
+    if (waiting === undefined) return;
+    delete call.pending[requestId];
     if (ok) {
-      request.resolve(JSONParse(text));
+      waiting.resolve(JSONParse(text));
     } else {
       const error = JSONParse(text) as { code?: string; message?: string };
-      request.reject(
+      waiting.reject(
         guestError(
           typeof error.message === "string" ? error.message : "the host request failed",
           typeof error.code === "string" ? error.code : undefined,

@@ -25,7 +25,9 @@ export function describeThrown(thrown: unknown, code = "SCRIPT_ERROR"): string {
     const name = readString(() => error.name, 200) ?? "Error";
     const message = readString(() => error.message, MAX_MESSAGE) ?? readString(() => thrown, MAX_MESSAGE) ?? "(unprintable value)";
     const stack = readString(() => error.stack, MAX_STACK);
-    return JSONStringify({ code, name, message, stack });
+    // A capability error's code (CAPABILITY_DENIED, ...) is kept so the host's error names it.
+    const errorCode = readString(() => (error as { code?: unknown }).code, 64);
+    return JSONStringify({ code, name, message, stack, errorCode });
   }
   return JSONStringify({
     code,

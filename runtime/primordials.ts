@@ -63,10 +63,19 @@ export const RegExpPrototypeExec = uncurry(RegExp.prototype.exec);
  * descriptor inheriting a polluted `get`).
  */
 export function defineData(target: object, key: string | number, value: unknown): void {
+  defineOwn(target, key, value, true);
+}
+
+/** As defineData, but not enumerable: JSON.stringify, spreading and Object.keys skip it (ctx capabilities). */
+export function defineHidden(target: object, key: string, value: unknown): void {
+  defineOwn(target, key, value, false);
+}
+
+function defineOwn(target: object, key: string | number, value: unknown, enumerable: boolean): void {
   const descriptor = ObjectCreate(null) as PropertyDescriptor;
   descriptor.value = value;
   descriptor.writable = true;
-  descriptor.enumerable = true;
+  descriptor.enumerable = enumerable;
   descriptor.configurable = true;
   ObjectDefineProperty(target, key, descriptor);
 }

@@ -179,6 +179,36 @@ const examples = [
       expect(events.at(-1).status === "completed" && events.at(-1).text.includes("A17"), "the final answer cites A17");
     },
   },
+  {
+    name: "guard-kv",
+    args: [
+      ex("guard-kv/guard.ts"),
+      "--model",
+      `scripted:${ex("guard-kv/model.json")}`,
+      "--guard-model",
+      `scripted:${ex("guard-kv/guard-model.json")}`,
+      "--host-tools",
+      ex("guard-kv/tools.mjs"),
+      "--prompt",
+      "Process today's refund requests",
+    ],
+    check(events) {
+      const guardCalls = events.filter((e) => e.type === "capability" && e.kind === "model");
+      expect(guardCalls.length === 2 && guardCalls.every((e) => e.ok), "the guard model was asked once per customer");
+      const decisions = events.filter((e) => e.type === "hook-decision" && e.script === "refund-guard");
+      expect(decisions.find((d) => d.callId === "c2")?.decision.action === "deny", "the abusive request was denied");
+      expect(decisions.find((d) => d.callId === "c3")?.decision.action === "deny", "the remembered verdict denied the repeat");
+      expect(
+        events.some((e) => e.type === "capability" && e.kind === "kv" && e.op === "get" && e.key === "verdict:bo" && e.ok),
+        "the verdict was read from ctx.kv",
+      );
+      expect(
+        events.some((e) => e.type === "tool-finished" && e.callId === "c1" && !e.error),
+        "the fine refund ran",
+      );
+      expect(events.at(-1).status === "completed", "run completed");
+    },
+  },
 ];
 
 let failures = 0;

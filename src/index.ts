@@ -59,6 +59,10 @@ export type {
   TenantSandboxOptions,
 } from "./sandbox/api.js";
 
+// Capabilities: what scripts may reach through ctx.fetch, ctx.kv, ctx.model (docs/capabilities.md).
+export type { CapabilityGrants, CapabilityLimits, EgressEntry, EgressHeader } from "./capabilities/grants.js";
+export type { KvStore, KvPage, KvSetOptions, KvListOptions } from "./store/kv.js";
+
 // Sessions and their store.
 export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
 export type { Session, CreateSessionOptions } from "./session/session.js";
@@ -70,7 +74,7 @@ export type { UsageTotals } from "./store/usage.js";
 export { shutdownTracing } from "./telemetry/tracing.js";
 
 // Events, models, errors, turns.
-export type { HookboxEvent, EventType, FinalStatus } from "./events/types.js";
+export type { HookboxEvent, EventType, FinalStatus, CapabilityEvent } from "./events/types.js";
 export { ScriptedModel, loadScriptedSteps, type ScriptedStep } from "./engine/scripted.js";
 export { HookboxError, isHookboxError, type HostErrorCode, type SerializedError } from "./errors.js";
 export type { Turn, Block } from "./turns/turn.js";

@@ -178,13 +178,84 @@ export type AfterToolCallReturn = AfterToolCallDecision | undefined;
 export type OnToolErrorReturn = OnToolErrorDecision | undefined;
 
 export interface Hooks {
-  beforeToolCall?(payload: BeforeToolCallPayload): Awaitable<BeforeToolCallReturn | void>;
-  afterToolCall?(payload: AfterToolCallPayload): Awaitable<AfterToolCallReturn | void>;
-  onToolError?(payload: OnToolErrorPayload): Awaitable<OnToolErrorReturn | void>;
+  beforeToolCall?(payload: BeforeToolCallPayload & Capabilities): Awaitable<BeforeToolCallReturn | void>;
+  afterToolCall?(payload: AfterToolCallPayload & Capabilities): Awaitable<AfterToolCallReturn | void>;
+  onToolError?(payload: OnToolErrorPayload & Capabilities): Awaitable<OnToolErrorReturn | void>;
   /** Once per run, before the first inference: may rewrite the prompt or deny the run. */
-  beforeRun?(payload: BeforeRunPayload): Awaitable<BeforeRunReturn | void>;
+  beforeRun?(payload: BeforeRunPayload & Capabilities): Awaitable<BeforeRunReturn | void>;
   /** When the model gives a final answer: may send it on with a message, or abort the run. */
-  beforeFinish?(payload: BeforeFinishPayload): Awaitable<BeforeFinishReturn | void>;
+  beforeFinish?(payload: BeforeFinishPayload & Capabilities): Awaitable<BeforeFinishReturn | void>;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Capabilities (docs/capabilities.md): I/O the host does for the script, where the tenant's grants allow.
+// Each is on the ctx (hook payload) of every middleware, tool and hook call; not enumerable, never serialized.
+// Failures reject with an Error whose `code` is CAPABILITY_DENIED, CAPABILITY_QUOTA, CAPABILITY_INVALID,
+// CAPABILITY_TIMEOUT or CAPABILITY_FAILED.
+
+export interface FetchInit {
+  method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+  headers?: { [name: string]: string };
+  /** Text; send JSON as `JSON.stringify(value)` with a content-type header. */
+  body?: string;
+}
+
+export interface FetchResponse {
+  status: number;
+  /** status 200-299. */
+  ok: boolean;
+  /** Lower-case names. */
+  headers: { [name: string]: string };
+  body: string;
+  /** `JSON.parse(body)`. */
+  json(): Json;
+}
+
+export interface KvSetOptions {
+  /** The entry disappears this many ms after the write. */
+  ttlMs?: number;
+}
+
+export interface KvPage {
+  keys: string[];
+  /** Present when there may be more: pass it as `list(prefix, { cursor })`. */
+  cursor?: string;
+}
+
+/** The tenant's key-value store: JSON values shared by its scripts and runs, invisible to other tenants. */
+export interface Kv {
+  /** The value, or null when the key is missing or expired. */
+  get(key: string): Promise<Json>;
+  /** Keys up to 256 characters; values up to 64 KiB of JSON; within the tenant's quota. */
+  set(key: string, value: Json, options?: KvSetOptions): Promise<null>;
+  /** True when the key existed. */
+  delete(key: string): Promise<boolean>;
+  /** Keys starting with `prefix`, in order, a page (100) at a time. */
+  list(prefix?: string, options?: { cursor?: string }): Promise<KvPage>;
+}
+
+export interface GuardMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface GenerateRequest {
+  prompt?: string;
+  messages?: GuardMessage[];
+  maxTokens?: number;
+}
+
+export interface GenerateResult {
+  text: string;
+  usage: { inputTokens: number; outputTokens: number };
+}
+
+export interface Capabilities {
+  /** An HTTP request by the host, to URLs under the tenant's egress list only. */
+  fetch(url: string, init?: FetchInit): Promise<FetchResponse>;
+  kv: Kv;
+  /** The tenant's guard model, counted in the run's usage. */
+  model: { generate(request: GenerateRequest): Promise<GenerateResult> };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -194,7 +265,7 @@ export interface Hooks {
 export type Next = (turn?: Turn) => Promise<Turn>;
 
 /** Must return a turn: returning nothing is an error, never a silent loss. */
-export type MiddlewareFunction = (turn: Turn, next: Next, ctx: MiddlewareContext) => Awaitable<Turn>;
+export type MiddlewareFunction = (turn: Turn, next: Next, ctx: MiddlewareContext & Capabilities) => Awaitable<Turn>;
 
 /** A middleware is named by its function name, or explicitly with `{ name, run }`. */
 export type Middleware = MiddlewareFunction | { name: string; run: MiddlewareFunction };
@@ -210,7 +281,7 @@ export interface ScriptTool {
   description: string;
   /** JSON Schema of the arguments; calls are validated against it before the handler runs. */
   parameters: JsonObject;
-  handler(args: ToolArgs, ctx: ToolContext): Awaitable<Json>;
+  handler(args: ToolArgs, ctx: ToolContext & Capabilities): Awaitable<Json>;
 }
 
 export interface ScriptDefinition {

@@ -124,9 +124,9 @@ export declare const ON_HOOK_ERROR: readonly ["fail-closed", "fail-open", "abort
 export type OnHookErrorPolicy = (typeof ON_HOOK_ERROR)[number];
 export declare const RUN_STATUSES: readonly ["completed", "failed", "aborted", "cancelled"];
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED"];
+export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED"];
 export type ErrorCode = (typeof ERROR_CODES)[number];
-export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "run-finished"];
+export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-finished"];
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** One item of a turn. Unknown kinds read as "other". */

@@ -24,6 +24,10 @@ export interface RunFlags {
   options: RunOptions;
   /** The sandbox's second wall (`--wall`; the pool's default when absent). */
   wall?: WallMode;
+  /** `--egress URL` (repeatable): URL prefixes ctx.fetch may reach. */
+  egress: string[];
+  /** `--guard-model SPEC`: the model ctx.model.generate calls (`run`: the run's model). */
+  guardModel?: string;
 }
 
 const spec = {
@@ -56,6 +60,8 @@ const spec = {
   "fallback-base-url": { type: "string" },
   traceparent: { type: "string" },
   wall: { type: "string" },
+  egress: { type: "string", multiple: true },
+  "guard-model": { type: "string" },
 } as const;
 
 function positiveInt(flag: string, value: string | undefined): number | undefined {
@@ -179,5 +185,7 @@ export function parseRunFlags(argv: string[]): RunFlags {
     limits,
     options,
     wall: wallModeFlag(v.wall),
+    egress: v.egress ?? [],
+    ...(v["guard-model"] !== undefined ? { guardModel: v["guard-model"] } : {}),
   };
 }

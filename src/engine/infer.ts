@@ -22,10 +22,11 @@ export interface InferenceResult {
 export async function infer(
   model: LanguageModelV4,
   turn: Turn,
-  options: { tools: ToolDefinition[]; signal: AbortSignal; stream?: boolean },
+  options: { tools: ToolDefinition[]; signal: AbortSignal; stream?: boolean; maxOutputTokens?: number },
 ): Promise<InferenceResult> {
   const call: LanguageModelV4CallOptions = {
     prompt: turnToPrompt(turn),
+    ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
     tools: options.tools.map((t) => ({ type: "function", name: t.name, description: t.description, inputSchema: t.parameters as never })),
     abortSignal: options.signal,
   };

@@ -2,8 +2,11 @@ import { resolve } from "node:path";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
-import type { ModelSpec } from "../host/types.js";
 import { loadScriptedSteps, ScriptedModel } from "./scripted.js";
+
+/** How the model is chosen from a CLI flag or config string. */
+export type ModelSpec =
+  { kind: "scripted"; file: string } | { kind: "openai-compatible"; model: string; baseUrl: string; apiKeyEnv?: string };
 
 /** `scripted:FILE` or `openai-compatible:MODEL` (with a base URL) -> a ModelSpec. */
 export function parseModelFlag(

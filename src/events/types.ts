@@ -81,6 +81,7 @@ export type EventBody =
       reason?: string;
     }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
+  | CapabilityEvent
   | {
       type: "run-finished";
       status: FinalStatus;
@@ -91,6 +92,26 @@ export type EventBody =
       /** The whole run's tokens and cost, and the CPU its sandboxed scripts used. */
       usage?: RunUsage & { sandboxCpuMs?: number };
     };
+
+/** One ctx.fetch / ctx.kv / ctx.model.generate request of a script, refused ones included (docs/capabilities.md). */
+export interface CapabilityEvent {
+  type: "capability";
+  kind: "fetch" | "kv" | "model";
+  script: string;
+  ok: boolean;
+  durationMs: number;
+  errorCode?: string;
+  /** fetch: the method, the last URL tried (after redirects) and the final status. */
+  method?: string;
+  url?: string;
+  status?: number;
+  /** kv: the operation and its key. */
+  op?: string;
+  key?: string;
+  /** model: the guard model's id, its tokens and their cost (counted in the run's usage and budget). */
+  model?: string;
+  usage?: { inputTokens: number; outputTokens: number; costUsd: number };
+}
 
 export type HookboxEvent = EventBase & EventBody;
 export type EventType = HookboxEvent["type"];

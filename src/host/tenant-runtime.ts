@@ -14,7 +14,8 @@ import {
 } from "../sandbox/api.js";
 import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
-import { startLoop, type LoopComponents } from "../loop/loop.js";
+import { startLoop, type LoopComponents, type RunAccounting } from "../loop/loop.js";
+import type { EventLog } from "../loop/event-log.js";
 import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
 import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
@@ -26,6 +27,8 @@ import { newId } from "../loop/ids.js";
 import { loadHostModule, type HostModule } from "./host-module.js";
 import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-defaults.js";
 import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
+import { TenantCapabilities } from "../capabilities/tenant-capabilities.js";
+import type { KvStore } from "../store/kv.js";
 import type { Pricing } from "../loop/usage-meter.js";
 import type { RunTrace } from "../telemetry/run-trace.js";
 import { loadTracing, startRunTrace } from "../telemetry/tracing.js";
@@ -42,6 +45,10 @@ export interface TenantRuntimeExtras {
    * inferences a resumed run already made; overrides `config.model`.
    */
   model?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /** Where ctx.kv lives (the session store's `kv`); default: in this process. */
+  kv?: KvStore;
+  /** The model ctx.model.generate calls; overrides `config.capabilities.guardModel`. */
+  guardModel?: LanguageModelV4 | (() => LanguageModelV4);
   /** As `model`, for the fallback; overrides `config.fallbackModel`. */
   fallbackModel?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
   /** Overrides `config.pricing`. */
@@ -90,16 +97,35 @@ export async function createTenantRuntime(
   const shadowManifests = shadowSandbox ? await shadowSandbox.load(shadow.sources) : [];
   // At the run's end, shadow chains in flight get at most their own wall limit per shadow script, plus a margin.
   const shadowWaitMs = (config.limits?.wallMs ?? DEFAULT_SANDBOX_LIMITS.wallMs) * shadowManifests.length + 1000;
+  const capabilities = new TenantCapabilities({
+    tenant: config.name,
+    grants: config.capabilities,
+    runModel: newModel,
+    ...(extras.kv ? { kv: extras.kv } : {}),
+    ...(extras.guardModel ? { guardModel: extras.guardModel } : {}),
+  });
 
   const components =
     (runId: string, trace: RunTrace) =>
-    async (events: Parameters<Parameters<typeof startLoop>[1]["components"]>[0]): Promise<LoopComponents> => {
+    async (events: EventLog, accounting: RunAccounting): Promise<LoopComponents> => {
       // Without export the hook providers stay as they are: the hook round trip pays nothing for tracing.
       const traced = (provider: HookProvider, bundleHash?: string) =>
         tracing ? tracedHookProvider(provider, trace, bundleHash) : provider;
+      const granted = capabilities.forRun({
+        emit: (event) => events.emit(event),
+        // A guard call is counted like an inference of the run: its tokens, its cost by the tenant's pricing.
+        onGuardUsage: (usage) => accounting.usage.record(usage.model, usage),
+        guardBudgetSpent: () => accounting.usage.exceeded(),
+        traceGuard: (model, work) => accounting.trace.inference(model, (span) => work((usage) => span.answered(usage.model, usage))),
+      });
       const run =
         sandbox && manifests.length
-          ? await sandbox.openRun({ runId, scripts: manifests, onLog: (entry) => events.emit({ type: "log", ...entry }) })
+          ? await sandbox.openRun({
+              runId,
+              scripts: manifests,
+              onLog: (entry) => events.emit({ type: "log", ...entry }),
+              capabilities: granted.broker,
+            })
           : undefined;
       const registry = buildRegistry(host, manifests, schemas, run);
       const shadowRun =
@@ -123,6 +149,7 @@ export async function createTenantRuntime(
           ...manifests.map((m, i) => traced(scriptHookProvider(m, run!, deployment?.versions[i]), m.bundleHash)),
         ],
         close: async () => {
+          granted.close();
           await shadowRun?.close().catch(() => undefined);
           await run?.close();
         },

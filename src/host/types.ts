@@ -3,10 +3,12 @@ import type { Json } from "../turns/json.js";
 import type { Tags, UserContext } from "../contracts/context.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
+import type { CapabilityGrants } from "../capabilities/grants.js";
 import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "../loop/usage-meter.js";
 import type { RunBudgets } from "../loop/run-budget.js";
 import type { ChainVerdict } from "../loop/verdict.js";
+import type { ModelSpec } from "../engine/model-spec.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -97,9 +99,7 @@ export interface StartRunRequest {
   persistence?: RunPersistence;
 }
 
-/** How the model is chosen from a CLI flag or config string. */
-export type ModelSpec =
-  { kind: "scripted"; file: string } | { kind: "openai-compatible"; model: string; baseUrl: string; apiKeyEnv?: string };
+export type { ModelSpec };
 
 export interface TenantConfig {
   name: string;
@@ -114,6 +114,8 @@ export interface TenantConfig {
   limits?: Partial<SandboxLimits>;
   /** "process-per-tenant": this tenant's isolates get a worker process of their own (default: the pool's, "shared"). */
   isolation?: Isolation;
+  /** What the tenant's scripts may reach through ctx.fetch, ctx.kv and ctx.model (docs/capabilities.md). */
+  capabilities?: CapabilityGrants;
   /** Defaults for every run of this tenant. */
   runDefaults?: RunOptions;
   /** What each run may produce (bytes, tool calls per inference); unset ones take DEFAULT_RUN_BUDGETS. */

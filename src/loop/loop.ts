@@ -49,6 +49,11 @@ export interface LoopLimits {
 }
 
 /** What the loop needs from the sandbox and the host, built once the event log exists (logs go into it). */
+export interface RunAccounting {
+  usage: UsageMeter;
+  trace: RunTrace;
+}
+
 export interface LoopComponents {
   registry: ToolRegistry;
   middleware: Middleware[];
@@ -65,7 +70,8 @@ export interface LoopOptions {
   /** Answers once the model's retries are spent. */
   fallbackModel?: LanguageModelV4;
   stream?: boolean;
-  components(events: EventLog): Promise<LoopComponents>;
+  /** `run`: the run's usage meter and trace, for components that spend tokens too (a script's guard-model calls). */
+  components(events: EventLog, run: RunAccounting): Promise<LoopComponents>;
   limits: LoopLimits;
   ids: { runId: string; sessionId: string; inferenceId: string; traceId: string; turnId: string };
   prompt: string;
@@ -189,7 +195,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
 
   try {
     if (!options.resume) events.emit({ type: "run-started", prompt: options.prompt, runId: ids.runId });
-    components = await options.components(events);
+    components = await options.components(events, { usage: usageMeter, trace });
     const { registry } = components;
     TurnDataKeys.toolConfig.set(turn.data, {
       maxIterations: limits.maxIterations,
@@ -253,6 +259,9 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     for (;;) {
       let pending = pendingCalls(turn);
       if (pending.length === 0) {
+        // Tokens spent since the last inference (a script's guard-model calls) count before another one starts.
+        const spent = usageMeter.exceeded();
+        if (spent) return finish({ status: "failed", reason: spent, errorCode: "BUDGET" });
         if (iterations >= limits.maxIterations) {
           return finish({
             status: "failed",

@@ -141,6 +141,8 @@ export class Deployments {
     };
     try {
       return await createTenantRuntime({ ...config, scripts: active.map(asSource) }, this.options.pool, {
+        // ctx.kv belongs to the tenant, whichever deployment runs.
+        kv: this.options.store.kv,
         deployment: {
           record,
           sandboxTenant: `${tenant}~${deployment.id}`,

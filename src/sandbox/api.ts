@@ -85,7 +85,24 @@ export interface TenantSandbox {
   /** Bundles (cached by content hash), evaluates and validates scripts. Rejects with SCRIPT_LOAD. */
   load(sources: ScriptSource[]): Promise<ScriptManifest[]>;
   /** A fresh context per loaded script for one run: globals a run changes never reach another run. */
-  openRun(options: { runId: string; scripts: ScriptManifest[]; onLog?: (entry: LogEntry) => void }): Promise<SandboxRun>;
+  openRun(options: OpenRunOptions): Promise<SandboxRun>;
+}
+
+export interface OpenRunOptions {
+  runId: string;
+  scripts: ScriptManifest[];
+  onLog?: (entry: LogEntry) => void;
+  /** Serves the run's `ctx.fetch`, `ctx.kv`, `ctx.model` (src/capabilities); without it they are refused. */
+  capabilities?: CapabilityBroker;
+}
+
+/**
+ * The host side of script capabilities for one run. `text` is the script's request as JSON text made in
+ * the isolate (untrusted: the broker validates it); resolves with a JSON value for the script or rejects
+ * with a HookboxError whose code and message the script sees.
+ */
+export interface CapabilityBroker {
+  serve(request: { script: string; text: string }): Promise<Json>;
 }
 
 export interface SandboxRun {

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { isHookboxError } from "../errors.js";
+import type { CapabilityBroker } from "./api.js";
 
 /*
  * Host code a sandboxed callback awaits (middleware `next()`) may call into the sandbox again: the chain
@@ -38,5 +39,27 @@ export async function runNested(
     return { ok: true, value: text };
   } catch (error) {
     return isHookboxError(error) ? failure(error.code, error.message) : failure("MIDDLEWARE", (error as Error)?.message ?? String(error));
+  }
+}
+
+/**
+ * Answers a capability request (`ctx.fetch`, `ctx.kv`, `ctx.model`) through the run's broker. The broker
+ * validates the request and bounds its own time; a run without one refuses every capability.
+ */
+export async function serveCapability(
+  broker: CapabilityBroker | undefined,
+  request: { script: string; text: string },
+  maxPayloadBytes: number,
+): Promise<Resumption> {
+  const failure = (code: string, message: string): Resumption => ({ ok: false, value: JSON.stringify({ code, message }) });
+  if (broker === undefined) return failure("CAPABILITY_DENIED", "this run grants no capabilities (ctx.fetch, ctx.kv, ctx.model)");
+  try {
+    const value = JSON.stringify(await broker.serve(request));
+    if (value.length > maxPayloadBytes) return failure("CAPABILITY_QUOTA", `the answer exceeds the ${maxPayloadBytes}-byte payload limit`);
+    return { ok: true, value };
+  } catch (error) {
+    return isHookboxError(error)
+      ? failure(error.code, error.message)
+      : failure("CAPABILITY_FAILED", (error as Error)?.message ?? String(error));
   }
 }

@@ -58,6 +58,8 @@ export interface ResumeMessage {
   tenant: string;
   callId: number;
   requestId: number;
+  /** Which kind of request this answers (capability requests have their own per-callback bound). */
+  op: HostRequestOp;
   ok: boolean;
   /** JSON text: the value, or `{code, message}` when !ok. */
   value: string;
@@ -86,7 +88,10 @@ export type CallOutcome =
       /** Put the call's lazy result back under this key (call-args.ts). */ lazyKey?: string;
     }
   | { type: "failed"; callId: number; error: SerializedError }
-  | { type: "request"; callId: number; requestId: number; op: "next"; value: string };
+  | { type: "request"; callId: number; requestId: number; op: HostRequestOp; value: string };
+
+/** What a callback may ask the host while it runs: middleware `next()`, or a ctx capability (JSON request). */
+export type HostRequestOp = "next" | "capability";
 
 export interface LogRecord {
   tenant: string;

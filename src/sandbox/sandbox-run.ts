@@ -4,7 +4,7 @@ import type { HookReturns } from "../contracts/hook-returns.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
-import type { LogEntry, SandboxRun, ScriptManifest } from "./api.js";
+import type { CapabilityBroker, LogEntry, SandboxRun, ScriptManifest } from "./api.js";
 import type { CallKind, DoneMessage } from "./protocol.js";
 import { replyValue, type CallReply } from "./call-args.js";
 import { checkToolResultSize } from "../loop/run-budget.js";
@@ -39,6 +39,7 @@ export class SandboxRunImpl implements SandboxRun {
     readonly runId: string,
     scripts: ScriptManifest[],
     readonly onLog: ((entry: LogEntry) => void) | undefined,
+    readonly capabilities?: CapabilityBroker,
   ) {
     this.scripts = new Map(scripts.map((manifest) => [manifest.name, manifest]));
     tenant.registerRun(this);

@@ -1,14 +1,14 @@
 import { CallbackGate, type GateOwner } from "./callback-gate.js";
-import { nestingDepth, runNested } from "./nested-calls.js";
+import { nestingDepth, runNested, serveCapability, type Resumption } from "./nested-calls.js";
 import { HookboxError, isHookboxError } from "../errors.js";
-import type { Isolation, ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox, LogEntry } from "./api.js";
+import type { Isolation, LogEntry, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox } from "./api.js";
 import type { Bundle } from "./bundle-output.js";
 import { bundleScript } from "./bundler.js";
 import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-args.js";
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
-import type { CallKind, DoneMessage, WorkerLimits } from "./protocol.js";
+import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./protocol.js";
 import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
 import type { Evictable, LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
@@ -119,14 +119,14 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
     return loaded.map((entry) => entry.manifest);
   }
 
-  async openRun(options: { runId: string; scripts: ScriptManifest[]; onLog?: (entry: LogEntry) => void }): Promise<SandboxRun> {
+  async openRun(options: OpenRunOptions): Promise<SandboxRun> {
     for (const manifest of options.scripts) {
       const entry = this.scripts.get(manifest.name);
       if (entry === undefined || entry.manifest.bundleHash !== manifest.bundleHash) {
         throw new HookboxError("SCRIPT_LOAD", `script "${manifest.name}" is not loaded in tenant ${this.tenant}`);
       }
     }
-    return new SandboxRunImpl(this, options.runId, options.scripts, options.onLog);
+    return new SandboxRunImpl(this, options.runId, options.scripts, options.onLog, options.capabilities);
   }
 
   /** Runs one callback; resolves with what it returned (replyValue() makes it a value). */
@@ -342,7 +342,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
       if (call === undefined) continue;
       if (outcome.type === "settled") this.settle(call, outcome.value, outcome.lazyKey);
       else if (outcome.type === "failed") this.finish(call, undefined, reviveCallError(outcome.error, call));
-      else this.serveRequest(call, outcome.requestId, outcome.value);
+      else this.serveRequest(call, outcome.requestId, outcome.op, outcome.value);
     }
   }
 
@@ -360,16 +360,23 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
     return this.runs.get(runId)?.onLog;
   }
 
-  /** The callback awaits next(): run it on the host, inside the caller's chain, and resume with the result. */
-  private serveRequest(call: HostCall, requestId: number, turnText: string): void {
-    void runNested(call.next, turnText, call.depth, this.options.maxPayloadBytes).then(({ ok, value }) =>
+  /**
+   * The callback awaits the host: next() runs inside the caller's chain, a capability request goes to the
+   * run's broker. Either way the callback does not hold the gate meanwhile, and is resumed with the result.
+   */
+  private serveRequest(call: HostCall, requestId: number, op: HostRequestOp, text: string): void {
+    const answer: Promise<Resumption> =
+      op === "capability"
+        ? serveCapability(call.run.capabilities, { script: call.script, text }, this.options.maxPayloadBytes)
+        : runNested(call.next, text, call.depth, this.options.maxPayloadBytes);
+    void answer.then(({ ok, value }) =>
       this.gate.enqueue(
         {
           call,
           send: (worker) => {
             if (worker !== call.worker) throw new HookboxError("SANDBOX_CRASHED", "the sandbox worker changed under an awaiting callback");
             return call.run.charged(
-              worker.run({ type: "resume", tenant: this.tenant, callId: call.callId, requestId, ok, value }, this.segmentBudgetMs()),
+              worker.run({ type: "resume", tenant: this.tenant, callId: call.callId, requestId, op, ok, value }, this.segmentBudgetMs()),
             );
           },
           fail: (error) => this.finish(call, undefined, error),

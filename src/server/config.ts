@@ -5,6 +5,8 @@ import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
+import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
+import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
 import type { RunBudgets } from "../loop/run-budget.js";
 import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
@@ -58,6 +60,18 @@ const LimitsSchema = z.strictObject({
   maxEventStreams: positiveInt.optional(),
 });
 
+/** Bounds on what one run may do with its capabilities (docs/capabilities.md). */
+const CapabilityLimitsSchema = z.strictObject({
+  maxFetchesPerRun: z.number().int().nonnegative().optional(),
+  fetchTimeoutMs: positiveInt.optional(),
+  maxResponseBytes: positiveInt.optional(),
+  maxRequestBytes: positiveInt.max(1024 * 1024).optional(),
+  maxRedirects: z.number().int().nonnegative().optional(),
+  maxKvOpsPerRun: z.number().int().nonnegative().optional(),
+  maxModelCallsPerRun: z.number().int().nonnegative().optional(),
+  modelTimeoutMs: positiveInt.optional(),
+  maxModelOutputTokens: positiveInt.optional(),
+});
 const PricingSchema = z.record(
   z.string().min(1),
   z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative() }),
@@ -75,6 +89,13 @@ const TenantSchema = z.strictObject({
   limits: LimitsSchema.optional(),
   /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
   isolation: z.enum(["shared", "process-per-tenant"]).optional(),
+  /** URL prefixes ctx.fetch may reach, with host-side headers. */
+  egress: z.array(EgressEntrySchema).optional(),
+  /** The model ctx.model.generate calls; "run" is the tenant's own model. */
+  guardModel: z.union([z.literal("run"), ModelSchema]).optional(),
+  /** ctx.kv: false denies it; quotaBytes bounds the tenant's entries (default 10 MiB). */
+  kv: z.union([z.literal(false), z.strictObject({ quotaBytes: positiveInt.optional() })]).optional(),
+  capabilityLimits: CapabilityLimitsSchema.optional(),
 });
 
 const ConfigSchema = z.strictObject({
@@ -189,6 +210,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (limits.approvalTimeoutMs !== undefined) runDefaults.approvalTimeoutMs = limits.approvalTimeoutMs;
     if (limits.maxFinishContinues !== undefined) runDefaults.maxFinishContinues = limits.maxFinishContinues;
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
+    const capabilities = capabilityGrants(file, base, tenant, at);
+    if (capabilities) config.capabilities = capabilities;
     const budgets: Partial<RunBudgets> = {};
     for (const name of ["maxRunBytes", "maxToolResultBytes", "maxTurnBytes", "maxToolCallsPerInference"] as const) {
       if (limits[name] !== undefined) budgets[name] = limits[name];
@@ -229,6 +252,26 @@ function modelSpec(file: string, base: string, model: z.infer<typeof ModelSchema
       ...(model.apiKeyEnv ? { apiKeyEnv: model.apiKeyEnv } : {}),
     };
   return { kind: "scripted", file: existingFile(file, base, model.slice("scripted:".length), field) };
+}
+
+function capabilityGrants(file: string, base: string, tenant: z.infer<typeof TenantSchema>, at: string): CapabilityGrants | undefined {
+  const grants: CapabilityGrants = {};
+  if (tenant.egress?.length) {
+    try {
+      parseEgress(tenant.egress, `${at}.egress`);
+    } catch (error) {
+      const problem = error as HookboxError;
+      throw new HookboxError("CONFIG", `config ${file}: ${problem.message}`, { file, field: problem.details.field });
+    }
+    grants.egress = tenant.egress;
+  }
+  if (tenant.guardModel !== undefined)
+    grants.guardModel = tenant.guardModel === "run" ? "run" : modelSpec(file, base, tenant.guardModel, `${at}.guardModel`);
+  if (tenant.kv === false) grants.kv = false;
+  const limits: Partial<CapabilityLimits> = { ...tenant.capabilityLimits };
+  if (tenant.kv && tenant.kv.quotaBytes !== undefined) limits.kvQuotaBytes = tenant.kv.quotaBytes;
+  if (Object.keys(limits).length) grants.limits = limits;
+  return Object.keys(grants).length ? grants : undefined;
 }
 
 function existingFile(file: string, base: string, relative: string, field: string): string {

@@ -34,6 +34,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       fallbackModel: config.fallbackModel,
       pricing: config.pricing,
       limits: config.limits,
+      capabilities: config.capabilities,
       runDefaults: config.runDefaults,
       budgets: config.budgets,
     }),
@@ -59,6 +60,8 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (pricing) config.pricing = pricing;
   const limits = override?.limits ?? record.limits;
   if (limits) config.limits = limits;
+  const capabilities = override?.capabilities ?? record.capabilities;
+  if (capabilities) config.capabilities = capabilities;
   const runDefaults = override?.runDefaults ?? record.runDefaults;
   if (runDefaults) config.runDefaults = runDefaults;
   const budgets = override?.budgets ?? record.budgets;

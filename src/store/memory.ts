@@ -8,6 +8,7 @@ import type { RunUsage } from "../loop/usage-meter.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { pauseChange } from "./pause-events.js";
+import { MemoryKv } from "./memory-kv.js";
 import type {
   PageOptions,
   PauseRecord,
@@ -38,6 +39,7 @@ interface RunState {
  */
 export class MemoryStore extends WithPolicyTables implements Store {
   readonly location = ":memory:";
+  readonly kv = new MemoryKv();
   private readonly sessions = new Map<string, SessionRecord>();
   private readonly runs = new Map<string, RunState>();
   private readonly ledger: (UsageDelta & { tenant: string; runId: string; atMs: number })[] = [];

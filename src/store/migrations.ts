@@ -162,6 +162,25 @@ export const MIGRATIONS: Migration[] = [
       CREATE INDEX usage_by_run ON usage_ledger (run_id);
     `,
   },
+  {
+    version: 5,
+    description: "ctx.kv: per-tenant JSON entries and each tenant's byte count",
+    sql: `
+      CREATE TABLE kv (
+        tenant TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        expires_ms INTEGER,
+        PRIMARY KEY (tenant, key)
+      );
+      CREATE INDEX kv_expiry ON kv (tenant, expires_ms) WHERE expires_ms IS NOT NULL;
+      CREATE TABLE kv_usage (
+        tenant TEXT PRIMARY KEY,
+        bytes INTEGER NOT NULL
+      ) WITHOUT ROWID;
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -11,6 +11,7 @@ import { interruptedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../loop/usage-meter.js";
 import { pauseChange } from "./pause-events.js";
+import { SqliteKv } from "./sqlite-kv.js";
 import type {
   PageOptions,
   PauseRecord,
@@ -52,6 +53,7 @@ type EventRow = { seq: number; type: string; body: string };
 export class SqliteStore extends WithPolicyTables implements Store {
   private readonly db: Database.Database;
   private readonly statements;
+  readonly kv: SqliteKv;
   private readonly usage: SqliteTenantUsage;
   protected readonly policy: SqlitePolicyTables;
 
@@ -59,6 +61,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
     super();
     this.db = openDatabase(location);
     const db = this.db;
+    this.kv = new SqliteKv(db, location);
     this.usage = new SqliteTenantUsage(db);
     this.statements = {
       insertSession: db.prepare(

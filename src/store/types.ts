@@ -4,6 +4,7 @@ import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../loop/handle.js";
 import type { RunOptions } from "../host/types.js";
 import type { WriteOptions } from "./quota.js";
+import type { KvStore } from "./kv.js";
 import type { RunUsage } from "../loop/usage-meter.js";
 import type { UsageTotals } from "./usage.js";
 import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
@@ -159,6 +160,8 @@ export interface Store extends PolicyStore, RunSearch {
   /** One run's tokens and cost as its stored events recorded them. */
   runUsage(runId: string): Promise<RunUsage>;
   tenantUsage(tenant: string): Promise<TenantUsage>;
+  /** The per-tenant key-value store behind ctx.kv (src/store/kv.ts). */
+  readonly kv: KvStore;
 
   close(): Promise<void>;
 }

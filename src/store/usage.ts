@@ -49,6 +49,11 @@ export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
       };
     case "tool-finished":
       return { ...none, toolCalls: 1 };
+    case "capability":
+      // A script's guard-model call spends tokens like an inference of the run.
+      return event.usage
+        ? { ...none, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
+        : undefined;
     case "run-finished":
       // A run's sandbox CPU is reported once, when it ends (each process reports the part it ran).
       return event.usage?.sandboxCpuMs ? { ...none, sandboxCpuMs: event.usage.sandboxCpuMs } : undefined;

@@ -80,7 +80,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     let runtime: TenantRuntime;
     try {
       const config = restoreTenantConfig(record.tenantConfig, override);
-      const configRuntime = await createTenantRuntime(config, pool);
+      const configRuntime = await createTenantRuntime(config, pool, { kv: store.kv });
       // A run started from a deployment goes on with that deployment's script versions (kept in the store).
       const deployments = new Deployments({
         store,

@@ -51,7 +51,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   try {
     for (const tenant of config.tenants) {
       try {
-        runtimes.set(tenant.config.name, await createTenantRuntime(tenant.config, pool));
+        runtimes.set(tenant.config.name, await createTenantRuntime(tenant.config, pool, { kv: store.kv }));
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error);
         throw new HookboxError(

@@ -13,7 +13,6 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
   const tenant = call.context.tenant;
   const remaining = Math.min(call.cpuLimitMs - call.cpuMs, call.wallLimitMs - call.wallMs);
   if (remaining <= 0) return fail(call, collector, calls, timeoutFailure(call));
-  call.awaitingHost = false;
   const cpuBefore = tenant.cpuTimeNs();
   const started = performance.now();
   let thrown: unknown;
@@ -60,14 +59,14 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
     );
   }
   if (call.cpuMs > call.cpuLimitMs) return fail(call, collector, calls, timeoutFailure(call));
-  if (call.awaitingHost) return undefined;
+  if (call.pendingRequests > 0) return undefined;
   return fail(
     call,
     collector,
     calls,
     new Failure(
       "SCRIPT_ERROR",
-      `${describe(call)} never settles: it awaits a promise that nothing can resolve (only next() and its own code can)`,
+      `${describe(call)} never settles: it awaits a promise that nothing can resolve (only next(), ctx capabilities and its own code can)`,
       {
         script: call.context.script,
       },

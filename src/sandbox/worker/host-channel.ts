@@ -1,8 +1,6 @@
 import type { CallOutcome, LogRecord } from "../protocol.js";
 import type { LogLimiter } from "./log-limiter.js";
-import type { ScriptContext } from "./script-context.js";
-
-export type HostChannelHandler = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => undefined;
+import type { HostChannelHandler, ScriptContext } from "./script-context.js";
 
 /** What guest code reported during the current run message. */
 export interface Collector {
@@ -23,9 +21,17 @@ export interface WorkerCall {
   cpuLimitMs: number;
   wallLimitMs: number;
   maxPayloadBytes: number;
-  awaitingHost: boolean;
+  /** Host requests sent and not yet answered (next() and capability requests). */
+  pendingRequests: number;
+  /** Of those, capability requests (bounded per callback). */
+  pendingCapabilities: number;
+  /** next() may be asked once per middleware call. */
+  nextRequested: boolean;
   finished: boolean;
 }
+
+/** Capability requests one callback may have in flight (the runtime refuses more before asking). */
+export const MAX_PENDING_CAPABILITIES = 16;
 
 const LEVELS = new Set(["debug", "info", "warn", "error"]);
 
@@ -39,18 +45,20 @@ interface ChannelDeps {
 
 /** Parses the runtime's error description; a forged or broken one still yields a clean SCRIPT_ERROR. */
 function errorFromGuest(text: string, call: WorkerCall) {
-  let parsed: { code?: unknown; name?: unknown; message?: unknown; stack?: unknown; path?: unknown } = {};
+  let parsed: { code?: unknown; name?: unknown; message?: unknown; stack?: unknown; path?: unknown; errorCode?: unknown } = {};
   try {
     parsed = JSON.parse(text) as typeof parsed;
   } catch {
     // fall through with defaults
   }
   const code = parsed.code === "HOOK_CONTRACT" ? "HOOK_CONTRACT" : "SCRIPT_ERROR";
-  const name = typeof parsed.name === "string" ? parsed.name : "Error";
+  const thrownCode = typeof parsed.errorCode === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(parsed.errorCode) ? parsed.errorCode : undefined;
+  const name = (typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : "");
   const message = typeof parsed.message === "string" ? parsed.message : "failed";
   const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
   if (typeof parsed.stack === "string") details.stack = parsed.stack;
   if (typeof parsed.path === "string") details.path = parsed.path;
+  if (thrownCode) details.errorCode = thrownCode;
   return { code, message: code === "HOOK_CONTRACT" ? message : `${name}: ${message}`, details };
 }
 
@@ -70,7 +78,7 @@ export function settleCall(
   call.finished = true;
   calls.delete(call.callId);
   // A request made by a callback that then settled (in this segment) is never answered.
-  if (call.awaitingHost) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
+  if (call.pendingRequests > 0) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
   if (ok && text.length <= call.maxPayloadBytes) {
     const outcome: CallOutcome = { type: "settled", callId: call.callId, value: text };
     if (typeof lazyKey === "string" && lazyKey.length <= 1024) outcome.lazyKey = lazyKey;
@@ -120,10 +128,17 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
         settleCall(collector, deps.calls, call, b, c, d);
       } else if (op === "request") {
         const call = ownCall(a);
-        if (call === undefined || typeof b !== "number" || c !== "next" || typeof d !== "string" || call.awaitingHost) return undefined;
+        if (call === undefined || typeof b !== "number" || (c !== "next" && c !== "capability") || typeof d !== "string") return undefined;
         if (d.length > call.maxPayloadBytes) return undefined;
-        call.awaitingHost = true;
-        collector.outcomes.push({ type: "request", callId: call.callId, requestId: b, op: "next", value: d });
+        if (c === "next") {
+          if (call.nextRequested) return undefined;
+          call.nextRequested = true;
+        } else {
+          if (call.pendingCapabilities >= MAX_PENDING_CAPABILITIES) return undefined;
+          call.pendingCapabilities++;
+        }
+        call.pendingRequests++;
+        collector.outcomes.push({ type: "request", callId: call.callId, requestId: b, op: c, value: d });
       } else if (op === "log") {
         const context = self();
         if (context === undefined || typeof a !== "string" || !LEVELS.has(a) || typeof b !== "string") return undefined;

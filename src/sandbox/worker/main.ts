@@ -169,7 +169,9 @@ function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): 
     cpuLimitMs: limits.cpuMs,
     wallLimitMs: limits.wallMs,
     maxPayloadBytes: limits.maxPayloadBytes,
-    awaitingHost: false,
+    pendingRequests: 0,
+    pendingCapabilities: 0,
+    nextRequested: false,
     finished: false,
   };
   calls.set(call.callId, call);
@@ -180,6 +182,8 @@ function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): 
 function handleResume(message: ResumeMessage, sink: Collector): Breach {
   const call = calls.get(message.callId);
   if (call === undefined || call.finished) return undefined; // failed meanwhile; nothing to resume
+  if (call.pendingRequests > 0) call.pendingRequests--;
+  if (message.op === "capability" && call.pendingCapabilities > 0) call.pendingCapabilities--;
   return runSegment(call, ["resume", call.callId, message.requestId, message.ok, message.value], sink, calls);
 }
 

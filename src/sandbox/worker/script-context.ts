@@ -1,8 +1,10 @@
 import ivm from "isolated-vm";
 import type { WorkerLimits } from "../protocol.js";
 import { Failure, isTimeoutError } from "./failure.js";
-import type { HostChannelHandler } from "./host-channel.js";
 import type { TenantIsolate } from "./tenant-isolate.js";
+
+/** The host functions a script context is given (host-channel.ts builds them): one positional call per op. */
+export type HostChannelHandler = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => undefined;
 
 /**
  * One fresh context for one script in one run (or for a load): the runtime is installed first, then the

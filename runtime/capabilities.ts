@@ -1,0 +1,112 @@
+/*
+ * `ctx.fetch`, `ctx.kv` and `ctx.model` as scripts see them. They are plain runtime functions: each call
+ * becomes one bounded JSON request that the worker forwards to the host, which checks the tenant's grants
+ * and does the I/O (src/capabilities). Nothing here touches the network or the store; no host object is
+ * ever handed to script code, and the answers are parsed here with the captured JSON.parse.
+ */
+import { guestError } from "./guest-errors.js";
+import { JSONParse, ObjectCreate, ObjectFreeze, PromiseReject, PromisePrototypeThen, defineData, defineHidden } from "./primordials.js";
+import { GuestDataError, toBoundedJson } from "./serialize.js";
+
+/**
+ * The largest request that leaves the isolate: a 1 MiB fetch body (the most a tenant may allow) plus room
+ * for the rest. A bigger one is refused here, before it crosses to the host.
+ */
+const MAX_REQUEST_CHARS = 1024 * 1024 + 64 * 1024;
+
+/** Sends one capability request (JSON text) for the current callback; settles with the host's answer. */
+export type AskHost = (requestJson: string) => Promise<unknown>;
+
+/** Serializes a request inside the caller's segment; a value that is not bounded JSON rejects at once. */
+function ask(askHost: AskHost, what: string, request: Record<string, unknown>, maxBytes: number): Promise<unknown> {
+  let text: string;
+  try {
+    text = toBoundedJson(request, maxBytes < MAX_REQUEST_CHARS ? maxBytes : MAX_REQUEST_CHARS);
+  } catch (thrown) {
+    if (thrown instanceof GuestDataError && thrown.problem.indexOf("-byte limit") !== -1)
+      return PromiseReject(guestError(what + ": the request exceeds " + MAX_REQUEST_CHARS + " characters", "CAPABILITY_QUOTA"));
+    const problem = thrown instanceof GuestDataError ? thrown.path + " " + thrown.problem : "could not be serialized";
+    return PromiseReject(guestError(what + ": the request " + problem, "CAPABILITY_INVALID"));
+  }
+  return askHost(text);
+}
+
+function record(): Record<string, unknown> {
+  return ObjectCreate(null) as Record<string, unknown>;
+}
+
+/** `{status, headers, body}` plus `json()`, built from the host's answer. */
+function fetchResponse(answer: unknown): unknown {
+  const source = answer as { status: number; headers: Record<string, string>; body: string };
+  const response = {};
+  defineData(response, "status", source.status);
+  defineData(response, "ok", source.status >= 200 && source.status < 300);
+  defineData(response, "headers", source.headers);
+  defineData(response, "body", source.body);
+  defineHidden(response, "json", function json(): unknown {
+    return JSONParse(source.body);
+  });
+  return response;
+}
+
+/** The three capability objects of one callback; each property is non-enumerable on ctx (never serialized). */
+export function attachCapabilities(target: object, askHost: AskHost, maxBytes: number): void {
+  const fetch = function fetch(url: unknown, init?: unknown): Promise<unknown> {
+    const request = record();
+    request.kind = "fetch";
+    request.url = url;
+    if (init !== undefined && init !== null) {
+      const options = init as { method?: unknown; headers?: unknown; body?: unknown };
+      request.method = options.method;
+      request.headers = options.headers;
+      request.body = options.body;
+    }
+    return PromisePrototypeThen(ask(askHost, "ctx.fetch", request, maxBytes), fetchResponse, (error) => PromiseReject(error));
+  };
+  const kvRequest = (op: string, fields: Record<string, unknown>): Promise<unknown> => {
+    fields.kind = "kv";
+    fields.op = op;
+    return ask(askHost, "ctx.kv." + op, fields, maxBytes);
+  };
+  const kv = ObjectFreeze({
+    get(key: unknown): Promise<unknown> {
+      const fields = record();
+      fields.key = key;
+      return kvRequest("get", fields);
+    },
+    set(key: unknown, value: unknown, options?: unknown): Promise<unknown> {
+      const fields = record();
+      fields.key = key;
+      fields.value = value;
+      if (options !== undefined && options !== null) fields.ttlMs = (options as { ttlMs?: unknown }).ttlMs;
+      return kvRequest("set", fields);
+    },
+    delete(key: unknown): Promise<unknown> {
+      const fields = record();
+      fields.key = key;
+      return kvRequest("delete", fields);
+    },
+    list(prefix?: unknown, options?: unknown): Promise<unknown> {
+      const fields = record();
+      fields.prefix = prefix;
+      if (options !== undefined && options !== null) fields.cursor = (options as { cursor?: unknown }).cursor;
+      return kvRequest("list", fields);
+    },
+  });
+  const model = ObjectFreeze({
+    generate(options: unknown): Promise<unknown> {
+      const fields = record();
+      fields.kind = "model";
+      if (options !== undefined && options !== null) {
+        const given = options as { prompt?: unknown; messages?: unknown; maxTokens?: unknown };
+        fields.prompt = given.prompt;
+        fields.messages = given.messages;
+        fields.maxTokens = given.maxTokens;
+      }
+      return ask(askHost, "ctx.model.generate", fields, maxBytes);
+    },
+  });
+  defineHidden(target, "fetch", fetch);
+  defineHidden(target, "kv", kv);
+  defineHidden(target, "model", model);
+}

@@ -1,0 +1,128 @@
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { HookboxError, isHookboxError } from "../errors.js";
+import type { CapabilityBroker } from "../sandbox/api.js";
+import type { KvStore } from "../store/kv.js";
+import type { Json } from "../turns/json.js";
+import type { CapabilityEvent } from "../events/types.js";
+import { brokeredFetch } from "./fetch.js";
+import type { EgressRule } from "./egress.js";
+import { generateWithGuard } from "./guard-model.js";
+import type { CapabilityLimits } from "./grants.js";
+import { serveKv } from "./kv.js";
+import { parseCapabilityRequest, type CapabilityRequest } from "./requests.js";
+
+/*
+ * One run's capabilities (docs/capabilities.md): validates each request, checks the grant and the run's
+ * counts, does the I/O, and reports a `capability` event for every request, refused ones included. What a
+ * script receives is JSON; what it sees of a failure is a HookboxError's code and message.
+ */
+
+export interface GuardUsage {
+  model: string;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface RunCapabilitiesOptions {
+  tenant: string;
+  /** Undefined when the tenant grants no egress. */
+  egress?: EgressRule[];
+  /** Undefined when ctx.kv is not granted. */
+  kv?: KvStore;
+  /** The guard model for this run (made on first use); undefined when not granted. */
+  guardModel?: () => LanguageModelV4;
+  limits: CapabilityLimits;
+  emit: (event: CapabilityEvent) => void;
+  /** Every guard call's tokens, for the run's usage; returns their cost (USD) by the tenant's pricing. */
+  onGuardUsage?: (usage: GuardUsage) => { costUsd: number };
+  /** Why the run may not spend more on models (its token or cost budget is used up), or undefined. */
+  guardBudgetSpent?: () => string | undefined;
+  /** Wraps each guard call in the run's trace (a span); `answered` records the model and its tokens on it. */
+  traceGuard?: <T>(model: string, work: (answered: (usage: GuardUsage) => void) => Promise<T>) => Promise<T>;
+  /** Aborted when the run ends: requests in flight stop. */
+  signal: AbortSignal;
+  env?: NodeJS.ProcessEnv;
+  now?: () => number;
+}
+
+type Counted = "fetch" | "kv" | "model";
+
+export class RunCapabilities implements CapabilityBroker {
+  private readonly counts: Record<Counted, number> = { fetch: 0, kv: 0, model: 0 };
+  private guard: LanguageModelV4 | undefined;
+
+  constructor(private readonly options: RunCapabilitiesOptions) {}
+
+  async serve(request: { script: string; text: string }): Promise<Json> {
+    const limits = this.options.limits;
+    const parsed = parseCapabilityRequest(request.text, limits.maxRequestBytes + 64 * 1024);
+    const started = performance.now();
+    const event: CapabilityEvent = { type: "capability", kind: parsed.kind, script: request.script, ok: false, durationMs: 0 };
+    try {
+      const answer = await this.dispatch(parsed, event);
+      event.ok = true;
+      return answer;
+    } catch (error) {
+      event.errorCode = isHookboxError(error) ? error.code : "CAPABILITY_FAILED";
+      throw error;
+    } finally {
+      event.durationMs = Math.round(performance.now() - started);
+      this.options.emit(event);
+    }
+  }
+
+  private count(kind: Counted, limit: number, what: string): void {
+    this.counts[kind] += 1;
+    if (this.counts[kind] > limit)
+      throw new HookboxError("CAPABILITY_QUOTA", `${what}: this run already made ${limit} such calls, its limit`, { limit });
+  }
+
+  private async dispatch(request: CapabilityRequest, event: CapabilityEvent): Promise<Json> {
+    const { limits, signal } = this.options;
+    if (request.kind === "fetch") {
+      const method = (request.method ?? "GET").toUpperCase();
+      event.method = method;
+      event.url = request.url.slice(0, 2000);
+      this.count("fetch", limits.maxFetchesPerRun, "ctx.fetch");
+      if (this.options.egress === undefined || this.options.egress.length === 0)
+        throw new HookboxError("CAPABILITY_DENIED", `ctx.fetch: ${event.url} is denied: tenant ${this.options.tenant} grants no egress`, {
+          url: event.url,
+        });
+      const answer = await brokeredFetch(
+        { ...request, method },
+        { rules: this.options.egress, limits, env: this.options.env ?? process.env, signal },
+        (url) => {
+          event.url = url.slice(0, 2000);
+        },
+      );
+      event.status = answer.status;
+      return answer as unknown as Json;
+    }
+    if (request.kind === "kv") {
+      event.op = request.op;
+      if ("key" in request) event.key = request.key;
+      this.count("kv", limits.maxKvOpsPerRun, `ctx.kv.${request.op}`);
+      if (this.options.kv === undefined)
+        throw new HookboxError("CAPABILITY_DENIED", `ctx.kv.${request.op}: tenant ${this.options.tenant} is not granted ctx.kv`);
+      return serveKv(this.options.kv, this.options.tenant, request, { quotaBytes: limits.kvQuotaBytes, now: this.options.now ?? Date.now });
+    }
+    this.count("model", limits.maxModelCallsPerRun, "ctx.model.generate");
+    if (this.options.guardModel === undefined)
+      throw new HookboxError("CAPABILITY_DENIED", `ctx.model.generate: tenant ${this.options.tenant} has no guardModel granted`);
+    const spent = this.options.guardBudgetSpent?.();
+    if (spent !== undefined) throw new HookboxError("CAPABILITY_QUOTA", `ctx.model.generate: ${spent}`);
+    const guard = (this.guard ??= this.options.guardModel());
+    event.model = guard.modelId;
+    const call = (answered: (usage: GuardUsage) => void) =>
+      generateWithGuard(guard, request, { timeoutMs: limits.modelTimeoutMs, signal, maxOutputTokens: limits.maxModelOutputTokens }).then(
+        (answer) => {
+          answered({ model: guard.modelId, ...answer.usage });
+          return answer;
+        },
+      );
+    const answer = this.options.traceGuard ? await this.options.traceGuard(guard.modelId, call) : await call(() => {});
+    const costUsd = this.options.onGuardUsage?.({ model: guard.modelId, ...answer.usage }).costUsd ?? 0;
+    event.usage = { ...answer.usage, costUsd };
+    return answer as unknown as Json;
+  }
+}

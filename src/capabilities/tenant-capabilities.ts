@@ -1,0 +1,84 @@
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { HookboxError } from "../errors.js";
+import { modelFactory } from "../engine/model-spec.js";
+import type { KvStore } from "../store/kv.js";
+import { MemoryKv } from "../store/memory-kv.js";
+import { RunCapabilities, type RunCapabilitiesOptions } from "./broker.js";
+import { parseEgress, type EgressRule } from "./egress.js";
+import { capabilityLimits, type CapabilityGrants, type CapabilityLimits } from "./grants.js";
+
+/*
+ * A tenant's grants, resolved once when its runtime is created (bad egress entries fail there), and the
+ * per-run brokers made from them.
+ */
+
+export interface TenantCapabilitiesOptions {
+  tenant: string;
+  grants?: CapabilityGrants;
+  /** Where ctx.kv lives (the session store); without one, a store in this process. */
+  kv?: KvStore;
+  /** The run's model factory, for `guardModel: "run"`. */
+  runModel: (completedInferences: number) => LanguageModelV4;
+  /** A guard model given in code (library use); wins over `grants.guardModel`. */
+  guardModel?: LanguageModelV4 | (() => LanguageModelV4);
+}
+
+export type RunCapabilityHooks = Pick<RunCapabilitiesOptions, "emit" | "onGuardUsage" | "guardBudgetSpent" | "traceGuard">;
+
+export class TenantCapabilities {
+  private readonly tenant: string;
+  private readonly egress: EgressRule[] | undefined;
+  private readonly kv: KvStore | undefined;
+  private readonly guardModel: (() => LanguageModelV4) | undefined;
+  readonly limits: CapabilityLimits;
+
+  constructor(options: TenantCapabilitiesOptions) {
+    const grants = options.grants ?? {};
+    this.limits = capabilityLimits(grants);
+    this.egress = grants.egress?.length ? parseEgress(grants.egress, `tenant ${options.tenant}: egress`) : undefined;
+    this.kv = grants.kv === false ? undefined : (options.kv ?? new MemoryKv());
+    const given = options.guardModel;
+    const spec = grants.guardModel;
+    this.guardModel =
+      given !== undefined
+        ? typeof given === "function"
+          ? given
+          : () => given
+        : spec === undefined
+          ? undefined
+          : spec === "run"
+            ? () => options.runModel(0)
+            : guardFactory(spec, options.tenant);
+    this.tenant = options.tenant;
+  }
+
+  /** The broker of one run; `close()` aborts what is in flight when the run ends. */
+  forRun(hooks: RunCapabilityHooks): { broker: RunCapabilities; close: () => void } {
+    const ended = new AbortController();
+    const broker = new RunCapabilities({
+      tenant: this.tenant,
+      ...(this.egress ? { egress: this.egress } : {}),
+      ...(this.kv ? { kv: this.kv } : {}),
+      ...(this.guardModel ? { guardModel: this.guardModel } : {}),
+      limits: this.limits,
+      emit: (event) => {
+        // A request that outlives its run has no event stream to report to.
+        if (!ended.signal.aborted) hooks.emit(event);
+      },
+      ...(hooks.onGuardUsage ? { onGuardUsage: hooks.onGuardUsage } : {}),
+      ...(hooks.guardBudgetSpent ? { guardBudgetSpent: hooks.guardBudgetSpent } : {}),
+      ...(hooks.traceGuard ? { traceGuard: hooks.traceGuard } : {}),
+      signal: ended.signal,
+    });
+    return { broker, close: () => ended.abort() };
+  }
+}
+
+function guardFactory(spec: Exclude<CapabilityGrants["guardModel"], undefined | "run">, tenant: string): () => LanguageModelV4 {
+  try {
+    const factory = modelFactory(spec);
+    return () => factory(0);
+  } catch (error) {
+    throw new HookboxError("CONFIG", `tenant ${tenant}: guardModel: ${(error as Error).message}`);
+  }
+}

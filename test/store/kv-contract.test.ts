@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { MemoryStore, SqliteStore } from "../../src/store/index.js";
+import { KV_ENTRY_OVERHEAD_BYTES } from "../../src/store/kv.js";
+import { tempDir } from "./helpers.js";
+
+/* The kv contract, the same for the SQLite file store and the memory store. */
+
+const stores = [
+  ["sqlite", () => new SqliteStore(join(tempDir(), "store.db"))],
+  ["memory", () => new MemoryStore()],
+] as const;
+
+describe.each(stores)("%s kv", (_name, open) => {
+  it("keeps tenants apart, expires entries, pages keys in order and counts bytes", async () => {
+    const store = open();
+    const kv = store.kv;
+    await kv.set("acme", "a", '{"x":1}', { quotaBytes: 10_000, nowMs: 1000 });
+    await kv.set("acme", "b", "2", { quotaBytes: 10_000, nowMs: 1000, expiresMs: 2000 });
+    await kv.set("globex", "a", '"theirs"', { quotaBytes: 10_000, nowMs: 1000 });
+    expect(await kv.get("acme", "a", 1500)).toBe('{"x":1}');
+    expect(await kv.get("globex", "a", 1500)).toBe('"theirs"');
+    expect(await kv.get("acme", "b", 1999)).toBe("2");
+    expect(await kv.get("acme", "b", 2000)).toBeUndefined();
+    expect(await kv.usedBytes("acme")).toBe(1 + 7 + KV_ENTRY_OVERHEAD_BYTES);
+
+    for (let i = 0; i < 250; i++) await kv.set("acme", `p:${String(i).padStart(3, "0")}`, "0", { quotaBytes: 1e9, nowMs: 3000 });
+    const first = await kv.list("acme", { prefix: "p:", limit: 100, nowMs: 3000 });
+    expect(first.keys.length).toBe(100);
+    expect(first.keys[0]).toBe("p:000");
+    const second = await kv.list("acme", { prefix: "p:", limit: 100, nowMs: 3000, after: first.cursor! });
+    expect(second.keys[0]).toBe("p:100");
+    const third = await kv.list("acme", { prefix: "p:", limit: 100, nowMs: 3000, after: second.cursor! });
+    expect(third.keys.length).toBe(50);
+    expect(third.cursor).toBeUndefined();
+    expect((await kv.list("globex", { prefix: "", limit: 100, nowMs: 3000 })).keys).toEqual(["a"]);
+
+    expect(await kv.delete("acme", "p:000", 3000)).toBe(true);
+    expect(await kv.delete("acme", "p:000", 3000)).toBe(false);
+    await store.close();
+  });
+
+  it("refuses a write past the quota, counting a replaced value once", async () => {
+    const store = open();
+    const kv = store.kv;
+    const quota = 2 * (1 + 100 + KV_ENTRY_OVERHEAD_BYTES);
+    const value = JSON.stringify("v".repeat(98));
+    await kv.set("acme", "a", value, { quotaBytes: quota, nowMs: 0 });
+    await kv.set("acme", "b", value, { quotaBytes: quota, nowMs: 0 });
+    await kv.set("acme", "a", value, { quotaBytes: quota, nowMs: 0 }); // replacing costs nothing more
+    await expect(kv.set("acme", "c", value, { quotaBytes: quota, nowMs: 0 })).rejects.toMatchObject({ code: "CAPABILITY_QUOTA" });
+    await kv.delete("acme", "a", 0);
+    await kv.set("acme", "c", value, { quotaBytes: quota, nowMs: 0 });
+    // Expired entries stop counting.
+    await kv.set("acme", "t", "1", { quotaBytes: 1e9, nowMs: 0, expiresMs: 10 });
+    await kv.delete("acme", "b", 20);
+    await kv.set("acme", "d", value, { quotaBytes: quota, nowMs: 20 });
+    await store.close();
+  });
+});
