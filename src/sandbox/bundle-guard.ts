@@ -31,8 +31,11 @@ export interface InputIdentity {
   size: number;
 }
 
-/** The only files a script may import, and how each is compiled: code, and JSON data inside the root. */
-const LOADERS: Record<string, Loader> = {
+/**
+ * The only files a script may import, and how each is compiled: code, and JSON data inside the root. The one
+ * table for both ways of bundling (files on disk here, uploaded file maps in files-bundler.ts).
+ */
+export const LOADERS: Readonly<Record<string, Loader>> = {
   ".ts": "ts",
   ".mts": "ts",
   ".cts": "ts",

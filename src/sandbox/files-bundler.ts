@@ -3,7 +3,7 @@ import { posix } from "node:path";
 import { build, type Loader, type Message, type Plugin } from "esbuild";
 import { HookboxError } from "../errors.js";
 import type { UploadedFiles } from "./api.js";
-import { builtinFilter } from "./bundle-guard.js";
+import { builtinFilter, LOADERS } from "./bundle-guard.js";
 import { finishBundle, sandboxBuildOptions, type Bundle } from "./bundle-output.js";
 
 /*
@@ -14,17 +14,6 @@ import { finishBundle, sandboxBuildOptions, type Bundle } from "./bundle-output.
 
 const NAMESPACE = "hookbox-upload";
 const RESOLVE_SUFFIXES = ["", ".ts", ".tsx", ".mts", ".cts", ".js", ".mjs", ".cjs", ".jsx", ".json", "/index.ts", "/index.js"];
-const LOADERS: Record<string, Loader> = {
-  ".ts": "ts",
-  ".mts": "ts",
-  ".cts": "ts",
-  ".tsx": "tsx",
-  ".js": "js",
-  ".mjs": "js",
-  ".cjs": "js",
-  ".jsx": "jsx",
-  ".json": "json",
-};
 
 /** One problem in uploaded files, positioned in the author's file (line and column 1-based). */
 export interface FileDiagnostic {
