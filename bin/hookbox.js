@@ -4,9 +4,11 @@
 // security fixes, and older lines cannot even load isolated-vm 7.
 const major = Number(process.versions.node.split(".")[0]);
 if (major < 24) {
+  // The fetch script ships with the package, so the hint works from a checkout and from node_modules alike.
+  const fetchNode = new URL("../scripts/fetch-node.sh", import.meta.url).pathname;
   process.stderr.write(
     `hookbox: Node ${process.versions.node} is not supported; hookbox needs Node 24 or 26 (LTS lines whose V8 still ` +
-      `gets security fixes; older V8 lines have public sandbox escapes). Get one with: bash scripts/fetch-node.sh 26\n`,
+      `gets security fixes; older V8 lines have public sandbox escapes). Get one with: export PATH="$(bash ${fetchNode} 26):$PATH"\n`,
   );
   process.exit(2);
 }

@@ -1,0 +1,36 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { repoRoot } from "../helpers/cli.js";
+
+/**
+ * An unsupported Node (its V8 line no longer gets security fixes) must refuse every command with one line. The
+ * machine's own /usr/bin/node is used when it is older than 24 (these machines ship 20); otherwise Node 22 is
+ * fetched from the npm registry with the repo's own script, so the test always runs on a real old Node.
+ */
+function oldNode(): string {
+  if (existsSync("/usr/bin/node")) {
+    const version = execFileSync("/usr/bin/node", ["-p", "process.versions.node"], { encoding: "utf8" }).trim();
+    if (Number(version.split(".")[0]) < 24) return "/usr/bin/node";
+  }
+  const bin = execFileSync("bash", [join(repoRoot, "scripts/fetch-node.sh"), "22"], { encoding: "utf8" }).trim();
+  return join(bin, "node");
+}
+
+describe("an unsupported Node", () => {
+  it("refuses every command with exit 2 and one line that says which Node is needed and why", () => {
+    const node = oldNode();
+    const major = Number(execFileSync(node, ["-p", "process.versions.node.split('.')[0]"], { encoding: "utf8" }).trim());
+    expect(major).toBeLessThan(24);
+    for (const args of [["--help"], ["run", "x.ts", "--prompt", "hi"], ["check", "x.ts"], ["serve"], ["doctor"], ["replay"]]) {
+      const r = spawnSync(node, [join(repoRoot, "bin/hookbox.js"), ...args], { encoding: "utf8", timeout: 30_000 });
+      expect(r.status).toBe(2);
+      expect(r.stdout).toBe("");
+      const lines = r.stderr.trim().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^hookbox: Node \d+\.\d+\.\d+ is not supported; hookbox needs Node 24 or 26 .*security fixes/);
+      expect(lines[0]).toContain("scripts/fetch-node.sh 26");
+    }
+  }, 120_000);
+});
