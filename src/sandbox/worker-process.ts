@@ -67,6 +67,13 @@ export class WorkerProcess {
   readonly tenants = new Set<string>();
   readonly bundles = new Set<string>();
   alive = true;
+  /**
+   * Settles once this worker is gone, whenever that was: made at spawn and settled in its own exit handling,
+   * so a caller that starts waiting after the exit (or after a spawn that never produced a process, which
+   * emits `error` and no `exit`) does not wait forever.
+   */
+  readonly exited: Promise<void>;
+  private settleExited!: () => void;
   retiring = false;
   lastRssBytes = 0;
   /** Tenant isolates the worker reported holding with its last reply. */
@@ -92,6 +99,7 @@ export class WorkerProcess {
 
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
+    this.exited = new Promise<void>((resolve) => (this.settleExited = resolve));
     this.child = options.launcher.launch({
       entry: options.path,
       reads: [join(dirname(options.path), "runtime.js")],
@@ -115,7 +123,11 @@ export class WorkerProcess {
     };
     this.pipe.on("error", () => this.kill({ reason: "crashed", detail: "worker pipe error" }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
-    this.child.on("error", () => this.kill({ reason: "crashed", detail: "worker process error" }));
+    this.child.on("error", (error) => {
+      this.kill({ reason: "crashed", detail: `worker process error: ${error.message}` });
+      // A process that never spawned has no pid and emits no `exit`: this error is its exit.
+      if (this.child.pid === undefined) this.onChildExit(null, null);
+    });
     this.setBusy(false);
   }
 
@@ -261,7 +273,9 @@ export class WorkerProcess {
   }
 
   private onChildExit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (!this.alive) return;
     this.alive = false;
+    this.settleExited();
     this.stopClock();
     if (this.timer !== undefined) clearTimeout(this.timer);
     const exit: WorkerExit = this.exit ?? {
