@@ -8,7 +8,7 @@ import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-ar
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
-import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./protocol.js";
+import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./wire/protocol.js";
 import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
 import type { Evictable, LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";

@@ -3,8 +3,8 @@ import { setPriority } from "node:os";
 import { dirname, join } from "node:path";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
-import { encodeFrame, FrameReader, socketFd, writeFrame } from "./framing.js";
-import { PollPolicy } from "./poll-policy.js";
+import { encodeFrame, FrameReader, socketFd, writeFrame } from "./wire/framing.js";
+import { PollPolicy } from "./wire/poll-policy.js";
 import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
   BundleMessage,
@@ -14,7 +14,7 @@ import type {
   RunMessage,
   WorkerLimits,
   WorkerMessage,
-} from "./protocol.js";
+} from "./wire/protocol.js";
 import type { Launcher } from "./wall/launcher.js";
 
 export type WorkerRole = "normal" | "quarantine";
@@ -62,7 +62,7 @@ function workerEnv(): Record<string, string> {
 export class WorkerProcess {
   readonly role: WorkerRole;
   readonly child: ChildProcess;
-  /** Protocol frames both ways (framing.ts); the IPC channel only tells the worker that we are gone. */
+  /** Protocol frames both ways (wire/framing.ts); the IPC channel only tells the worker that we are gone. */
   private readonly pipe: Socket;
   readonly tenants = new Set<string>();
   readonly bundles = new Set<string>();

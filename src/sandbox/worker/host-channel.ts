@@ -1,4 +1,4 @@
-import type { CallOutcome, LogRecord } from "../protocol.js";
+import type { CallOutcome, LogRecord } from "../wire/protocol.js";
 import type { LogLimiter } from "./log-limiter.js";
 import type { HostChannelHandler, ScriptContext } from "./script-context.js";
 

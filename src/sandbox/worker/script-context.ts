@@ -1,5 +1,5 @@
 import ivm from "isolated-vm";
-import type { WorkerLimits } from "../protocol.js";
+import type { WorkerLimits } from "../wire/protocol.js";
 import { Failure, isTimeoutError } from "./failure.js";
 import type { TenantIsolate } from "./tenant-isolate.js";
 

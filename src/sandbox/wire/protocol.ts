@@ -1,5 +1,5 @@
-import type { SerializedError } from "../errors.js";
-import type { SandboxLimits } from "./api.js";
+import type { SerializedError } from "../../errors.js";
+import type { SandboxLimits } from "../api.js";
 
 /*
  * The host <-> sandbox-worker protocol: frames on a dedicated pipe (framing.ts); text fields travel raw.
