@@ -1,4 +1,4 @@
-import { directSettlement, settleCall, type Collector, type WorkerCall } from "./host-channel.js";
+import { decodeSettlement, settleCall, type Collector, type WorkerCall } from "./host-channel.js";
 import { Failure, isTimeoutError } from "./failure.js";
 
 export type Breach = "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY" | undefined;
@@ -46,7 +46,7 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
   call.cpuMs += segmentCpuMs;
   collector.cpuMs = (collector.cpuMs ?? 0) + segmentCpuMs;
   // A callback that settled at once answers through the start's return value (runtime/callbacks.ts).
-  const settled = typeof returned === "string" && !call.finished ? directSettlement(returned) : undefined;
+  const settled = typeof returned === "string" && !call.finished ? decodeSettlement(returned) : undefined;
   if (settled !== undefined) settleCall(collector, calls, call, settled.ok, settled.text, settled.lazyKey);
   if (call.finished) return undefined;
   if (thrown !== undefined) {

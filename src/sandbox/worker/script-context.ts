@@ -1,10 +1,8 @@
 import ivm from "isolated-vm";
 import type { WorkerLimits } from "../wire/protocol.js";
+import type { GuestOpHandler } from "../wire/guest-ops.js";
 import { Failure, isTimeoutError } from "./failure.js";
 import type { TenantIsolate } from "./tenant-isolate.js";
-
-/** The host functions a script context is given (host-channel.ts builds them): one positional call per op. */
-export type HostChannelHandler = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => undefined;
 
 /**
  * One fresh context for one script in one run (or for a load): the runtime is installed first, then the
@@ -27,7 +25,7 @@ export class ScriptContext {
     script: string;
     bundleHash: string;
     limits: WorkerLimits;
-    channel: (context: () => ScriptContext | undefined) => HostChannelHandler;
+    channel: (context: () => ScriptContext | undefined) => GuestOpHandler;
   }): ScriptContext {
     const { tenant, limits } = options;
     const isolate = tenant.requireIsolate();
