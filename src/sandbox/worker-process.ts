@@ -11,7 +11,7 @@ import type {
   CloseRunMessage,
   DoneMessage,
   DropTenantMessage,
-  RunMessage,
+  ExecMessage,
   WorkerLimits,
   WorkerMessage,
 } from "./wire/protocol.js";
@@ -19,7 +19,7 @@ import type { Launcher } from "./wall/launcher.js";
 
 export type WorkerRole = "normal" | "quarantine";
 
-/** Why a worker went away; `overdueSeq` names the run message the watchdog gave up on. */
+/** Why a worker went away; `overdueSeq` names the exec message the watchdog gave up on. */
 export interface WorkerExit {
   reason: "killed-overdue" | "crashed" | "retired" | "closed";
   overdueSeq?: number;
@@ -27,7 +27,7 @@ export interface WorkerExit {
   detail: string;
 }
 
-interface PendingRun {
+interface PendingExec {
   seq: number;
   tenant: string;
   budgetMs: number;
@@ -36,7 +36,7 @@ interface PendingRun {
   reject: (error: HookboxError) => void;
 }
 
-type RunMessageBody = RunMessage extends infer M ? (M extends RunMessage ? Omit<M, "seq"> : never) : never;
+type ExecMessageBody = ExecMessage extends infer M ? (M extends ExecMessage ? Omit<M, "seq"> : never) : never;
 
 export interface WorkerProcessOptions {
   path: string;
@@ -54,7 +54,7 @@ function workerEnv(): Record<string, string> {
 }
 
 /**
- * Host-side handle of one sandbox worker process. Run messages are answered in order, so only the head
+ * Host-side handle of one sandbox worker process. Exec messages are answered in order, so only the head
  * of the line needs a watchdog: its clock starts when the worker could start it (sent, and the previous
  * reply received). A reply overdue by its budget plus grace means guest code escaped every in-worker
  * bound (a long built-in, a getter surviving dispose): the process is SIGKILLed.
@@ -83,7 +83,7 @@ export class WorkerProcess {
   replies = 0;
   private ready = false;
   private nextSeq = 1;
-  private readonly queue: PendingRun[] = [];
+  private readonly queue: PendingExec[] = [];
   /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
   private readonly limitsSent = new Map<string, WorkerLimits>();
   private headClockFrom = 0;
@@ -166,18 +166,18 @@ export class WorkerProcess {
   }
 
   /** Sends a message that runs guest code; resolves with its `done` reply, rejects if the worker is lost. */
-  run(body: RunMessageBody, budgetMs: number): Promise<DoneMessage> {
+  exec(body: ExecMessageBody, budgetMs: number): Promise<DoneMessage> {
     if (!this.alive) return Promise.reject(this.lostError());
     const seq = this.nextSeq++;
     // Callers build a fresh body for every message: it becomes the message.
-    const message = Object.assign(body, { seq }) as RunMessage;
+    const message = Object.assign(body, { seq }) as ExecMessage;
     if (message.type !== "resume") {
       // The worker keeps each tenant's limits: resend them only when they changed (undefined is not encoded).
       if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
       else if (message.limits !== undefined) this.limitsSent.set(message.tenant, message.limits);
     }
     return new Promise<DoneMessage>((resolve, reject) => {
-      const pending: PendingRun = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
+      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       writeFrame(this.pipe, encodeFrame(message));
@@ -285,11 +285,11 @@ export class WorkerProcess {
     this.exit = exit;
     const pending = this.queue.splice(0);
     stopAwaiting(this.awaitedPipe);
-    for (const [index, run] of pending.entries()) {
-      const overdue = exit.reason === "killed-overdue" && run.seq === exit.overdueSeq;
+    for (const [index, exec] of pending.entries()) {
+      const overdue = exit.reason === "killed-overdue" && exec.seq === exit.overdueSeq;
       // Replies come in order: only the head can have started; the rest never ran any guest code.
       const started = index === 0;
-      run.reject(
+      exec.reject(
         overdue
           ? new HookboxError(
               "SANDBOX_TIMEOUT",

@@ -1,11 +1,11 @@
-import type { CallOutcome, LogRecord } from "../wire/protocol.js";
+import type { CallbackOutcome, LogRecord } from "../wire/protocol.js";
 import type { DecodedSettlement, GuestLogLevel, GuestOpHandler, GuestOps } from "../wire/guest-ops.js";
 import type { LogLimiter } from "./log-limiter.js";
 import type { ScriptContext } from "./script-context.js";
 
-/** What guest code reported during the current run message. */
+/** What guest code reported during the current exec message. */
 export interface Collector {
-  outcomes: CallOutcome[];
+  outcomes: CallbackOutcome[];
   logs: LogRecord[];
   /** Guest CPU time the message's segments used, ms (the host charges it to the run). */
   cpuMs?: number;
@@ -86,7 +86,7 @@ export function settleCall(
   // A request made by a callback that then settled (in this segment) is never answered.
   if (call.pendingRequests > 0) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
   if (ok && text.length <= call.maxPayloadBytes) {
-    const outcome: CallOutcome = { type: "settled", callId: call.callId, value: text };
+    const outcome: CallbackOutcome = { type: "settled", callId: call.callId, value: text };
     if (typeof lazyKey === "string" && lazyKey.length <= 1024) outcome.lazyKey = lazyKey;
     collector.outcomes.push(outcome);
   } else if (ok)

@@ -1,7 +1,7 @@
 /*
  * Sandbox worker process entry (dist/sandbox-worker.js), forked by the supervisor with
  * `--no-node-snapshot`. It owns isolates and may call into them synchronously: this is not the host's
- * main thread. Each run message gets exactly one `done` reply, in order (see wire/protocol.ts).
+ * main thread. Each exec message gets exactly one `done` reply, in order (see wire/protocol.ts).
  */
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
