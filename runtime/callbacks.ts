@@ -13,7 +13,10 @@ import {
   dict,
 } from "./primordials.js";
 import type { LoadedScript } from "./script-definition.js";
-import type { EncodedSettlement } from "../src/sandbox/wire/guest-ops.js";
+import type { EncodedSettlement, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
+
+type Call = RuntimeOps["call"];
+type Resume = RuntimeOps["resume"];
 import { lazyJson, type LazyJson } from "./lazy-json.js";
 import { attachCapabilities } from "./capabilities.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
@@ -140,7 +143,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   }
 
   /** `lazyResult`: the JSON text of a hook payload's `result`, sent apart from the payload (see the host's call-args.ts). */
-  function start(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): EncodedSettlement | undefined {
+  function start(callId: Call[0], kind: Call[1], target: Call[2], argsJson: Call[3], lazyResult: Call[4]): EncodedSettlement | undefined {
     startingCallId = callId;
     settledInStart = undefined;
     try {
@@ -205,7 +208,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     }
   }
 
-  function resume(callId: number, requestId: number, ok: boolean, text: string): void {
+  function resume(callId: Resume[0], requestId: Resume[1], ok: Resume[2], text: Resume[3]): void {
     const call = active[callId];
     if (call === undefined) return;
     const waiting = call.pending[requestId];
@@ -224,7 +227,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     }
   }
 
-  function forget(callId: number): void {
+  function forget(callId: RuntimeOps["forget"][0]): void {
     delete active[callId];
   }
 

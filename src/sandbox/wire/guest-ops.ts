@@ -1,13 +1,31 @@
 /*
- * The one crossing between the runtime inside an isolate (runtime/) and the worker process that hosts it
- * (src/sandbox/worker/): the ops the runtime calls the worker with, and the settlement a callback's start()
- * returns. Types only, imported with `import type` on both sides: the runtime is bundled on its own
+ * The crossing between the runtime inside an isolate (runtime/) and the worker process that hosts it
+ * (src/sandbox/worker/), both ways: the ops the worker calls the runtime's dispatcher with, the ops the
+ * runtime calls the worker with, and the settlement a callback's start() returns. Types only, imported with `import type` on both sides: the runtime is bundled on its own
  * (dist/runtime.js), and a mismatch between what it sends and what the worker checks is a tsc error.
  */
 import type { HostRequestOp } from "./protocol.js";
 
 /** Log levels as they leave the isolate (console.log is "info"). */
 export type GuestLogLevel = "debug" | "info" | "warn" | "error";
+
+/**
+ * Each op the worker calls the runtime's dispatcher with (runtime/bootstrap.ts `dispatch`), and its arguments
+ * in order. The runtime's functions take their parameter types from these tuples.
+ */
+export interface RuntimeOps {
+  /** Runs the bundle's factory (the script's top-level code); returns the manifest as JSON, or the load error. */
+  register: [factory: unknown];
+  /** Starts a callback; returns its `EncodedSettlement` when it settled before returning. */
+  call: [callId: number, kind: string, target: string, argsJson: string, lazyResult: string | undefined];
+  /** Answers a callback's request (next() or a capability). */
+  resume: [callId: number, requestId: number, ok: boolean, text: string];
+  /** The worker gave up on a callback: drop what the runtime keeps for it. */
+  forget: [callId: number];
+}
+
+/** One call into the runtime, as the worker makes it. */
+export type RuntimeOpCall = { [Op in keyof RuntimeOps]: [op: Op, ...args: RuntimeOps[Op]] }[keyof RuntimeOps];
 
 /** Each op the runtime calls the worker with, and its arguments in order. */
 export interface GuestOps {

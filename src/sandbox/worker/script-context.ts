@@ -1,6 +1,6 @@
 import ivm from "isolated-vm";
 import type { WorkerLimits } from "../wire/protocol.js";
-import type { GuestOpHandler } from "../wire/guest-ops.js";
+import type { GuestOpHandler, RuntimeOpCall } from "../wire/guest-ops.js";
 import { Failure, isTimeoutError } from "./failure.js";
 import type { TenantIsolate } from "./tenant-isolate.js";
 
@@ -43,7 +43,7 @@ export class ScriptContext {
       const timeout = Math.max(1, Math.min(limits.cpuMs, limits.wallMs));
       let registration: string;
       try {
-        registration = dispatcher.applySync(undefined, ["register", factory.derefInto()], { timeout }) as string;
+        registration = dispatcher.applySync(undefined, ["register", factory.derefInto()] satisfies RuntimeOpCall, { timeout }) as string;
       } catch (error) {
         if (tenant.isolateLost()) throw tenant.memoryFailure(`${options.script}: top-level code`);
         if (isTimeoutError(error)) {
