@@ -59,7 +59,7 @@ export type GuestOpHandler = (op: unknown, a?: unknown, b?: unknown, c?: unknown
  * A settlement as a callback's start() returns it when the callback settled before start() returned (one
  * crossing fewer than a `settle` op): "+" JSON text, "-" error description, or "*" the lazy key's JSON,
  * NUL, JSON text (the key's JSON has no raw NUL). The runtime encodes it (runtime/callbacks.ts
- * `encodeSettlement`), the worker decodes it (src/sandbox/worker/host-channel.ts `decodeSettlement`).
+ * `encodeSettlement`), the worker decodes it (src/sandbox/worker/guest-op-handler.ts `decodeSettlement`).
  */
 export type EncodedSettlement = `+${string}` | `-${string}` | `*${string}\u0000${string}`;
 

@@ -1,4 +1,4 @@
-import { decodeSettlement, settleCall, type Collector, type WorkerCall } from "./host-channel.js";
+import { decodeSettlement, settleCall, type Collector, type WorkerCall } from "./guest-op-handler.js";
 import { Failure, isTimeoutError } from "./failure.js";
 import type { RuntimeOpCall } from "../wire/guest-ops.js";
 

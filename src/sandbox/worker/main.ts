@@ -13,7 +13,7 @@ import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage,
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
 import { Failure } from "./failure.js";
-import { createHostChannel, type Collector, type WorkerCall } from "./host-channel.js";
+import { createGuestOpHandler, type Collector, type WorkerCall } from "./guest-op-handler.js";
 import { LogLimiter } from "./log-limiter.js";
 import { watchParent } from "./parent-watch.js";
 import { ScriptContext } from "./script-context.js";
@@ -83,7 +83,7 @@ function newContext(tenant: TenantIsolate, runId: string, script: string, bundle
     bundleHash,
     limits,
     channel: (self) =>
-      createHostChannel(
+      createGuestOpHandler(
         {
           calls,
           collector: () => collector,

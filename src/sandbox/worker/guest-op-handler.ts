@@ -116,10 +116,11 @@ export function decodeSettlement(encoded: string): DecodedSettlement | undefined
 }
 
 /**
- * The function behind the runtime's host channel, one per context. It never throws into the guest (a
- * host exception would carry host paths) and checks every argument: guest code is never trusted here.
+ * The function behind the runtime's host channel (runtime/host-channel.ts), one per context: it handles the
+ * `GuestOps`. It never throws into the guest (a host exception would carry host paths) and checks every
+ * argument: guest code is never trusted here.
  */
-export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext | undefined): GuestOpHandler {
+export function createGuestOpHandler(deps: ChannelDeps, self: () => ScriptContext | undefined): GuestOpHandler {
   const ownCall = (callId: unknown): WorkerCall | undefined => {
     if (typeof callId !== "number") return undefined;
     const call = deps.calls.get(callId);
