@@ -10,6 +10,7 @@ import { createHookboxModule } from "./hookbox-module.js";
 import { createCallbacks } from "./callbacks.js";
 import { DefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
 import { JSONParse, JSONStringify, ReflectApply, globalObject } from "./primordials.js";
+import type { RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
 // Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker
 // thread outside our control, and WebAssembly compiles machine code from script input.
@@ -17,7 +18,11 @@ delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
 delete (globalObject as Record<string, unknown>).Atomics;
 delete (globalObject as Record<string, unknown>).WebAssembly;
 
+/** Positional, not a rest array: no allocation per call. The worker sends a `RuntimeOpCall` (wire/guest-ops.ts). */
 export type Dispatcher = (op: string, a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown) => string | undefined;
+
+type Call = RuntimeOps["call"];
+type Resume = RuntimeOps["resume"];
 
 export function install(host: HostChannel, limitsJson: string): Dispatcher {
   const limits = JSONParse(limitsJson) as RuntimeLimits;
@@ -27,7 +32,7 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
   const callbacks = createCallbacks(host, limits, () => loaded);
 
   /** Runs the bundle's factory (the script's top-level code) and validates its default export. */
-  function register(factory: unknown): string {
+  function register(factory: RuntimeOps["register"][0]): string {
     try {
       if (typeof factory !== "function")
         return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "bundle did not evaluate to a factory" } });
@@ -53,12 +58,12 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
       case "register":
         return register(a);
       case "call":
-        return callbacks.start(a as number, b as string, c as string, d as string, e);
+        return callbacks.start(a as Call[0], b as Call[1], c as Call[2], d as Call[3], e as Call[4]);
       case "resume":
-        callbacks.resume(a as number, b as number, c as boolean, d as string);
+        callbacks.resume(a as Resume[0], b as Resume[1], c as Resume[2], d as Resume[3]);
         return undefined;
       case "forget":
-        callbacks.forget(a as number);
+        callbacks.forget(a as RuntimeOps["forget"][0]);
         return undefined;
       default:
         return undefined;

@@ -13,6 +13,10 @@ import {
   dict,
 } from "./primordials.js";
 import type { LoadedScript } from "./script-definition.js";
+import type { EncodedSettlement, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
+
+type Call = RuntimeOps["call"];
+type Resume = RuntimeOps["resume"];
 import { lazyJson, type LazyJson } from "./lazy-json.js";
 import { attachCapabilities } from "./capabilities.js";
 import { GuestDataError, toBoundedJson } from "./serialize.js";
@@ -50,19 +54,19 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
 
   /** The callback whose start() is running, and its settlement if it settled before start() returned. */
   let startingCallId = -1;
-  let settledInStart: string | undefined;
+  let settledInStart: EncodedSettlement | undefined;
 
   /**
    * `lazyKey`: the property of the value that holds the call's lazy result untouched (left out of `text`).
    * A callback that settles while its start() still runs (a synchronous one) is answered through start()'s
-   * return value (see `directSettlement`): one crossing back to the worker fewer.
+   * return value (see `encodeSettlement`): one crossing back to the worker fewer.
    */
   function settle(callId: number, ok: boolean, text: string, lazyKey?: string): void {
     const call = active[callId];
     if (call === undefined || call.settled) return;
     call.settled = true;
     delete active[callId];
-    if (callId === startingCallId) settledInStart = directSettlement(ok, text, lazyKey);
+    if (callId === startingCallId) settledInStart = encodeSettlement(ok, text, lazyKey);
     else host("settle", callId, ok, text, lazyKey);
   }
 
@@ -139,7 +143,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
   }
 
   /** `lazyResult`: the JSON text of a hook payload's `result`, sent apart from the payload (see the host's call-args.ts). */
-  function start(callId: number, kind: string, target: string, argsJson: string, lazyResult: unknown): string | undefined {
+  function start(callId: Call[0], kind: Call[1], target: Call[2], argsJson: Call[3], lazyResult: Call[4]): EncodedSettlement | undefined {
     startingCallId = callId;
     settledInStart = undefined;
     try {
@@ -204,7 +208,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     }
   }
 
-  function resume(callId: number, requestId: number, ok: boolean, text: string): void {
+  function resume(callId: Resume[0], requestId: Resume[1], ok: Resume[2], text: Resume[3]): void {
     const call = active[callId];
     if (call === undefined) return;
     const waiting = call.pending[requestId];
@@ -223,18 +227,15 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     }
   }
 
-  function forget(callId: number): void {
+  function forget(callId: RuntimeOps["forget"][0]): void {
     delete active[callId];
   }
 
   return { start, resume, forget };
 }
 
-/**
- * A settlement as start() returns it: "+" text, "-" error description, or "*" JSON of the lazy key, NUL,
- * text (the key's JSON has no raw NUL). The worker decodes it (src/sandbox/worker/host-channel.ts).
- */
-function directSettlement(ok: boolean, text: string, lazyKey: string | undefined): string {
-  if (!ok) return "-" + text;
-  return lazyKey === undefined ? "+" + text : "*" + JSONStringify(lazyKey) + "\u0000" + text;
+/** A settlement as start() returns it (the encoding: src/sandbox/wire/guest-ops.ts `EncodedSettlement`). */
+function encodeSettlement(ok: boolean, text: string, lazyKey: string | undefined): EncodedSettlement {
+  if (!ok) return `-${text}`;
+  return lazyKey === undefined ? `+${text}` : `*${JSONStringify(lazyKey)}\u0000${text}`;
 }

@@ -9,8 +9,9 @@ import {
   globalObject,
 } from "./primordials.js";
 import { toBoundedJson } from "./serialize.js";
+import type { GuestLogLevel } from "../src/sandbox/wire/guest-ops.js";
 
-const LEVELS: Record<string, string> = { debug: "debug", log: "info", info: "info", warn: "warn", error: "error" };
+const LEVELS: Record<string, GuestLogLevel> = { debug: "debug", log: "info", info: "info", warn: "warn", error: "error" };
 
 function formatOne(value: unknown, limit: number): string {
   if (typeof value === "string") return value;

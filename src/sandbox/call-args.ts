@@ -1,5 +1,5 @@
 import type { Json } from "../turns/json.js";
-import type { CallKind } from "./protocol.js";
+import type { CallKind } from "./wire/protocol.js";
 import { parseGuestJson } from "./validate.js";
 
 /** Below this, a hook payload's `result` travels inside the payload and is parsed in the sandbox as usual. */

@@ -1,6 +1,6 @@
 import { hookContractError, HookboxError, type SerializedError } from "../errors.js";
 import { sourceMapFor } from "./bundle-output.js";
-import type { CallKind } from "./protocol.js";
+import type { CallKind } from "./wire/protocol.js";
 import { remapStack } from "./source-map.js";
 
 export interface CallLabel {

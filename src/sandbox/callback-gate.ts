@@ -1,5 +1,5 @@
 import { HookboxError, isHookboxError } from "../errors.js";
-import type { DoneMessage } from "./protocol.js";
+import type { DoneMessage } from "./wire/protocol.js";
 import type { WorkerProcess } from "./worker-process.js";
 
 /** What the gate needs of a callback: whether it ended, and the worker its messages go to. */

@@ -69,7 +69,7 @@ export interface WorkerInfo {
   isolates: number;
   rssBytes: number;
   retiring: boolean;
-  /** Mean time the worker spent per run message, ms (diagnostics). */
+  /** Mean time the worker spent per exec message, ms (diagnostics). */
   meanWorkerMs: number;
 }
 

@@ -1,4 +1,4 @@
-import { readAvailable } from "./framing.js";
+import { readAvailable } from "./wire/framing.js";
 
 /*
  * Waiting for a worker's reply without putting the host to sleep. A round trip to a sandbox worker is
@@ -55,7 +55,7 @@ function turn(): void {
 
 /**
  * A message that `pipe` will answer was just sent; `windowMs`: how long to stay awake for the reply (0 when
- * this worker's replies usually take longer than the window: see poll-policy.ts).
+ * this worker's replies usually take longer than the window: see wire/poll-policy.ts).
  */
 export function expectReply(pipe: AwaitedPipe, windowMs: number): void {
   awaited.add(pipe);

@@ -5,7 +5,7 @@ import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { CapabilityBroker, LogEntry, SandboxRun, ScriptManifest } from "./api.js";
-import type { CallKind, DoneMessage } from "./protocol.js";
+import type { CallKind, DoneMessage } from "./wire/protocol.js";
 import { replyValue, type CallReply } from "./call-args.js";
 import { checkToolResultSize } from "../loop/run-budget.js";
 import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";

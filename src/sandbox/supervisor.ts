@@ -95,17 +95,11 @@ export class Supervisor {
   async close(): Promise<void> {
     this.closed = true;
     const workers = this.workers();
-    await Promise.all(
-      workers.map(
-        (worker) =>
-          new Promise<void>((resolve) => {
-            worker.child.once("exit", () => resolve());
-            worker.child.ref(); // keep the host alive until the exit is observed
-            worker.kill({ reason: "closed", detail: "the sandbox pool was closed" });
-            if (!worker.alive) resolve();
-          }),
-      ),
-    );
+    for (const worker of workers) {
+      worker.child.ref(); // keep the host alive until the exit is observed
+      worker.kill({ reason: "closed", detail: "the sandbox pool was closed" });
+    }
+    await Promise.all(workers.map((worker) => worker.exited));
   }
 
   private reapIfDone(worker: WorkerProcess): void {

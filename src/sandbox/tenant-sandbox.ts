@@ -8,7 +8,7 @@ import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-ar
 import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
-import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./protocol.js";
+import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./wire/protocol.js";
 import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
 import type { Evictable, LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
@@ -86,7 +86,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
         this.gate.enqueue({
           send: async (worker) => {
             worker.ensureBundle(bundle);
-            const done = await worker.run(
+            const done = await worker.exec(
               { type: "load", tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash },
               this.segmentBudgetMs(),
             );
@@ -197,7 +197,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
           call.worker = worker;
           worker.ensureBundle(entry.bundle);
           return run.charged(
-            worker.run(
+            worker.exec(
               {
                 type: "call",
                 tenant: this.tenant,
@@ -376,7 +376,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
           send: (worker) => {
             if (worker !== call.worker) throw new HookboxError("SANDBOX_CRASHED", "the sandbox worker changed under an awaiting callback");
             return call.run.charged(
-              worker.run({ type: "resume", tenant: this.tenant, callId: call.callId, requestId, op, ok, value }, this.segmentBudgetMs()),
+              worker.exec({ type: "resume", tenant: this.tenant, callId: call.callId, requestId, op, ok, value }, this.segmentBudgetMs()),
             );
           },
           fail: (error) => this.finish(call, undefined, error),

@@ -3,23 +3,23 @@ import { setPriority } from "node:os";
 import { dirname, join } from "node:path";
 import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
-import { encodeFrame, FrameReader, socketFd, writeFrame } from "./framing.js";
-import { PollPolicy } from "./poll-policy.js";
+import { encodeFrame, FrameReader, socketFd, writeFrame } from "./wire/framing.js";
+import { PollPolicy } from "./wire/poll-policy.js";
 import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
   BundleMessage,
   CloseRunMessage,
   DoneMessage,
   DropTenantMessage,
-  RunMessage,
+  ExecMessage,
   WorkerLimits,
   WorkerMessage,
-} from "./protocol.js";
+} from "./wire/protocol.js";
 import type { Launcher } from "./wall/launcher.js";
 
 export type WorkerRole = "normal" | "quarantine";
 
-/** Why a worker went away; `overdueSeq` names the run message the watchdog gave up on. */
+/** Why a worker went away; `overdueSeq` names the exec message the watchdog gave up on. */
 export interface WorkerExit {
   reason: "killed-overdue" | "crashed" | "retired" | "closed";
   overdueSeq?: number;
@@ -27,7 +27,7 @@ export interface WorkerExit {
   detail: string;
 }
 
-interface PendingRun {
+interface PendingExec {
   seq: number;
   tenant: string;
   budgetMs: number;
@@ -36,7 +36,7 @@ interface PendingRun {
   reject: (error: HookboxError) => void;
 }
 
-type RunMessageBody = RunMessage extends infer M ? (M extends RunMessage ? Omit<M, "seq"> : never) : never;
+type ExecMessageBody = ExecMessage extends infer M ? (M extends ExecMessage ? Omit<M, "seq"> : never) : never;
 
 export interface WorkerProcessOptions {
   path: string;
@@ -54,7 +54,7 @@ function workerEnv(): Record<string, string> {
 }
 
 /**
- * Host-side handle of one sandbox worker process. Run messages are answered in order, so only the head
+ * Host-side handle of one sandbox worker process. Exec messages are answered in order, so only the head
  * of the line needs a watchdog: its clock starts when the worker could start it (sent, and the previous
  * reply received). A reply overdue by its budget plus grace means guest code escaped every in-worker
  * bound (a long built-in, a getter surviving dispose): the process is SIGKILLed.
@@ -62,11 +62,18 @@ function workerEnv(): Record<string, string> {
 export class WorkerProcess {
   readonly role: WorkerRole;
   readonly child: ChildProcess;
-  /** Protocol frames both ways (framing.ts); the IPC channel only tells the worker that we are gone. */
+  /** Protocol frames both ways (wire/framing.ts); the IPC channel only tells the worker that we are gone. */
   private readonly pipe: Socket;
   readonly tenants = new Set<string>();
   readonly bundles = new Set<string>();
   alive = true;
+  /**
+   * Settles once this worker is gone, whenever that was: made at spawn and settled in its own exit handling,
+   * so a caller that starts waiting after the exit (or after a spawn that never produced a process, which
+   * emits `error` and no `exit`) does not wait forever.
+   */
+  readonly exited: Promise<void>;
+  private settleExited!: () => void;
   retiring = false;
   lastRssBytes = 0;
   /** Tenant isolates the worker reported holding with its last reply. */
@@ -76,7 +83,7 @@ export class WorkerProcess {
   replies = 0;
   private ready = false;
   private nextSeq = 1;
-  private readonly queue: PendingRun[] = [];
+  private readonly queue: PendingExec[] = [];
   /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
   private readonly limitsSent = new Map<string, WorkerLimits>();
   private headClockFrom = 0;
@@ -92,6 +99,7 @@ export class WorkerProcess {
 
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
+    this.exited = new Promise<void>((resolve) => (this.settleExited = resolve));
     this.child = options.launcher.launch({
       entry: options.path,
       reads: [join(dirname(options.path), "runtime.js")],
@@ -115,7 +123,11 @@ export class WorkerProcess {
     };
     this.pipe.on("error", () => this.kill({ reason: "crashed", detail: "worker pipe error" }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
-    this.child.on("error", () => this.kill({ reason: "crashed", detail: "worker process error" }));
+    this.child.on("error", (error) => {
+      this.kill({ reason: "crashed", detail: `worker process error: ${error.message}` });
+      // A process that never spawned has no pid and emits no `exit`: this error is its exit.
+      if (this.child.pid === undefined) this.onChildExit(null, null);
+    });
     this.setBusy(false);
   }
 
@@ -154,18 +166,18 @@ export class WorkerProcess {
   }
 
   /** Sends a message that runs guest code; resolves with its `done` reply, rejects if the worker is lost. */
-  run(body: RunMessageBody, budgetMs: number): Promise<DoneMessage> {
+  exec(body: ExecMessageBody, budgetMs: number): Promise<DoneMessage> {
     if (!this.alive) return Promise.reject(this.lostError());
     const seq = this.nextSeq++;
     // Callers build a fresh body for every message: it becomes the message.
-    const message = Object.assign(body, { seq }) as RunMessage;
+    const message = Object.assign(body, { seq }) as ExecMessage;
     if (message.type !== "resume") {
       // The worker keeps each tenant's limits: resend them only when they changed (undefined is not encoded).
       if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
       else if (message.limits !== undefined) this.limitsSent.set(message.tenant, message.limits);
     }
     return new Promise<DoneMessage>((resolve, reject) => {
-      const pending: PendingRun = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
+      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       writeFrame(this.pipe, encodeFrame(message));
@@ -261,7 +273,9 @@ export class WorkerProcess {
   }
 
   private onChildExit(code: number | null, signal: NodeJS.Signals | null): void {
+    if (!this.alive) return;
     this.alive = false;
+    this.settleExited();
     this.stopClock();
     if (this.timer !== undefined) clearTimeout(this.timer);
     const exit: WorkerExit = this.exit ?? {
@@ -271,11 +285,11 @@ export class WorkerProcess {
     this.exit = exit;
     const pending = this.queue.splice(0);
     stopAwaiting(this.awaitedPipe);
-    for (const [index, run] of pending.entries()) {
-      const overdue = exit.reason === "killed-overdue" && run.seq === exit.overdueSeq;
+    for (const [index, exec] of pending.entries()) {
+      const overdue = exit.reason === "killed-overdue" && exec.seq === exit.overdueSeq;
       // Replies come in order: only the head can have started; the rest never ran any guest code.
       const started = index === 0;
-      run.reject(
+      exec.reject(
         overdue
           ? new HookboxError(
               "SANDBOX_TIMEOUT",

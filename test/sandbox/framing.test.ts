@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import type { Socket } from "node:net";
 import { describe, expect, it } from "vitest";
-import { encodeFrame, FrameReader, writeFrame } from "../../src/sandbox/framing.js";
+import { encodeFrame, FrameReader, writeFrame } from "../../src/sandbox/wire/framing.js";
 
 describe("worker pipe frames", () => {
   const messages = [

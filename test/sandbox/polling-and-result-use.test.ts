@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ResultUse } from "../../src/sandbox/call-args.js";
-import { PollPolicy } from "../../src/sandbox/poll-policy.js";
+import { PollPolicy } from "../../src/sandbox/wire/poll-policy.js";
 
 describe("when to poll instead of sleeping", () => {
   it("polls while messages come within the window; stalls and pauses now and then do not stop it; slow ones do", () => {

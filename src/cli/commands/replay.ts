@@ -2,7 +2,6 @@ import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type RunFilter } from "../../store/index.js";
-import { closePool } from "../../server/close-pool.js";
 import { loadReplayScripts, replay, type ReplayChange, type ReplaySummary } from "../../policy/replay.js";
 import { failUsage } from "../exit.js";
 
@@ -45,7 +44,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
   } catch (error) {
     return failUsage("replay", error);
   } finally {
-    await closePool(pool);
+    await pool.close();
     await store.close();
   }
 }

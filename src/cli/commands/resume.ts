@@ -10,7 +10,6 @@ import { restoreTenantConfig } from "../../session/tenant-record.js";
 import { loadServerConfig, type ServerConfig } from "../../server/config.js";
 import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 import { Deployments } from "../../policy/deployments.js";
-import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
 import { driveRun } from "../drive-run.js";
 
@@ -109,7 +108,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     return failUsage("resume", error);
   } finally {
     await manager?.close();
-    await closePool(pool);
+    await pool.close();
     await store.close();
   }
 }

@@ -6,7 +6,6 @@ import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore } from "../../store/index.js";
 import { loadServerConfig } from "../../server/config.js";
 import { startServer } from "../../server/server.js";
-import { closePool } from "../../server/close-pool.js";
 import { failUsage } from "../exit.js";
 import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 
@@ -45,7 +44,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
-    await closePool(pool);
+    await pool.close();
     await store.close();
   };
   try {

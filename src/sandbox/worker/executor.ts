@@ -1,5 +1,6 @@
-import { directSettlement, settleCall, type Collector, type WorkerCall } from "./host-channel.js";
+import { decodeSettlement, settleCall, type Collector, type WorkerCall } from "./guest-op-handler.js";
 import { Failure, isTimeoutError } from "./failure.js";
+import type { RuntimeOpCall } from "../wire/guest-ops.js";
 
 export type Breach = "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY" | undefined;
 
@@ -9,7 +10,7 @@ export type Breach = "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY" | undefined;
  * never charged. Afterwards a callback is settled, awaiting the host, or failed: one that awaits nothing
  * the host can answer would never settle, so it fails at once.
  */
-export function runSegment(call: WorkerCall, args: unknown[], collector: Collector, calls: Map<number, WorkerCall>): Breach {
+export function runSegment(call: WorkerCall, args: RuntimeOpCall, collector: Collector, calls: Map<number, WorkerCall>): Breach {
   const tenant = call.context.tenant;
   const remaining = Math.min(call.cpuLimitMs - call.cpuMs, call.wallLimitMs - call.wallMs);
   if (remaining <= 0) return fail(call, collector, calls, timeoutFailure(call));
@@ -18,7 +19,7 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
   let thrown: unknown;
   let returned: unknown;
   try {
-    returned = call.context.dispatcher.applySync(undefined, args as never[], { timeout: Math.max(1, Math.ceil(remaining)) });
+    returned = call.context.dispatcher.applySync(undefined, args as unknown[] as never[], { timeout: Math.max(1, Math.ceil(remaining)) });
   } catch (error) {
     thrown = error;
   }
@@ -46,7 +47,7 @@ export function runSegment(call: WorkerCall, args: unknown[], collector: Collect
   call.cpuMs += segmentCpuMs;
   collector.cpuMs = (collector.cpuMs ?? 0) + segmentCpuMs;
   // A callback that settled at once answers through the start's return value (runtime/callbacks.ts).
-  const settled = typeof returned === "string" && !call.finished ? directSettlement(returned) : undefined;
+  const settled = typeof returned === "string" && !call.finished ? decodeSettlement(returned) : undefined;
   if (settled !== undefined) settleCall(collector, calls, call, settled.ok, settled.text, settled.lazyKey);
   if (call.finished) return undefined;
   if (thrown !== undefined) {
@@ -97,7 +98,7 @@ function fail(call: WorkerCall, collector: Collector, calls: Map<number, WorkerC
   collector.outcomes.push({ type: "failed", callId: call.callId, error: failure.serialize() });
   if (!call.context.tenant.isolateLost()) {
     try {
-      call.context.dispatcher.applySync(undefined, ["forget", call.callId], { timeout: 20 });
+      call.context.dispatcher.applySync(undefined, ["forget", call.callId] satisfies RuntimeOpCall, { timeout: 20 });
     } catch {
       // best effort: the runtime only keeps a small record
     }

@@ -1,23 +1,23 @@
 /*
  * Sandbox worker process entry (dist/sandbox-worker.js), forked by the supervisor with
  * `--no-node-snapshot`. It owns isolates and may call into them synchronously: this is not the host's
- * main thread. Each run message gets exactly one `done` reply, in order (see protocol.ts).
+ * main thread. Each exec message gets exactly one `done` reply, in order (see wire/protocol.ts).
  */
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Socket } from "node:net";
 import { Script } from "node:vm";
-import { encodeFrame, FrameReader, readAvailable, writeFrame } from "../framing.js";
-import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../protocol.js";
+import { encodeFrame, FrameReader, readAvailable, writeFrame } from "../wire/framing.js";
+import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../wire/protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
 import { Failure } from "./failure.js";
-import { createHostChannel, type Collector, type WorkerCall } from "./host-channel.js";
+import { createGuestOpHandler, type Collector, type WorkerCall } from "./guest-op-handler.js";
 import { LogLimiter } from "./log-limiter.js";
 import { watchParent } from "./parent-watch.js";
 import { ScriptContext } from "./script-context.js";
-import { PollPolicy } from "../poll-policy.js";
+import { PollPolicy } from "../wire/poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
 import { closeInheritedFds } from "../wall/inherited-fds.js";
 
@@ -83,7 +83,7 @@ function newContext(tenant: TenantIsolate, runId: string, script: string, bundle
     bundleHash,
     limits,
     channel: (self) =>
-      createHostChannel(
+      createGuestOpHandler(
         {
           calls,
           collector: () => collector,
@@ -244,7 +244,7 @@ function onMessage(message: HostMessage): void {
  * After answering, poll the pipe for a short while before going back to the event loop: a host making
  * sequential calls sends the next one within tens of microseconds, and catching it here saves the
  * worker's wake-up (epoll + scheduler) on the critical path. Bounded, only after a message, and only while
- * the next message usually comes within the window (poll-policy.ts): an idle worker sleeps in the event
+ * the next message usually comes within the window (wire/poll-policy.ts): an idle worker sleeps in the event
  * loop and burns no CPU. (The host does its part while a reply is due: reply-wait.ts.)
  */
 const messagePolling = new PollPolicy(Number(process.env.HOOKBOX_WORKER_POLL_US ?? 200) / 1000);
@@ -256,7 +256,7 @@ function messageArrived(): void {
 }
 /** Longest stretch spent away from the event loop while messages keep arriving (its other events wait). */
 const POLL_MAX_MS = 20;
-/** Reused: the reader copies what it keeps of a chunk (framing.ts), so nothing refers to it after push(). */
+/** Reused: the reader copies what it keeps of a chunk (wire/framing.ts), so nothing refers to it after push(). */
 const pollBuffer = Buffer.allocUnsafe(256 * 1024);
 function pollForMore(): void {
   const window = messagePolling.pollMs;
@@ -274,7 +274,7 @@ function pollForMore(): void {
   }
 }
 
-// Protocol frames on fd 4 (framing.ts); the IPC channel (fd 3) only tells us when the host is gone.
+// Protocol frames on fd 4 (wire/framing.ts); the IPC channel (fd 3) only tells us when the host is gone.
 const pipe = new Socket({ fd: 4, readable: true, writable: true });
 const reader = new FrameReader((message) => onMessage(message as HostMessage));
 pipe.on("data", (chunk: Buffer) => {

@@ -1,10 +1,8 @@
 import ivm from "isolated-vm";
-import type { WorkerLimits } from "../protocol.js";
+import type { WorkerLimits } from "../wire/protocol.js";
+import type { GuestOpHandler, RuntimeOpCall } from "../wire/guest-ops.js";
 import { Failure, isTimeoutError } from "./failure.js";
 import type { TenantIsolate } from "./tenant-isolate.js";
-
-/** The host functions a script context is given (host-channel.ts builds them): one positional call per op. */
-export type HostChannelHandler = (op: unknown, a?: unknown, b?: unknown, c?: unknown, d?: unknown) => undefined;
 
 /**
  * One fresh context for one script in one run (or for a load): the runtime is installed first, then the
@@ -27,7 +25,7 @@ export class ScriptContext {
     script: string;
     bundleHash: string;
     limits: WorkerLimits;
-    channel: (context: () => ScriptContext | undefined) => HostChannelHandler;
+    channel: (context: () => ScriptContext | undefined) => GuestOpHandler;
   }): ScriptContext {
     const { tenant, limits } = options;
     const isolate = tenant.requireIsolate();
@@ -45,7 +43,7 @@ export class ScriptContext {
       const timeout = Math.max(1, Math.min(limits.cpuMs, limits.wallMs));
       let registration: string;
       try {
-        registration = dispatcher.applySync(undefined, ["register", factory.derefInto()], { timeout }) as string;
+        registration = dispatcher.applySync(undefined, ["register", factory.derefInto()] satisfies RuntimeOpCall, { timeout }) as string;
       } catch (error) {
         if (tenant.isolateLost()) throw tenant.memoryFailure(`${options.script}: top-level code`);
         if (isTimeoutError(error)) {

@@ -1,5 +1,5 @@
 import ivm from "isolated-vm";
-import type { WorkerLimits } from "../protocol.js";
+import type { WorkerLimits } from "../wire/protocol.js";
 import type { CodeCache } from "./code-cache.js";
 import { Failure } from "./failure.js";
 

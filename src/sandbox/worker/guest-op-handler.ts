@@ -1,10 +1,11 @@
-import type { CallOutcome, LogRecord } from "../protocol.js";
+import type { CallbackOutcome, LogRecord } from "../wire/protocol.js";
+import type { DecodedSettlement, GuestLogLevel, GuestOpHandler, GuestOps } from "../wire/guest-ops.js";
 import type { LogLimiter } from "./log-limiter.js";
-import type { HostChannelHandler, ScriptContext } from "./script-context.js";
+import type { ScriptContext } from "./script-context.js";
 
-/** What guest code reported during the current run message. */
+/** What guest code reported during the current exec message. */
 export interface Collector {
-  outcomes: CallOutcome[];
+  outcomes: CallbackOutcome[];
   logs: LogRecord[];
   /** Guest CPU time the message's segments used, ms (the host charges it to the run). */
   cpuMs?: number;
@@ -33,7 +34,11 @@ export interface WorkerCall {
 /** Capability requests one callback may have in flight (the runtime refuses more before asking). */
 export const MAX_PENDING_CAPABILITIES = 16;
 
-const LEVELS = new Set(["debug", "info", "warn", "error"]);
+const LEVELS = new Set<unknown>(["debug", "info", "warn", "error"] satisfies GuestLogLevel[]);
+
+type Settle = GuestOps["settle"];
+type Request = GuestOps["request"];
+type Log = GuestOps["log"];
 
 interface ChannelDeps {
   calls: Map<number, WorkerCall>;
@@ -71,8 +76,9 @@ export function settleCall(
   collector: Collector,
   calls: Map<number, WorkerCall>,
   call: WorkerCall,
-  ok: boolean,
-  text: string,
+  ok: Settle[1],
+  text: Settle[2],
+  /** Untrusted: whatever guest code passed where the runtime passes `Settle[3]`. */
   lazyKey: unknown,
 ): void {
   call.finished = true;
@@ -80,7 +86,7 @@ export function settleCall(
   // A request made by a callback that then settled (in this segment) is never answered.
   if (call.pendingRequests > 0) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
   if (ok && text.length <= call.maxPayloadBytes) {
-    const outcome: CallOutcome = { type: "settled", callId: call.callId, value: text };
+    const outcome: CallbackOutcome = { type: "settled", callId: call.callId, value: text };
     if (typeof lazyKey === "string" && lazyKey.length <= 1024) outcome.lazyKey = lazyKey;
     collector.outcomes.push(outcome);
   } else if (ok)
@@ -92,8 +98,11 @@ export function settleCall(
   else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(text.slice(0, 65536), call) });
 }
 
-/** Decodes a settlement returned by the runtime's start() (runtime/callbacks.ts); undefined if malformed. */
-export function directSettlement(encoded: string): { ok: boolean; text: string; lazyKey?: unknown } | undefined {
+/**
+ * Decodes a settlement returned by the runtime's start() (the encoding: wire/guest-ops.ts
+ * `EncodedSettlement`); undefined if malformed. `encoded` is checked, not trusted.
+ */
+export function decodeSettlement(encoded: string): DecodedSettlement | undefined {
   const tag = encoded[0];
   if (tag === "+") return { ok: true, text: encoded.slice(1) };
   if (tag === "-") return { ok: false, text: encoded.slice(1) };
@@ -107,10 +116,11 @@ export function directSettlement(encoded: string): { ok: boolean; text: string; 
 }
 
 /**
- * The function behind the runtime's host channel, one per context. It never throws into the guest (a
- * host exception would carry host paths) and checks every argument: guest code is never trusted here.
+ * The function behind the runtime's host channel (runtime/host-channel.ts), one per context: it handles the
+ * `GuestOps`. It never throws into the guest (a host exception would carry host paths) and checks every
+ * argument: guest code is never trusted here.
  */
-export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext | undefined): HostChannelHandler {
+export function createGuestOpHandler(deps: ChannelDeps, self: () => ScriptContext | undefined): GuestOpHandler {
   const ownCall = (callId: unknown): WorkerCall | undefined => {
     if (typeof callId !== "number") return undefined;
     const call = deps.calls.get(callId);
@@ -122,11 +132,12 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
     try {
       const collector = deps.collector();
       if (collector === undefined) return undefined;
-      if (op === "settle") {
+      // Each branch narrows the untrusted positions to that op's `GuestOps` entry before using them.
+      if (op === ("settle" satisfies keyof GuestOps)) {
         const call = ownCall(a);
         if (call === undefined || typeof b !== "boolean" || typeof c !== "string") return undefined;
         settleCall(collector, deps.calls, call, b, c, d);
-      } else if (op === "request") {
+      } else if (op === ("request" satisfies keyof GuestOps)) {
         const call = ownCall(a);
         if (call === undefined || typeof b !== "number" || (c !== "next" && c !== "capability") || typeof d !== "string") return undefined;
         if (d.length > call.maxPayloadBytes) return undefined;
@@ -138,8 +149,11 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
           call.pendingCapabilities++;
         }
         call.pendingRequests++;
-        collector.outcomes.push({ type: "request", callId: call.callId, requestId: b, op: c, value: d });
-      } else if (op === "log") {
+        const requestId: Request[1] = b;
+        const requestOp: Request[2] = c;
+        const value: Request[3] = d;
+        collector.outcomes.push({ type: "request", callId: call.callId, requestId, op: requestOp, value });
+      } else if (op === ("log" satisfies keyof GuestOps)) {
         const context = self();
         if (context === undefined || typeof a !== "string" || !LEVELS.has(a) || typeof b !== "string") return undefined;
         const limiter = deps.limiter;
@@ -152,7 +166,9 @@ export function createHostChannel(deps: ChannelDeps, self: () => ScriptContext |
             level: "warn",
             message: `${dropped} log lines dropped: over the limit of ${limiter.perSecond} per second`,
           });
-        collector.logs.push({ ...entry, level: a as "debug" | "info" | "warn" | "error", message: b.slice(0, deps.maxLogChars) });
+        const level = a as Log[0];
+        const message: Log[1] = b;
+        collector.logs.push({ ...entry, level, message: message.slice(0, deps.maxLogChars) });
       }
     } catch {
       // Never let a host exception reach guest code.

@@ -1,10 +1,10 @@
-import type { SerializedError } from "../errors.js";
-import type { SandboxLimits } from "./api.js";
+import type { SerializedError } from "../../errors.js";
+import type { SandboxLimits } from "../api.js";
 
 /*
  * The host <-> sandbox-worker protocol: frames on a dedicated pipe (framing.ts); text fields travel raw.
  *
- * Every message that can make guest code run (load, call, resume) is a "run message": the worker answers
+ * Every message that can make guest code run (load, call, resume) is an "exec message" ("run" means an LLM run only): the worker answers
  * each with exactly one `done` reply, in order. That lets the supervisor watch the head of the line and
  * kill the worker when a reply is overdue. Guest data crosses as JSON text made inside the isolate.
  */
@@ -76,11 +76,11 @@ export interface DropTenantMessage {
   tenant: string;
 }
 
-export type RunMessage = LoadMessage | CallMessage | ResumeMessage;
-export type HostMessage = BundleMessage | RunMessage | CloseRunMessage | DropTenantMessage;
+export type ExecMessage = LoadMessage | CallMessage | ResumeMessage;
+export type HostMessage = BundleMessage | ExecMessage | CloseRunMessage | DropTenantMessage;
 
-/** What happened to callbacks during one run message. */
-export type CallOutcome =
+/** What happened to callbacks during one exec message. */
+export type CallbackOutcome =
   | {
       type: "settled";
       callId: number;
@@ -104,7 +104,7 @@ export interface LogRecord {
 export interface DoneMessage {
   type: "done";
   seq: number;
-  outcomes: CallOutcome[];
+  outcomes: CallbackOutcome[];
   logs: LogRecord[];
   /** For load: the raw manifest text from the runtime, or the load error. */
   load?: { ok: true; manifest: string } | { ok: false; error: SerializedError };
