@@ -188,7 +188,8 @@ export class WorkerProcess {
 
   kill(exit: WorkerExit): void {
     if (this.exit === undefined) this.exit = exit;
-    if (this.alive) this.options.launcher.kill(this.child);
+    // A child whose spawn failed has no pid; signalling it could reach kill(0), which is our whole process group.
+    if (this.alive && this.child.pid !== undefined) this.options.launcher.kill(this.child);
   }
 
   private onMessage(message: WorkerMessage): void {

@@ -12,7 +12,9 @@ function launcherOf(command: string, args: string[]): Launcher {
       throw new Error("not used");
     },
     nodePid: (child) => child.pid,
-    kill: (child) => child.kill("SIGKILL"),
+    kill: (child) => {
+      if (child.pid !== undefined) child.kill("SIGKILL");
+    },
   };
 }
 

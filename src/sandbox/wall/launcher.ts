@@ -46,7 +46,9 @@ export function plainLauncher(): Launcher {
     args: (request) => [...(request.nodeArgs ?? []), request.entry, ...(request.args ?? [])],
     env: (request) => ({ ...process.env, ...request.env }),
     nodePid: (child) => child.pid,
-    kill: (child) => child.kill("SIGKILL"),
+    kill: (child) => {
+      if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
   });
 }
 
