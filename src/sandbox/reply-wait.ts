@@ -6,22 +6,19 @@ import { readAvailable } from "./wire/framing.js";
  * the work on a virtual machine: the worker's write must interrupt an idle CPU, and the host must come
  * back out of it (measured here: a reply after 30 us of worker time took 82 us to arrive instead of 43).
  *
- * So, for a short window after each message sent (when this worker's replies usually come within it), the
- * event loop keeps turning through setImmediate
- * instead of sleeping, and each turn reads the awaited pipes directly (non-blocking). This never blocks:
- * every turn still polls all other I/O with a zero timeout and runs timers and callbacks; it only trades
+ * So, for a short window after each message sent (unless this worker's replies lately missed it), the event
+ * loop keeps turning through setImmediate instead of sleeping, and each turn reads the awaited pipes directly
+ * (non-blocking). This never blocks: every turn still polls all other I/O with a zero timeout and runs timers and callbacks; it only trades
  * a bounded amount of host CPU (the window, once per message) for latency. Once no reply is awaited or
  * the window has passed, the loop sleeps as usual and replies arrive through the pipes' sockets.
  */
 
 /**
- * How long the loop stays awake after a message is sent (HOOKBOX_REPLY_SPIN_US; default 0: off). Off by default
- * because the worker polls for the host's next message too, and when both sides spin while the host and the
- * worker share a CPU (any host with more runnable threads than CPUs), neither is preempted in favour of the
- * other: each round trip then lasts the host's whole window (measured: 222-225 us with both on, 38-50 us with
- * the host's spin off, on 2 loaded vCPUs; BENCHMARKS.md). A host with CPUs to spare may set it to 200.
+ * How long the loop stays awake after a message is sent (HOOKBOX_REPLY_SPIN_US; default 200, 0 turns it off).
+ * A PollPolicy per worker (wire/poll-policy.ts) stops it for a while after a reply that missed the window, which
+ * is what happens when host and worker share one CPU and the host's turning holds up the very reply it awaits.
  */
-export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 0) / 1000;
+export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
 
 /** A pipe with replies due: its fd (non-blocking, opened by libuv) and where its bytes go. */
 export interface AwaitedPipe {
@@ -54,8 +51,8 @@ function turn(): void {
 }
 
 /**
- * A message that `pipe` will answer was just sent; `windowMs`: how long to stay awake for the reply (0 when
- * this worker's replies usually take longer than the window: see wire/poll-policy.ts).
+ * A message that `pipe` will answer was just sent; `windowMs`: how long to stay awake for the reply (0 after
+ * replies that missed it: see wire/poll-policy.ts).
  */
 export function expectReply(pipe: AwaitedPipe, windowMs: number): void {
   awaited.add(pipe);

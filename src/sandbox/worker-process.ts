@@ -181,7 +181,7 @@ export class WorkerProcess {
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       writeFrame(this.pipe, encodeFrame(message));
-      expectReply(this.awaitedPipe, this.replyPolling.pollMs);
+      expectReply(this.awaitedPipe, this.replyPolling.beginWait());
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }
@@ -203,7 +203,7 @@ export class WorkerProcess {
     const head = this.queue[0];
     if (head === undefined || head.seq !== message.seq) return;
     this.queue.shift();
-    this.replyPolling.record(performance.now() - this.headClockFrom);
+    this.replyPolling.endWait(performance.now() - this.headClockFrom);
     this.lastRssBytes = message.rssBytes;
     this.lastIsolates = message.isolates ?? 0;
     this.workerMsTotal += message.workerMs ?? 0;

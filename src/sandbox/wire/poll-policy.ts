@@ -1,23 +1,47 @@
+/** Most waits a side sleeps through after polls that kept missing (the backoff doubles up to it). */
+const MAX_SKIPPED_WAITS = 256;
+
 /**
  * Whether to poll for an expected message instead of sleeping (the host awaiting a worker's reply, a worker
- * awaiting the host's next call), from how often such waits ended within the window lately (an
- * exponentially weighted hit rate). Polling pays off only when the message usually comes within the window:
- * then it saves the wake-up. When it usually comes later (big payloads), polling only burns the CPU that the
- * other side's helper threads (V8's garbage collection and compilation) could use, and the process sleeps
- * at once. A rate, not a mean time: one stall of the VM or one pause between bursts is one miss.
+ * awaiting the host's next call). Polling pays off when the message comes within the window: it saves the
+ * wake-up of a sleeping CPU, which costs more than the work on a virtual machine. It costs when the message
+ * comes later: a big payload, a pause between calls, or, worst, the other side waiting for the very CPU the
+ * poller holds (host and worker on one CPU, which no poller is preempted in favour of: every wait then lasts
+ * the whole window). So only a wait that polled is judged, and a poll that missed makes the next waits sleep
+ * at once: 1, then 2, 4, ... up to 256 after consecutive misses, back to every wait after one that hit. Under
+ * contention this costs one missed window per 256 messages; on a quiet machine every wait polls.
  */
 export class PollPolicy {
-  private hitRate = 1;
+  /** Waits to sleep through before polling again. */
+  private skips = 0;
+  /** How many waits the next miss makes us sleep through. */
+  private backoff = 1;
+  /** Whether the wait in progress polls (only those are judged). */
+  private polling = false;
 
   constructor(private readonly windowMs: number) {}
 
-  /** A wait that just ended, from the message that started it to the one awaited. */
-  record(waitedMs: number): void {
-    this.hitRate += ((waitedMs <= this.windowMs ? 1 : 0) - this.hitRate) / 8;
+  /** A wait starts: how long to poll for its message (0: sleep at once). */
+  beginWait(): number {
+    this.polling = false;
+    if (this.windowMs <= 0) return 0;
+    if (this.skips > 0) {
+      this.skips--;
+      return 0;
+    }
+    this.polling = true;
+    return this.windowMs;
   }
 
-  /** How long to poll for the next message (0: sleep at once). */
-  get pollMs(): number {
-    return this.windowMs > 0 && this.hitRate >= 0.5 ? this.windowMs : 0;
+  /** The awaited message came, `waitedMs` after the wait began. */
+  endWait(waitedMs: number): void {
+    if (!this.polling) return;
+    this.polling = false;
+    if (waitedMs <= this.windowMs) {
+      this.backoff = 1;
+      return;
+    }
+    this.skips = this.backoff;
+    this.backoff = Math.min(this.backoff * 2, MAX_SKIPPED_WAITS);
   }
 }

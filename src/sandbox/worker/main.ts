@@ -244,14 +244,14 @@ function onMessage(message: HostMessage): void {
  * After answering, poll the pipe for a short while before going back to the event loop: a host making
  * sequential calls sends the next one within tens of microseconds, and catching it here saves the
  * worker's wake-up (epoll + scheduler) on the critical path. Bounded, only after a message, and only while
- * the next message usually comes within the window (wire/poll-policy.ts): an idle worker sleeps in the event
- * loop and burns no CPU. (The host does its part while a reply is due: reply-wait.ts.)
+ * polling pays off (wire/poll-policy.ts): an idle worker sleeps in the event loop and burns no CPU. (The
+ * host does its part while a reply is due: reply-wait.ts.)
  */
 const messagePolling = new PollPolicy(Number(process.env.HOOKBOX_WORKER_POLL_US ?? 200) / 1000);
 /** When the last reply was written: the wait for the next message starts there. */
 let repliedAt = -1;
 function messageArrived(): void {
-  if (repliedAt >= 0) messagePolling.record(performance.now() - repliedAt);
+  if (repliedAt >= 0) messagePolling.endWait(performance.now() - repliedAt);
   repliedAt = -1;
 }
 /** Longest stretch spent away from the event loop while messages keep arriving (its other events wait). */
@@ -259,7 +259,7 @@ const POLL_MAX_MS = 20;
 /** Reused: the reader copies what it keeps of a chunk (wire/framing.ts), so nothing refers to it after push(). */
 const pollBuffer = Buffer.allocUnsafe(256 * 1024);
 function pollForMore(): void {
-  const window = messagePolling.pollMs;
+  let window = messagePolling.beginWait();
   if (window <= 0) return;
   const startedAt = performance.now();
   let deadline = startedAt + window;
@@ -270,6 +270,9 @@ function pollForMore(): void {
     if (bytes === 0) continue;
     messageArrived();
     reader.push(pollBuffer.subarray(0, bytes));
+    // The message was answered in place: a new wait begins.
+    window = messagePolling.beginWait();
+    if (window <= 0) return;
     deadline = performance.now() + window;
   }
 }
