@@ -10,7 +10,7 @@ import { createHookboxModule } from "./hookbox-module.js";
 import { createCallbacks } from "./callbacks.js";
 import { DefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
 import { JSONParse, JSONStringify, ReflectApply, globalObject } from "./primordials.js";
-import type { RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
+import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
 // Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker
 // thread outside our control, and WebAssembly compiles machine code from script input.
@@ -18,11 +18,8 @@ delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
 delete (globalObject as Record<string, unknown>).Atomics;
 delete (globalObject as Record<string, unknown>).WebAssembly;
 
-/** Positional, not a rest array: no allocation per call. The worker sends a `RuntimeOpCall` (wire/guest-ops.ts). */
-export type Dispatcher = (op: string, a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown) => string | undefined;
-
-type Call = RuntimeOps["call"];
-type Resume = RuntimeOps["resume"];
+/** The runtime's entry point: the worker calls it with one `RuntimeOpCall` (wire/guest-ops.ts), spread. */
+export type Dispatcher = (...call: RuntimeOpCall) => string | undefined;
 
 export function install(host: HostChannel, limitsJson: string): Dispatcher {
   const limits = JSONParse(limitsJson) as RuntimeLimits;
@@ -53,19 +50,18 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
     }
   }
 
-  return function dispatch(op, a, b, c, d, e) {
+  // The tuple destructured in the parameter list narrows each op's arguments to its own types, with no cast.
+  return function dispatch(...[op, a, b, c, d, e]: RuntimeOpCall): string | undefined {
     switch (op) {
       case "register":
         return register(a);
       case "call":
-        return callbacks.start(a as Call[0], b as Call[1], c as Call[2], d as Call[3], e as Call[4]);
+        return callbacks.start(a, b, c, d, e);
       case "resume":
-        callbacks.resume(a as Resume[0], b as Resume[1], c as Resume[2], d as Resume[3]);
+        callbacks.resume(a, b, c, d);
         return undefined;
       case "forget":
-        callbacks.forget(a as RuntimeOps["forget"][0]);
-        return undefined;
-      default:
+        callbacks.forget(a);
         return undefined;
     }
   };

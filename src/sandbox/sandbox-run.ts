@@ -1,37 +1,31 @@
-import { HookboxError } from "../errors.js";
 import type { HookPayload, MiddlewareContext, ToolContext } from "../contracts/context.js";
 import type { HookReturns } from "../contracts/hook-returns.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { CapabilityBroker, LogEntry, SandboxRun, ScriptManifest } from "./api.js";
-import type { CallKind, DoneMessage } from "./wire/protocol.js";
+import type { DoneMessage } from "./wire/protocol.js";
+import type { AdmittingRun } from "./admission.js";
+import type { CallbackRequest, CallbackRun } from "./callback.js";
 import { replyValue, type CallReply } from "./call-args.js";
 import { checkToolResultSize } from "../loop/run-budget.js";
 import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from "./validate.js";
 
 /** What a run needs from the tenant sandbox that owns it (TenantSandboxImpl provides it). */
 export interface RunOwner {
-  call(
-    run: SandboxRunImpl,
-    script: string,
-    kind: CallKind,
-    target: string,
-    args: unknown[],
-    next?: (turnText: string) => Promise<string>,
-  ): Promise<CallReply>;
-  registerRun(run: SandboxRunImpl): void;
-  unregisterRun(run: SandboxRunImpl): void;
-  closeRun(runId: string): void;
+  /** Admits and runs one callback of this run (admission.ts checks the request). */
+  call(run: SandboxRunImpl, request: CallbackRequest): Promise<CallReply>;
+  /** The run closed: its callbacks in progress are cancelled. */
+  closeRun(run: SandboxRunImpl): void;
 }
 
 /**
  * One run's view of a tenant sandbox. Every value coming back is checked against its contract before the
  * host acts on it: hook returns (zod, per hook), middleware turns (TurnSchema), tool results (JSON).
  */
-export class SandboxRunImpl implements SandboxRun {
+export class SandboxRunImpl implements SandboxRun, AdmittingRun, CallbackRun {
   private readonly scripts: Map<string, ScriptManifest>;
-  private closed = false;
+  private isClosed = false;
   private cpuMsUsed = 0;
 
   constructor(
@@ -42,7 +36,15 @@ export class SandboxRunImpl implements SandboxRun {
     readonly capabilities?: CapabilityBroker,
   ) {
     this.scripts = new Map(scripts.map((manifest) => [manifest.name, manifest]));
-    tenant.registerRun(this);
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** AdmittingRun: the run's manifest of `script`, as it was when the run opened. */
+  manifest(script: string): ScriptManifest | undefined {
+    return this.scripts.get(script);
   }
 
   async callMiddleware(
@@ -52,11 +54,16 @@ export class SandboxRunImpl implements SandboxRun {
     ctx: MiddlewareContext,
     next: (turn: Turn) => Promise<Turn>,
   ): Promise<Turn> {
-    this.check(script, "middleware", middleware);
-    const reply = await this.tenant.call(this, script, "middleware", middleware, [turn, ctx], async (turnText) => {
-      // The turn a script passes to next() is checked like the one it returns.
-      const passed = validateMiddlewareTurn(script, `${middleware} (the turn passed to next())`, parseGuestJson(turnText));
-      return JSON.stringify(await next(passed));
+    const reply = await this.tenant.call(this, {
+      script,
+      kind: "middleware",
+      target: middleware,
+      args: [turn, ctx],
+      next: async (turnText) => {
+        // The turn a script passes to next() is checked like the one it returns.
+        const passed = validateMiddlewareTurn(script, `${middleware} (the turn passed to next())`, parseGuestJson(turnText));
+        return JSON.stringify(await next(passed));
+      },
     });
     return validateMiddlewareTurn(script, middleware, replyValue(reply));
   }
@@ -68,8 +75,7 @@ export class SandboxRunImpl implements SandboxRun {
     ctx: ToolContext,
     limits: { maxResultBytes?: number } = {},
   ): Promise<Json> {
-    this.check(script, "tool", tool);
-    const reply = await this.tenant.call(this, script, "tool", tool, [args, ctx]);
+    const reply = await this.tenant.call(this, { script, kind: "tool", target: tool, args: [args, ctx] });
     // Measured on the text, so an over-budget result is never parsed on the host.
     checkToolResultSize(tool, reply.text.length, limits.maxResultBytes);
     // A handler that returns nothing produced the JSON value null.
@@ -77,8 +83,7 @@ export class SandboxRunImpl implements SandboxRun {
   }
 
   async callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]> {
-    this.check(script, "hook", hook);
-    const reply = await this.tenant.call(this, script, "hook", hook, [payload]);
+    const reply = await this.tenant.call(this, { script, kind: "hook", target: hook, args: [payload] });
     return validateGuestHookReturn(script, hook, replyValue(reply));
   }
 
@@ -95,17 +100,8 @@ export class SandboxRunImpl implements SandboxRun {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.tenant.closeRun(this.runId);
-    this.tenant.unregisterRun(this);
-  }
-
-  private check(script: string, kind: "middleware" | "tool" | "hook", name: string): void {
-    if (this.closed) throw new HookboxError("CANCELLED", `run ${this.runId} is closed`);
-    const manifest = this.scripts.get(script);
-    if (manifest === undefined) throw new HookboxError("SCRIPT_ERROR", `script "${script}" is not part of run ${this.runId}`);
-    const known = kind === "middleware" ? manifest.middleware : kind === "tool" ? manifest.tools.map((tool) => tool.name) : manifest.hooks;
-    if (!(known as string[]).includes(name)) throw new HookboxError("SCRIPT_ERROR", `script "${script}" has no ${kind} named "${name}"`);
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.tenant.closeRun(this);
   }
 }

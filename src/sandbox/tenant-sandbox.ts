@@ -1,64 +1,56 @@
+import { Admission, type AdmissionLimits } from "./admission.js";
 import { CallbackGate, type GateOwner } from "./callback-gate.js";
-import { nestingDepth, runNested, serveCapability, type Resumption } from "./nested-calls.js";
+import { CallbacksInFlight, type Callback, type CallbackRequest } from "./callback.js";
 import { HookboxError, isHookboxError } from "../errors.js";
-import type { Isolation, LogEntry, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, SandboxRun, TenantSandbox } from "./api.js";
+import type { Isolation, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, TenantSandbox } from "./api.js";
 import type { Bundle } from "./bundle-output.js";
 import { bundleScript } from "./bundler.js";
-import { encodeCallArgs, LazyResult, ResultUse, type CallReply } from "./call-args.js";
-import { describeCall, reviveCallError, reviveLoadError } from "./call-errors.js";
+import { LazyResult, ResultUse, type CallReply } from "./call-args.js";
+import { describeCall, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
+import { OutcomeDispatch } from "./outcome-dispatch.js";
+import { TenantPlacement } from "./placement.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
-import type { CallKind, DoneMessage, HostRequestOp, WorkerLimits } from "./wire/protocol.js";
+import type { DoneMessage, WorkerLimits } from "./wire/protocol.js";
 import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
-import type { Evictable, LiveIsolates } from "./live-isolates.js";
+import type { LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
 import type { WorkerExit, WorkerProcess } from "./worker-process.js";
 
-export interface TenantOptions {
+export interface TenantOptions extends AdmissionLimits {
   supervisor: Supervisor;
   /** The pool's live isolates, for idle eviction and the cap. */
   live: LiveIsolates;
-  maxQueueDepth: number;
-  maxNestingDepth: number;
-  maxPayloadBytes: number;
   maxLogChars: number;
   logsPerSecond: number;
 }
 
 let lastCallId = 0;
 
-interface HostCall {
-  callId: number;
-  run: SandboxRunImpl;
-  script: string;
-  kind: CallKind;
-  target: string;
-  depth: number;
-  worker?: WorkerProcess;
-  finished: boolean;
-  resolve: (reply: CallReply) => void;
-  reject: (error: HookboxError) => void;
-  next?: (turnText: string) => Promise<string>;
-  /** The payload's `result`, sent apart (call-args.ts), until the call ends. */
-  lazy?: LazyResult;
-}
-
 /**
- * One tenant's sandbox, host side. Holds the tenant's bundles (so a replaced worker can be refilled), its
- * callbacks in progress and its callback gate (callback-gate.ts). A callback awaiting the host (middleware
- * `next()`) does not hold the gate: the calls its chain makes are served, and so are calls queued behind it.
+ * One tenant's sandbox, host side: its loaded scripts (kept so a replaced worker can be refilled), its open
+ * runs and its callbacks in progress. A callback passes admission (admission.ts), waits for the tenant's
+ * gate (callback-gate.ts: one exec message at the worker at a time), goes to the worker placement chose
+ * (placement.ts), and its outcome comes back through outcome-dispatch.ts. A callback awaiting the host
+ * (middleware `next()`, a capability) does not hold the gate: the calls its chain makes are served, and so
+ * are calls queued behind it.
  */
-export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, RunOwner {
+export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
   limits: SandboxLimits;
-  /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
-  isolation: Isolation;
-  private worker: WorkerProcess | undefined;
-  private quarantined = false;
-  private readonly gate = new CallbackGate(this);
-  private readonly active = new Map<number, HostCall>();
   readonly scripts = new Map<string, { manifest: ScriptManifest; bundle: Bundle }>();
   /** This tenant's own schema checker: nothing of one tenant's schemas is visible to another's. */
   private readonly schemas = new ToolSchemas();
+  /** How each hook used its big results: decides how the next one travels (call-args.ts). */
+  private readonly resultUse = new ResultUse();
+  private readonly gate = new CallbackGate(this);
+  private readonly callbacks = new CallbacksInFlight(() => {
+    if (this.gate.isOpen) this.leaveIfIdle();
+  });
+  /** Open runs by id: where the worker's log lines go. */
+  private readonly runs = new Map<string, SandboxRunImpl>();
+  private readonly admission: Admission;
+  private readonly placement: TenantPlacement;
+  private readonly dispatch: OutcomeDispatch;
 
   constructor(
     readonly tenant: string,
@@ -67,44 +59,46 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
     private readonly options: TenantOptions,
   ) {
     this.limits = limits;
-    this.isolation = isolation;
+    this.admission = new Admission(tenant, options, this.scripts, this.resultUse);
+    this.placement = new TenantPlacement(
+      { tenant, hasPlacedCallbacks: () => this.callbacks.anyPlaced(), evictIfIdle: () => this.evictIfIdle() },
+      isolation,
+      options.supervisor,
+      options.live,
+    );
+    this.dispatch = new OutcomeDispatch({
+      tenant,
+      callbacks: this.callbacks,
+      gate: this.gate,
+      resultUse: this.resultUse,
+      maxPayloadBytes: options.maxPayloadBytes,
+      logsOf: (runId) => this.runs.get(runId)?.onLog,
+      quarantine: () => this.placement.quarantine(),
+      segmentBudgetMs: () => this.segmentBudgetMs(),
+    });
+  }
+
+  /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
+  get isolation(): Isolation {
+    return this.placement.isolation;
+  }
+
+  set isolation(isolation: Isolation) {
+    this.placement.isolation = isolation;
   }
 
   get isQuarantined(): boolean {
-    return this.quarantined;
+    return this.placement.quarantined;
   }
 
   get workerPid(): number | undefined {
-    return this.worker?.pid;
+    return this.placement.worker?.pid;
   }
 
   async load(sources: ScriptSource[]): Promise<ScriptManifest[]> {
     const bundles = await Promise.all(sources.map((source) => bundleScript(source)));
     const loaded: { manifest: ScriptManifest; bundle: Bundle }[] = [];
-    for (const bundle of bundles) {
-      const manifest = await new Promise<ScriptManifest>((resolve, reject) => {
-        this.gate.enqueue({
-          send: async (worker) => {
-            worker.ensureBundle(bundle);
-            const done = await worker.exec(
-              { type: "load", tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash },
-              this.segmentBudgetMs(),
-            );
-            this.onDone(done);
-            if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle, this.schemas));
-            else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
-            return done;
-          },
-          fail: (error) => reject(new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${error.message}`, { cause: error.code })),
-        });
-      }).catch((error: unknown) => {
-        if (isHookboxError(error) && error.code === "SCRIPT_LOAD") throw error;
-        throw new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${(error as Error).message}`, {
-          cause: (error as HookboxError).code,
-        });
-      });
-      loaded.push({ manifest, bundle });
-    }
+    for (const bundle of bundles) loaded.push({ manifest: await this.loadBundle(bundle), bundle });
     const names = new Map<string, string>();
     for (const { manifest, bundle } of loaded) {
       const other = names.get(manifest.name);
@@ -119,149 +113,171 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
     return loaded.map((entry) => entry.manifest);
   }
 
-  async openRun(options: OpenRunOptions): Promise<SandboxRun> {
+  /** Evaluates one bundle in the tenant's isolate and validates what its default export declares. */
+  private loadBundle(bundle: Bundle): Promise<ScriptManifest> {
+    const loadError = (error: unknown) =>
+      isHookboxError(error) && error.code === "SCRIPT_LOAD"
+        ? error
+        : new HookboxError("SCRIPT_LOAD", `${bundle.displayPath}: ${(error as Error).message}`, { cause: (error as HookboxError).code });
+    return new Promise<ScriptManifest>((resolve, reject) => {
+      this.gate.enqueue({
+        send: async (worker) => {
+          worker.ensureBundle(bundle);
+          const load = { type: "load" as const, tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash };
+          const done = await worker.exec(load, this.segmentBudgetMs());
+          this.onDone(done);
+          try {
+            if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle, this.schemas));
+            else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
+          } catch (error) {
+            reject(loadError(error));
+          }
+          return done;
+        },
+        fail: (error) => reject(loadError(error)),
+      });
+    });
+  }
+
+  async openRun(options: OpenRunOptions): Promise<SandboxRunImpl> {
     for (const manifest of options.scripts) {
       const entry = this.scripts.get(manifest.name);
       if (entry === undefined || entry.manifest.bundleHash !== manifest.bundleHash) {
         throw new HookboxError("SCRIPT_LOAD", `script "${manifest.name}" is not loaded in tenant ${this.tenant}`);
       }
     }
-    return new SandboxRunImpl(this, options.runId, options.scripts, options.onLog, options.capabilities);
+    const run = new SandboxRunImpl(this, options.runId, options.scripts, options.onLog, options.capabilities);
+    this.runs.set(run.runId, run);
+    return run;
   }
 
-  /** Runs one callback; resolves with what it returned (replyValue() makes it a value). */
-  call(
-    run: SandboxRunImpl,
-    script: string,
-    kind: CallKind,
-    target: string,
-    args: unknown[],
-    next?: (turnText: string) => Promise<string>,
-  ): Promise<CallReply> {
-    const entry = this.scripts.get(script);
-    if (entry === undefined)
-      return Promise.reject(new HookboxError("SCRIPT_ERROR", `script "${script}" is not loaded in tenant ${this.tenant}`));
-    const plan = kind === "hook" ? this.resultUse.plan(script, target) : undefined;
-    const encoded = encodeCallArgs(kind, args, plan?.lazy);
-    if (encoded.bytes > this.options.maxPayloadBytes) {
-      return Promise.reject(
-        new HookboxError(
-          "SANDBOX_OVERLOADED",
-          `${script}: ${kind} ${target}: payload of ${encoded.bytes} bytes exceeds the ${this.options.maxPayloadBytes}-byte limit`,
-        ),
-      );
+  /** RunOwner: runs one callback; resolves with what it returned (replyValue() makes it a value). */
+  call(run: SandboxRunImpl, request: CallbackRequest): Promise<CallReply> {
+    let admitted;
+    try {
+      admitted = this.admission.admit(run, request, this.gate.waiting);
+    } catch (error) {
+      return Promise.reject(error as HookboxError);
     }
-    const depth = nestingDepth();
-    if (depth >= this.options.maxNestingDepth) {
-      return Promise.reject(
-        new HookboxError(
-          "SANDBOX_OVERLOADED",
-          `${script}: ${kind} ${target}: sandbox calls nested ${depth} deep (limit ${this.options.maxNestingDepth})`,
-        ),
-      );
-    }
-    if (this.gate.waiting >= this.options.maxQueueDepth) {
-      return Promise.reject(
-        new HookboxError(
-          "SANDBOX_OVERLOADED",
-          `tenant ${this.tenant}: ${this.gate.waiting} callbacks are already waiting (limit ${this.options.maxQueueDepth}); refusing ${script}: ${kind} ${target}`,
-        ),
-      );
-    }
+    const { bundle, encoded, depth, prefetch } = admitted;
     return new Promise<CallReply>((resolve, reject) => {
-      const lazy = encoded.lazy === undefined ? undefined : new LazyResult(encoded.lazy);
-      const call: HostCall = {
+      const callback: Callback = {
+        ...request,
         callId: ++lastCallId,
         run,
-        script,
-        kind,
-        target,
         depth,
         finished: false,
         resolve,
         reject,
-        next,
-        lazy,
+        ...(encoded.lazy === undefined ? {} : { lazy: new LazyResult(encoded.lazy) }),
       };
-      if (lazy !== undefined && plan?.prefetch) {
+      const lazy = callback.lazy;
+      if (lazy !== undefined && prefetch) {
         // This hook returned the last big result untouched: parse this one while the host waits anyway.
         setImmediate(() => {
-          if (!call.finished) lazy.prefetch();
+          if (!callback.finished) lazy.prefetch();
         });
       }
-      this.active.set(call.callId, call);
+      this.callbacks.add(callback);
       this.gate.enqueue({
-        call,
+        call: callback,
         retryable: true,
         send: (worker) => {
-          call.worker = worker;
-          worker.ensureBundle(entry.bundle);
-          return run.charged(
-            worker.exec(
-              {
-                type: "call",
-                tenant: this.tenant,
-                limits: this.workerLimits(),
-                runId: run.runId,
-                script,
-                bundleHash: entry.bundle.hash,
-                callId: call.callId,
-                kind,
-                target,
-                args: encoded.args,
-                lazy: encoded.lazy,
-              },
-              2 * this.segmentBudgetMs(),
-            ),
-          );
+          callback.worker = worker;
+          worker.ensureBundle(bundle);
+          const message = {
+            type: "call" as const,
+            tenant: this.tenant,
+            limits: this.workerLimits(),
+            runId: run.runId,
+            script: request.script,
+            bundleHash: bundle.hash,
+            callId: callback.callId,
+            kind: request.kind,
+            target: request.target,
+            args: encoded.args,
+            lazy: encoded.lazy,
+          };
+          return run.charged(worker.exec(message, 2 * this.segmentBudgetMs()));
         },
-        fail: (error) => this.finish(call, undefined, error),
+        fail: (error) => this.callbacks.fail(callback, error),
       });
     });
   }
 
-  closeRun(runId: string): void {
-    for (const call of this.active.values()) {
-      if (call.run.runId === runId)
-        this.finish(
-          call,
-          undefined,
-          new HookboxError("CANCELLED", `${call.script}: ${describeCall(call)} was cancelled: the run was closed`),
+  /** RunOwner: the run closed; its callbacks still in progress are cancelled and its contexts dropped. */
+  closeRun(run: SandboxRunImpl): void {
+    if (this.runs.get(run.runId) === run) this.runs.delete(run.runId);
+    for (const callback of this.callbacks.all()) {
+      if (callback.run === run)
+        this.callbacks.fail(
+          callback,
+          new HookboxError("CANCELLED", `${callback.script}: ${describeCall(callback)} was cancelled: the run was closed`),
         );
     }
-    this.worker?.send({ type: "close-run", tenant: this.tenant, runId });
+    this.placement.worker?.send({ type: "close-run", tenant: this.tenant, runId: run.runId });
   }
 
   /** The supervisor lost a worker: every callback of ours on it fails closed. */
   onWorkerLost(worker: WorkerProcess, exit: WorkerExit): void {
-    if (this.worker !== worker) return;
-    this.worker = undefined;
-    this.options.live.forget(this);
-    const culprit = exit.reason === "killed-overdue" && exit.overdueTenant === this.tenant;
-    if (culprit) this.quarantined = true;
-    for (const call of [...this.active.values()]) {
-      if (call.worker !== worker) continue;
+    const { ours, culprit } = this.placement.workerLost(worker, exit);
+    if (!ours) return;
+    const inFlight = this.gate.inFlight;
+    for (const callback of this.callbacks.all()) {
+      if (callback.worker !== worker) continue;
       // The in-flight first message of a call is settled by its own rejection (it may be retried).
-      const inFlight = this.gate.inFlight;
-      if (inFlight?.retryable && inFlight.call === call) continue;
-      const overdue = culprit && call === inFlight?.call;
-      const error = overdue
-        ? new HookboxError(
-            "SANDBOX_TIMEOUT",
-            `${call.script}: ${describeCall(call)} did not yield within its limits (${exit.detail}); its sandbox worker was killed`,
-            { script: call.script },
-          )
-        : new HookboxError(
-            "SANDBOX_CRASHED",
-            `${call.script}: ${describeCall(call)} failed closed: its sandbox worker was lost (${exit.detail})`,
-            { script: call.script },
-          );
-      this.finish(call, undefined, error);
+      if (inFlight?.retryable && inFlight.call === callback) continue;
+      const error =
+        culprit && callback === inFlight?.call
+          ? new HookboxError(
+              "SANDBOX_TIMEOUT",
+              `${callback.script}: ${describeCall(callback)} did not yield within its limits (${exit.detail}); its sandbox worker was killed`,
+              { script: callback.script },
+            )
+          : new HookboxError(
+              "SANDBOX_CRASHED",
+              `${callback.script}: ${describeCall(callback)} failed closed: its sandbox worker was lost (${exit.detail})`,
+              { script: callback.script },
+            );
+      this.callbacks.fail(callback, error);
     }
   }
 
   onWorkerRetiring(worker: WorkerProcess): void {
-    if (this.worker === worker && this.active.size === 0) this.detach();
+    if (this.placement.worker === worker && this.callbacks.size === 0) this.placement.leave();
+  }
+
+  /** Evictable: disposes the isolate (a process-per-tenant worker exits) unless a callback is in flight or queued. */
+  evictIfIdle(): boolean {
+    if (!this.gate.isOpen || this.gate.waiting > 0 || this.callbacks.size > 0) return false;
+    this.placement.leave();
+    return true;
+  }
+
+  /** Leaves the worker: the isolate there is disposed (pool.drop). */
+  release(): void {
+    this.placement.leave();
+  }
+
+  /** GateOwner: the worker for the tenant's next message. */
+  workerForNext(): WorkerProcess {
+    return this.placement.workerForNext();
+  }
+
+  /** GateOwner: a reply came back. */
+  onDone(done: DoneMessage): void {
+    this.dispatch.onDone(done);
+  }
+
+  /** GateOwner: the gate opened again after a message to `worker`. */
+  onReleased(worker: WorkerProcess): void {
+    this.placement.messageEnded(worker);
+    this.leaveIfIdle();
+  }
+
+  /** A tenant leaves a retiring worker (or a normal one, once quarantined) as soon as nothing of it runs there. */
+  private leaveIfIdle(): void {
+    if (this.callbacks.size === 0) this.placement.moveIfDue();
   }
 
   /** Built once per `limits` object (pool.tenant() replaces it, never mutates it): this is on every call's path. */
@@ -284,146 +300,5 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, Evictable, R
   /** Longest one segment may run inside the worker before its own timeout fires. */
   private segmentBudgetMs(): number {
     return Math.min(this.limits.cpuMs, this.limits.wallMs);
-  }
-
-  /** GateOwner: the tenant's worker, or a new assignment when it should move and nothing of it runs there. */
-  workerForNext(): WorkerProcess {
-    const current = this.worker;
-    if (current !== undefined && current.alive) {
-      if (!this.shouldMove(current)) return this.used(current);
-      const idle = this.active.size === 0 || [...this.active.values()].every((call) => call.worker === undefined);
-      if (!idle) return this.used(current);
-      this.detach();
-    }
-    this.worker = this.options.supervisor.assign(this.tenant, { quarantined: this.quarantined, isolation: this.isolation });
-    return this.used(this.worker);
-  }
-
-  private used(worker: WorkerProcess): WorkerProcess {
-    this.options.live.touch(this);
-    return worker;
-  }
-
-  /** Retiring workers are left; so are shared ones once quarantined, and workers of the other isolation mode. */
-  private shouldMove(worker: WorkerProcess): boolean {
-    if (worker.retiring || (this.quarantined && worker.role !== "quarantine")) return true;
-    return this.options.supervisor.isDedicated(worker) !== (this.isolation === "process-per-tenant");
-  }
-
-  /** Evictable: disposes the isolate (a process-per-tenant worker exits) unless a callback is in flight or queued. */
-  evictIfIdle(): boolean {
-    if (!this.gate.isOpen || this.gate.waiting > 0 || this.active.size > 0) return false;
-    this.detach();
-    return true;
-  }
-
-  /** Leaves the worker: the isolate there is disposed (pool.drop). */
-  release(): void {
-    this.detach();
-  }
-
-  private detach(): void {
-    const worker = this.worker;
-    if (worker === undefined) return;
-    this.worker = undefined;
-    this.options.live.forget(this);
-    worker.send({ type: "drop-tenant", tenant: this.tenant });
-    this.options.supervisor.release(this.tenant, worker);
-  }
-
-  /** GateOwner: a reply came back. */
-  onDone(done: DoneMessage): void {
-    if (done.breach !== undefined) this.quarantined = true;
-    for (const log of done.logs) {
-      this.runLogs(log.runId)?.({ script: log.script, tenant: log.tenant, level: log.level, message: log.message });
-    }
-    for (const outcome of done.outcomes) {
-      const call = this.active.get(outcome.callId);
-      if (call === undefined) continue;
-      if (outcome.type === "settled") this.settle(call, outcome.value, outcome.lazyKey);
-      else if (outcome.type === "failed") this.finish(call, undefined, reviveCallError(outcome.error, call));
-      else this.serveRequest(call, outcome.requestId, outcome.op, outcome.value);
-    }
-  }
-
-  private readonly runs = new Map<string, SandboxRunImpl>();
-
-  registerRun(run: SandboxRunImpl): void {
-    this.runs.set(run.runId, run);
-  }
-
-  unregisterRun(run: SandboxRunImpl): void {
-    if (this.runs.get(run.runId) === run) this.runs.delete(run.runId);
-  }
-
-  private runLogs(runId: string): ((entry: LogEntry) => void) | undefined {
-    return this.runs.get(runId)?.onLog;
-  }
-
-  /**
-   * The callback awaits the host: next() runs inside the caller's chain, a capability request goes to the
-   * run's broker. Either way the callback does not hold the gate meanwhile, and is resumed with the result.
-   */
-  private serveRequest(call: HostCall, requestId: number, op: HostRequestOp, text: string): void {
-    const answer: Promise<Resumption> =
-      op === "capability"
-        ? serveCapability(call.run.capabilities, { script: call.script, text }, this.options.maxPayloadBytes)
-        : runNested(call.next, text, call.depth, this.options.maxPayloadBytes);
-    void answer.then(({ ok, value }) =>
-      this.gate.enqueue(
-        {
-          call,
-          send: (worker) => {
-            if (worker !== call.worker) throw new HookboxError("SANDBOX_CRASHED", "the sandbox worker changed under an awaiting callback");
-            return call.run.charged(
-              worker.exec({ type: "resume", tenant: this.tenant, callId: call.callId, requestId, op, ok, value }, this.segmentBudgetMs()),
-            );
-          },
-          fail: (error) => this.finish(call, undefined, error),
-        },
-        true,
-      ),
-    );
-  }
-
-  /** How each hook used its big results: decides how the next one travels (call-args.ts). */
-  private readonly resultUse = new ResultUse();
-
-  private settle(call: HostCall, text: string, lazyKey: string | undefined): void {
-    if (call.lazy !== undefined) this.resultUse.record(call.script, call.target, text, lazyKey !== undefined);
-    if (lazyKey === undefined) this.finish(call, { text });
-    else if (call.lazy !== undefined && text.startsWith("{"))
-      this.finish(call, { text, restore: { key: lazyKey, value: call.lazy.value() } });
-    else
-      this.finish(
-        call,
-        undefined,
-        new HookboxError("SANDBOX_CRASHED", `${call.script}: ${describeCall(call)}: the sandbox returned a broken value`),
-      );
-  }
-
-  private finish(call: HostCall, reply: CallReply | undefined, error?: HookboxError): void {
-    if (call.finished) return;
-    call.finished = true;
-    call.lazy = undefined;
-    this.active.delete(call.callId);
-    if (error !== undefined) call.reject(error);
-    else call.resolve(reply ?? { text: "" });
-    if (this.gate.isOpen) this.leaveIfIdleAndMoving();
-  }
-
-  /** GateOwner: the gate opened again after a message to `worker`. */
-  onReleased(worker: WorkerProcess): void {
-    this.options.supervisor.checkBudget(worker);
-    // The idle clock starts when a message ends, not when it started.
-    if (this.worker === worker) this.options.live.touch(this);
-    this.leaveIfIdleAndMoving();
-  }
-
-  /** A tenant leaves a retiring worker (or a normal one, once quarantined) as soon as nothing of it runs there. */
-  private leaveIfIdleAndMoving(): void {
-    const worker = this.worker;
-    if (worker === undefined || this.active.size > 0) return;
-    if (this.shouldMove(worker)) this.detach();
   }
 }

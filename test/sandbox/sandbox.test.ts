@@ -126,6 +126,30 @@ describe("callbacks", () => {
     await run.close();
   });
 
+  it("admits only what the run opened with: a closed run, a script or hook it lacks, a script replaced since", async () => {
+    const tenant = pool.tenant("calls-admission");
+    const [first] = await tenant.load([
+      script("policy", `export default { hooks: { beforeToolCall() { return { action: "deny", reason: "v1" }; } } };`),
+    ]);
+    const run = await tenant.openRun({ runId: "run-admission", scripts: [first!] });
+    expect(await run.callHook("policy", "beforeToolCall", beforePayload())).toEqual({ action: "deny", reason: "v1" });
+
+    const missing = await rejection(run.callHook("other", "beforeToolCall", beforePayload()));
+    expect([missing.code, missing.message]).toEqual(["SCRIPT_ERROR", 'script "other" is not part of run run-admission']);
+    const noHook = await rejection(run.callHook("policy", "afterToolCall", afterPayload({})));
+    expect([noHook.code, noHook.message]).toEqual(["SCRIPT_ERROR", 'script "policy" has no hook named "afterToolCall"']);
+
+    // A new version under the same name replaces the loaded one: the open run must not run code it did not open with.
+    await tenant.load([script("policy", `export default { hooks: { beforeToolCall() { return { action: "deny", reason: "v2" }; } } };`)]);
+    const replaced = await rejection(run.callHook("policy", "beforeToolCall", beforePayload()));
+    expect(replaced.code).toBe("SCRIPT_ERROR");
+    expect(replaced.message).toBe('script "policy" of run run-admission is no longer loaded in tenant calls-admission');
+
+    await run.close();
+    const closed = await rejection(run.callHook("policy", "beforeToolCall", beforePayload()));
+    expect([closed.code, closed.message]).toEqual(["CANCELLED", "run run-admission is closed"]);
+  });
+
   it("a worker stops polling its pipe once calls stop: idle, it uses (almost) no CPU", async () => {
     const run = await openPolicy("calls-idle");
     for (let i = 0; i < 300; i++) await run.callHook("policy", "beforeToolCall", beforePayload("lookup"));
