@@ -17,11 +17,11 @@ export type {
   ErrorPolicy,
   RetryBounds,
 } from "./host/types.js";
-export type { RunHandle, RunResult, SnapshotPhase } from "./loop/handle.js";
+export type { RunHandle, RunResult, SnapshotPhase } from "./host/types.js";
 
 // Trusted host code given in-process.
 export type { HostModule } from "./host/host-module.js";
-export type { ApprovalAnswer, AnswerResult, OpenApproval } from "./loop/approvals.js";
+export type { ApprovalAnswer, AnswerResult, OpenApproval } from "./host/types.js";
 export type { HostTool } from "./loop/tool-registry.js";
 export type { HostHooks } from "./loop/hook-provider.js";
 export type { HostMiddleware, Next } from "./loop/middleware-chain.js";
@@ -41,7 +41,7 @@ export type {
   Tags,
   Budget,
 } from "./contracts/context.js";
-export type { Pricing, ModelPricing, RunUsage } from "./loop/usage-meter.js";
+export type { Pricing, ModelPricing, RunUsage } from "./host/usage.js";
 
 // The sandbox that runs tenants' scripts.
 export { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool, type WorkerInfo } from "./sandbox/index.js";

@@ -1,5 +1,5 @@
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle } from "../loop/handle.js";
+import type { RunHandle } from "../host/types.js";
 import { describeEvent } from "./transcript.js";
 import { exitCodeFor } from "./exit.js";
 import { StdinAnswers } from "./stdin-answers.js";

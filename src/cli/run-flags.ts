@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { HookboxError } from "../errors.js";
 import type { RunOptions } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
-import type { Pricing } from "../loop/usage-meter.js";
+import type { Pricing } from "../host/usage.js";
 import { parseTraceparent } from "../telemetry/run-trace.js";
 import { wallModeFlag, type WallMode } from "../sandbox/wall/mode.js";
 

@@ -1,7 +1,7 @@
 import { createInterface, type Interface } from "node:readline";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle } from "../loop/handle.js";
-import type { AnswerResult, ApprovalAnswer } from "../loop/approvals.js";
+import type { RunHandle } from "../host/types.js";
+import type { AnswerResult, ApprovalAnswer } from "../host/types.js";
 import type { JsonObject } from "../turns/json.js";
 import { ApprovalPrompt } from "./approval-prompt.js";
 

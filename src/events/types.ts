@@ -1,7 +1,7 @@
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ErrorCode, RunStatus } from "../turns/keys.gen.js";
 import type { ToolOrigin } from "../contracts/context.js";
-import type { RunUsage } from "../loop/usage-meter.js";
+import type { RunUsage } from "../host/usage.js";
 import type { ModelRetry } from "../loop/model-call.js";
 
 /** Fields every event carries; `seq` is gap-free from 1 within a run. */

@@ -21,7 +21,7 @@ import { ToolRegistry, type RegisteredTool } from "../loop/tool-registry.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
 import { hostHookProvider, scriptHookProvider, type HookProvider } from "../loop/hook-provider.js";
 import { hostMiddleware, scriptMiddleware } from "../loop/middleware-chain.js";
-import type { RunHandle } from "../loop/handle.js";
+import type { RunHandle } from "./types.js";
 import type { RestartHandlers } from "../loop/context-restart.js";
 import { newId } from "../loop/ids.js";
 import { loadHostModule, type HostModule } from "./host-module.js";
@@ -29,7 +29,7 @@ import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-def
 import type { StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
 import { TenantCapabilities } from "../capabilities/tenant-capabilities.js";
 import type { KvStore } from "../store/kv.js";
-import type { Pricing } from "../loop/usage-meter.js";
+import type { Pricing } from "./usage.js";
 import type { RunTrace } from "../telemetry/run-trace.js";
 import { loadTracing, startRunTrace } from "../telemetry/tracing.js";
 import { tracedHookProvider } from "../telemetry/traced-calls.js";

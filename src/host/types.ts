@@ -1,13 +1,11 @@
 import type { Block, Turn } from "../turns/turn.js";
-import type { Json } from "../turns/json.js";
-import type { Tags, UserContext } from "../contracts/context.js";
-import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle, SnapshotPhase } from "../loop/handle.js";
+import type { Json, JsonObject } from "../turns/json.js";
+import type { HookPayload, Tags, UserContext } from "../contracts/context.js";
+import type { FinalStatus, HookboxEvent } from "../events/types.js";
 import type { CapabilityGrants } from "../capabilities/grants.js";
 import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
-import type { Pricing, RunUsage } from "../loop/usage-meter.js";
-import type { RunBudgets } from "../loop/run-budget.js";
-import type { ChainVerdict } from "../loop/verdict.js";
+import type { Pricing, RunUsage } from "./usage.js";
+import type { HookName } from "../turns/keys.gen.js";
 import type { ModelSpec } from "../engine/model-spec.js";
 
 /*
@@ -127,4 +125,103 @@ export interface TenantRuntime {
   /** The deployment whose script versions this runtime runs (recorded on each run it starts). */
   readonly deployment?: RunDeployment;
   start(request: StartRunRequest): RunHandle;
+}
+
+// --- Runs as the callers see them -------------------------------------------------------------------
+
+/** How a run ended. */
+export interface RunResult {
+  status: FinalStatus;
+  turn: Turn;
+  reason?: string;
+  errorCode?: string;
+  text?: string;
+  iterations: number;
+}
+
+/** What `loop.start(turn)` and `session.run(prompt)` return. */
+export interface RunHandle {
+  readonly runId: string;
+  readonly sessionId: string;
+  readonly inferenceId: string;
+  /** Every event of the run from seq 1, then live ones; ends after `run-finished`. */
+  events(fromSeq?: number): AsyncIterable<HookboxEvent>;
+  /** Resolves when the run has finished (never rejects: failures are a status). */
+  wait(): Promise<RunResult>;
+  /** Cancels at once: the engine call, running tools, waiting retries, a paused step. */
+  cancel(reason?: string): void;
+  /** The open pause's id while the run is paused (what a terminal's Enter continues). */
+  readonly pauseId?: string;
+  /** Continues the pause with this id; false when it is not this run's current pause. */
+  continue(pauseId: string): boolean;
+  /** Approvals waiting for an answer (beforeToolCall returned `ask`), oldest first. */
+  readonly openApprovals: OpenApproval[];
+  /** Approves (optionally with edited arguments) or rejects an open approval of this run. */
+  answerApproval(pauseId: string, answer: ApprovalAnswer): AnswerResult;
+}
+
+export type SnapshotPhase = "pre_inference" | "post_inference" | "post_tools" | "final";
+
+/** An open approval as the answering side sees it (the `approval.requested` event's fields). */
+export interface OpenApproval {
+  callId: string;
+  name: string;
+  args: JsonObject;
+  reason: string;
+  script: string;
+  pauseId: string;
+  deadlineMs: number;
+}
+
+/** An answer from the CLI, a terminal or HTTP. */
+export interface ApprovalAnswer {
+  decision: "approve" | "reject";
+  /** Edited arguments (approve only); validated against the tool's parameters. */
+  args?: JsonObject;
+  reason?: string;
+}
+
+export type AnswerResult =
+  | { ok: true; decision: "approved" | "rejected" }
+  | { ok: false; code: "NOT_FOUND"; message: string }
+  | { ok: false; code: "TOOL_ARGS"; message: string; path: string[] };
+
+// --- What a run may produce, and what its hook chains decided ----------------------------------------
+
+/**
+ * What one run may produce, whatever its scripts, tools and model do. Sizes are characters of JSON text
+ * (what the store writes). A run that goes over one fails with `RUN_BUDGET`, the reason naming the budget.
+ */
+export interface RunBudgets {
+  /** All events of the run together (tool results and model output travel in events). */
+  maxRunBytes: number;
+  /** One tool result; checked as it arrives, before the host parses a script tool's reply. */
+  maxToolResultBytes: number;
+  /** The turn the run works on: the history it starts from plus everything the run adds. */
+  maxTurnBytes: number;
+  /** Tool calls one inference may ask for; above it none of them runs. */
+  maxToolCallsPerInference: number;
+}
+
+/**
+ * What a hook chain decided for one call, in one word: the unit replay and the shadow report compare.
+ * - beforeToolCall: `proceed` (arguments as given), `rewrite` (new arguments), `skip`, `deny`, `ask` (a hook asked
+ *   for an approval, whatever the answer), `abort`;
+ * - afterToolCall: `proceed` (result as given), `rewrite` (result or error replaced), `abort`;
+ * - onToolError: `default` (no opinion: the error policy decides), `retry`, `fail`, `abort`;
+ * - any hook: `error` when a hook failure ended the chain (throw, timeout, memory, contract; fail-closed or abort-run).
+ */
+export type Verdict = "proceed" | "rewrite" | "skip" | "deny" | "ask" | "abort" | "retry" | "fail" | "default" | "error";
+
+/** One evaluation of a chain: its input, its verdict and the decision that settled it. */
+export interface ChainVerdict {
+  hook: HookName;
+  callId: string;
+  attempt: number;
+  verdict: Verdict;
+  /** The last hook decision of the chain (`{action: "none"}` when no hook had an opinion). */
+  decision: JsonObject;
+  payload: HookPayload;
+  /** From a shadow chain (never enforced). */
+  shadow: boolean;
 }

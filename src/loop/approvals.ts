@@ -1,43 +1,20 @@
 import type { ApprovalDecision } from "../events/types.js";
 import type { JsonObject } from "../turns/json.js";
 import type { EventLog } from "./event-log.js";
+import type { AnswerResult, ApprovalAnswer, OpenApproval } from "../host/types.js";
 import { newPauseId } from "./ids.js";
 
 /** What a beforeToolCall hook's `ask` puts before a human. */
-export interface ApprovalRequest {
-  callId: string;
-  name: string;
-  args: JsonObject;
-  reason: string;
-  script: string;
+export interface ApprovalRequest extends Omit<OpenApproval, "pauseId" | "deadlineMs"> {
   /** The hook's own timeout; never longer than the run's approval timeout. */
   timeoutMs?: number;
   /** Ends the approval as cancelled (the call's batch was stopped); the run's signal does in any case. */
   signal?: AbortSignal;
 }
 
-/** An open approval as the answering side sees it (the `approval.requested` event's fields). */
-export interface OpenApproval extends Omit<ApprovalRequest, "timeoutMs" | "signal"> {
-  pauseId: string;
-  deadlineMs: number;
-}
-
 /** How an approval ended; a cancelled run ends it with the run's abort reason thrown instead. */
 export type ApprovalOutcome =
   { decision: "approved"; args: JsonObject } | { decision: "rejected"; reason?: string } | { decision: "timeout"; reason: string };
-
-/** An answer from the CLI, a terminal or HTTP. */
-export interface ApprovalAnswer {
-  decision: "approve" | "reject";
-  /** Edited arguments (approve only); validated against the tool's parameters. */
-  args?: JsonObject;
-  reason?: string;
-}
-
-export type AnswerResult =
-  | { ok: true; decision: "approved" | "rejected" }
-  | { ok: false; code: "NOT_FOUND"; message: string }
-  | { ok: false; code: "TOOL_ARGS"; message: string; path: string[] };
 
 /** Checks edited arguments against the tool's schema: the first violation, or undefined. */
 export type ArgsCheck = (toolName: string, args: JsonObject) => { segments: string[]; message: string } | undefined;

@@ -6,7 +6,7 @@ import type { UserContext } from "../contracts/context.js";
 import type { Middleware } from "./middleware-chain.js";
 import { newId } from "./ids.js";
 import { callModel, modelName, type ModelRetry } from "./model-call.js";
-import type { TokenUsage } from "./usage-meter.js";
+import type { TokenUsage } from "../host/usage.js";
 import type { RunTrace } from "../telemetry/run-trace.js";
 
 export interface EngineStepOptions {

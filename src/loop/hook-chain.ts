@@ -13,7 +13,8 @@ import type { HookName } from "../turns/keys.gen.js";
 import type { EventBody } from "../events/types.js";
 import type { HookProvider } from "./hook-provider.js";
 import type { Approvals } from "./approvals.js";
-import { toolHookVerdict, type ChainVerdict, type Trace, type Verdict } from "./verdict.js";
+import { toolHookVerdict, type Trace } from "./verdict.js";
+import type { ChainVerdict, Verdict } from "../host/types.js";
 
 export type BeforeOutcome =
   | { kind: "proceed"; args: JsonObject }

@@ -4,7 +4,7 @@ import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
 import type { ErrorPolicy, RetryBounds, RunPersistence } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import { PayloadKeys, TurnDataKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
-import type { RunHandle, RunResult, SnapshotPhase } from "./handle.js";
+import type { RunHandle, RunResult, SnapshotPhase } from "../host/types.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
@@ -20,12 +20,14 @@ import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
 import { raceAbort } from "./abortable.js";
 import { RunController } from "./run-controller.js";
-import { UsageMeter, type RunUsage, type UsageLimits } from "./usage-meter.js";
+import { UsageMeter, type UsageLimits } from "./usage-meter.js";
+import type { RunUsage } from "../host/usage.js";
 import { noopRunTrace, type RunTrace } from "../telemetry/run-trace.js";
 import { traceToolCall } from "../telemetry/traced-calls.js";
 import { Approvals } from "./approvals.js";
 import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
-import { DEFAULT_RUN_BUDGETS, RunBudgetMeter, type RunBudgets } from "./run-budget.js";
+import { DEFAULT_RUN_BUDGETS, RunBudgetMeter } from "./run-budget.js";
+import type { RunBudgets } from "../host/types.js";
 
 export interface LoopLimits {
   maxIterations: number;

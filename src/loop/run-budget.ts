@@ -1,21 +1,7 @@
 import { HookboxError } from "../errors.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { Block, Turn } from "../turns/turn.js";
-
-/**
- * What one run may produce, whatever its scripts, tools and model do. Sizes are characters of JSON text
- * (what the store writes). A run that goes over one fails with `RUN_BUDGET`, the reason naming the budget.
- */
-export interface RunBudgets {
-  /** All events of the run together (tool results and model output travel in events). */
-  maxRunBytes: number;
-  /** One tool result; checked as it arrives, before the host parses a script tool's reply. */
-  maxToolResultBytes: number;
-  /** The turn the run works on: the history it starts from plus everything the run adds. */
-  maxTurnBytes: number;
-  /** Tool calls one inference may ask for; above it none of them runs. */
-  maxToolCallsPerInference: number;
-}
+import type { RunBudgets } from "../host/types.js";
 
 export const DEFAULT_RUN_BUDGETS: RunBudgets = {
   maxRunBytes: 16 * 1024 * 1024,

@@ -2,7 +2,7 @@ import type { CommonContext, UserContext } from "../contracts/context.js";
 import { PayloadKeys } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { EventLog } from "./event-log.js";
-import type { RunResult } from "./handle.js";
+import type { RunResult } from "../host/types.js";
 import type { HookChain } from "./hook-chain.js";
 import { newId } from "./ids.js";
 

@@ -3,7 +3,7 @@ import type { HookName } from "../turns/keys.gen.js";
 import type { EventBody } from "../events/types.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
-import type { ChainVerdict } from "./verdict.js";
+import type { ChainVerdict } from "../host/types.js";
 
 /**
  * Shadow scripts: candidate versions that see every payload the active chain sees and decide nothing.

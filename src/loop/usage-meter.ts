@@ -1,24 +1,5 @@
 import type { Budget } from "../contracts/context.js";
-
-/** USD per million tokens, input and output. */
-export interface ModelPricing {
-  inputPerMTok: number;
-  outputPerMTok: number;
-}
-
-/** Pricing by model id (`gpt-4o-mini`, `scripted`); `"*"` prices any model not named. */
-export type Pricing = Record<string, ModelPricing>;
-
-export interface TokenUsage {
-  inputTokens: number;
-  outputTokens: number;
-}
-
-/** What a run has consumed: the `usage` of `inference-finished` and `run-finished`. */
-export interface RunUsage extends TokenUsage {
-  /** 0 when no inference of the run had pricing. */
-  costUsd: number;
-}
+import type { ModelPricing, Pricing, RunUsage, TokenUsage } from "../host/usage.js";
 
 export interface UsageLimits {
   maxTokens?: number;

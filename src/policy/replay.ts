@@ -1,7 +1,8 @@
 import type { HookPayload } from "../contracts/context.js";
 import { HookChain } from "../loop/hook-chain.js";
 import { scriptHookProvider } from "../loop/hook-provider.js";
-import { transition, type ChainVerdict } from "../loop/verdict.js";
+import { transition } from "../loop/verdict.js";
+import type { ChainVerdict } from "../host/types.js";
 import type { SandboxPool, SandboxLimits, ScriptManifest, ScriptSource, TenantSandbox } from "../sandbox/api.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { JsonObject } from "../turns/json.js";

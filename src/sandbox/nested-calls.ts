@@ -5,7 +5,7 @@ import type { CapabilityBroker } from "./api.js";
 /*
  * Host code a sandboxed callback awaits (middleware `next()`) may call into the sandbox again: the chain
  * nests. Its depth travels with the async context, so a chain that nests too deep is refused wherever it
- * calls from (tenant-sandbox.ts checks it before queueing a call).
+ * calls from (admission.ts checks it before a callback is queued).
  */
 const chain = new AsyncLocalStorage<{ depth: number }>();
 

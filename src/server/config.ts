@@ -7,7 +7,7 @@ import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
 import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
-import type { RunBudgets } from "../loop/run-budget.js";
+import type { RunBudgets } from "../host/types.js";
 import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*

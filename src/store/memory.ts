@@ -1,10 +1,10 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase } from "../loop/handle.js";
+import type { SnapshotPhase } from "../host/types.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
-import type { RunUsage } from "../loop/usage-meter.js";
+import type { RunUsage } from "../host/usage.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { pauseChange } from "./pause-events.js";

@@ -1,5 +1,5 @@
 import type { Turn } from "../turns/turn.js";
-import type { SnapshotPhase } from "../loop/handle.js";
+import type { SnapshotPhase } from "../host/types.js";
 import type { PauseRecord, RunRecord, SessionRecord, SnapshotRecord, StoredRunStatus } from "./types.js";
 
 /* Row shapes of the SQLite tables and their mapping to records. */

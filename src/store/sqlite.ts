@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase } from "../loop/handle.js";
+import type { SnapshotPhase } from "../host/types.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isProcessAlive } from "./process-alive.js";
@@ -9,7 +9,7 @@ import { SqlitePolicyTables } from "./sqlite-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
-import type { RunUsage } from "../loop/usage-meter.js";
+import type { RunUsage } from "../host/usage.js";
 import { pauseChange } from "./pause-events.js";
 import { SqliteKv } from "./sqlite-kv.js";
 import type {

@@ -1,5 +1,5 @@
 import type { HookboxEvent } from "../events/types.js";
-import type { RunUsage } from "../loop/usage-meter.js";
+import type { RunUsage } from "../host/usage.js";
 
 /*
  * Usage accounting, derived from the events as they are stored (in the same transaction), so the totals

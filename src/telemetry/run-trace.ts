@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { RunUsage, TokenUsage } from "../loop/usage-meter.js";
+import type { RunUsage, TokenUsage } from "../host/usage.js";
 
 /*
  * What the loop tells the tracer. The loop always has a RunTrace; without an OTLP endpoint it is the no-op

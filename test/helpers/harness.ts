@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ScriptedStep } from "../../src/engine/scripted.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import type { RunResult } from "../../src/loop/handle.js";
+import type { RunResult } from "../../src/host/types.js";
 import type { HostModule } from "../../src/host/host-module.js";
 import { createTenantRuntime, type TenantRuntimeExtras } from "../../src/host/tenant-runtime.js";
 import type { RunOptions, StartRunRequest, TenantRuntime } from "../../src/host/types.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { harness, ofType } from "../helpers/harness.js";
 import type { HostTool } from "../../src/loop/tool-registry.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import type { RunHandle } from "../../src/loop/handle.js";
+import type { RunHandle } from "../../src/host/types.js";
 
 const echo = (log: unknown[] = []): HostTool => ({
   name: "echo",
