@@ -97,12 +97,15 @@ function installExitHook(): void {
 export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedSandboxPool {
   const tenants = new Map<string, TenantSandboxImpl>();
   const launcher = workerLauncher(options.wall);
+  const maxPayloadBytes = options.maxPayloadBytes ?? 8 * 1048576;
   const supervisor = new Supervisor({
     workerPath: options.workerPath ?? defaultWorkerPath(),
     launcher,
     workers: options.workers ?? 2,
     graceMs: options.killGraceMs ?? 500,
     rssBudgetBytes: (options.workerRssBudgetMb ?? 1024) * 1048576,
+    // A reply carries a few payloads at most (each bounded by maxPayloadBytes in the worker) and bounded logs.
+    maxFrameBytes: 4 * maxPayloadBytes + 1048576,
     onWorkerLost: (worker, exit) => {
       for (const tenant of tenants.values()) tenant.onWorkerLost(worker, exit);
     },
@@ -122,7 +125,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     live,
     maxQueueDepth: options.maxQueueDepth ?? 256,
     maxNestingDepth: options.maxNestingDepth ?? 32,
-    maxPayloadBytes: options.maxPayloadBytes ?? 8 * 1048576,
+    maxPayloadBytes,
     maxLogChars: options.maxLogChars ?? 4096,
     logsPerSecond: options.logsPerSecond ?? 100,
   };

@@ -8,6 +8,8 @@ export interface SupervisorOptions {
   workers: number;
   graceMs: number;
   rssBudgetBytes: number;
+  /** Largest frame a worker may send (worker-process.ts). */
+  maxFrameBytes: number;
   /** A worker went away: its tenants must fail their callbacks in flight on it. */
   onWorkerLost: (worker: WorkerProcess, exit: WorkerExit) => void;
   /** A worker is over its RSS budget: idle tenants should leave it so it can be replaced. */
@@ -114,6 +116,7 @@ export class Supervisor {
       launcher: this.options.launcher,
       role,
       graceMs: this.options.graceMs,
+      maxFrameBytes: this.options.maxFrameBytes,
       onExit: (worker, exit) => {
         this.retiring.delete(worker);
         this.dedicated.delete(worker);

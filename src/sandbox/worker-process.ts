@@ -5,6 +5,7 @@ import type { Socket } from "node:net";
 import { HookboxError } from "../errors.js";
 import { encodeFrame, FrameReader, socketFd, writeFrame } from "./wire/framing.js";
 import { PollPolicy } from "./wire/poll-policy.js";
+import { checkWorkerMessage } from "./worker-messages.js";
 import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
   BundleMessage,
@@ -44,6 +45,8 @@ export interface WorkerProcessOptions {
   launcher: Launcher;
   role: WorkerRole;
   graceMs: number;
+  /** Largest frame the worker may send: a bigger one breaks the protocol. */
+  maxFrameBytes: number;
   onExit: (worker: WorkerProcess, exit: WorkerExit) => void;
 }
 
@@ -96,6 +99,7 @@ export class WorkerProcess {
   /** This worker's pipe as the host reads it while a reply is due (reply-wait.ts), and whether to. */
   private readonly awaitedPipe: AwaitedPipe;
   private readonly replyPolling = new PollPolicy(REPLY_SPIN_MS);
+  private readonly reader: FrameReader;
 
   constructor(private readonly options: WorkerProcessOptions) {
     this.role = options.role;
@@ -115,7 +119,11 @@ export class WorkerProcess {
     this.child.stderr?.on("data", (chunk: Buffer) => {
       this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000);
     });
-    const reader = new FrameReader((message) => this.onMessage(message as WorkerMessage));
+    const reader = new FrameReader((message) => this.onFrame(message), {
+      maxFrameBytes: options.maxFrameBytes,
+      onViolation: (reason) => this.brokeProtocol(reason),
+    });
+    this.reader = reader;
     this.pipe.on("data", (chunk: Buffer) => reader.push(chunk));
     this.awaitedPipe = {
       fd: () => socketFd(this.pipe),
@@ -192,6 +200,20 @@ export class WorkerProcess {
     if (this.alive && this.child.pid !== undefined) this.options.launcher.kill(this.child);
   }
 
+  /** Every frame from the worker is checked before the host acts on it (worker-messages.ts). */
+  private onFrame(frame: unknown): void {
+    if (!this.alive) return;
+    const checked = checkWorkerMessage(frame);
+    if (checked.ok) this.onMessage(checked.message);
+    else this.brokeProtocol(`a message the protocol does not allow (${checked.problem})`);
+  }
+
+  /** A worker that breaks the protocol runs code that is not ours: it is killed, its calls fail closed. */
+  private brokeProtocol(reason: string): void {
+    this.reader.stop();
+    this.kill({ reason: "crashed", detail: `it broke the protocol: ${reason.slice(0, 300)}` });
+  }
+
   private onMessage(message: WorkerMessage): void {
     if (message.type === "ready") {
       this.ready = true;
@@ -201,7 +223,10 @@ export class WorkerProcess {
       return;
     }
     const head = this.queue[0];
-    if (head === undefined || head.seq !== message.seq) return;
+    if (head === undefined || head.seq !== message.seq) {
+      this.brokeProtocol(`a reply to message ${message.seq}, ${head === undefined ? "when none was due" : `when ${head.seq} was due`}`);
+      return;
+    }
     this.queue.shift();
     this.replyPolling.endWait(performance.now() - this.headClockFrom);
     this.lastRssBytes = message.rssBytes;

@@ -82,19 +82,34 @@ export function encodeFrame(message: object): Buffer {
   return frame;
 }
 
+/** What a reader of untrusted frames (the host reading a worker) bounds, and whom it tells of a broken frame. */
+export interface FrameReaderOptions {
+  /** A frame announcing more bytes than this is a violation (default: no bound). */
+  maxFrameBytes?: number;
+  /** Called once, with what was wrong, when a frame is broken or too big; the reader then reads nothing more. */
+  onViolation?: (reason: string) => void;
+}
+
 /**
  * Reassembles frames from pipe chunks; calls `onMessage` for each complete one, in order. It keeps no
  * reference to a chunk after push() returns, so callers may reuse their read buffer. Complete frames
  * are decoded straight from the chunk; a frame split across chunks is assembled in one scratch buffer that
  * is reused (a fresh 100 KB buffer per big message costs page faults, and concatenating chunks a copy).
+ * With `onViolation`, a frame that is too big or does not decode stops the reader instead of throwing: the
+ * writer (a worker running guest code) is not trusted to keep the format.
  */
 export class FrameReader {
   private scratch = Buffer.alloc(0);
   private filled = 0;
+  private broken = false;
 
-  constructor(private readonly onMessage: (message: unknown) => void) {}
+  constructor(
+    private readonly onMessage: (message: unknown) => void,
+    private readonly options: FrameReaderOptions = {},
+  ) {}
 
   push(chunk: Buffer): void {
+    if (this.broken) return;
     let data = chunk;
     if (this.filled > 0) {
       this.reserve(this.filled + chunk.length);
@@ -105,13 +120,26 @@ export class FrameReader {
     let at = 0;
     while (data.length - at >= 8) {
       const total = 8 + data.readUInt32LE(at) + data.readUInt32LE(at + 4);
+      if (total > (this.options.maxFrameBytes ?? Infinity)) {
+        this.violation(`a frame of ${total} bytes, over the ${this.options.maxFrameBytes}-byte limit`);
+        return;
+      }
       if (data.length - at < total) {
         if (data !== chunk) this.reserve(total); // room for the whole frame: later chunks append without regrowing
         break;
       }
       const frame = data.subarray(at, at + total);
       at += total;
-      this.onMessage(decodeFrame(frame));
+      let message: unknown;
+      try {
+        message = decodeFrame(frame);
+      } catch (error) {
+        if (this.options.onViolation === undefined) throw error;
+        this.violation(`a broken frame (${(error as Error).message})`);
+        return;
+      }
+      this.onMessage(message);
+      if (this.broken) return;
     }
     const rest = data.length - at;
     if (rest === 0) {
@@ -129,6 +157,19 @@ export class FrameReader {
     }
   }
 
+  /** Stops reading: what comes after a broken frame cannot be framed again. */
+  stop(): void {
+    this.broken = true;
+    this.filled = 0;
+    this.scratch = Buffer.alloc(0);
+  }
+
+  private violation(reason: string): void {
+    this.stop();
+    if (this.options.onViolation === undefined) throw new Error(reason);
+    this.options.onViolation(reason);
+  }
+
   /** Makes the scratch buffer hold at least `bytes`, keeping what it holds. */
   private reserve(bytes: number): void {
     if (this.scratch.length >= bytes) return;
@@ -138,22 +179,34 @@ export class FrameReader {
   }
 }
 
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** Decodes one whole frame; throws, saying what, when it does not follow the format. */
 function decodeFrame(frame: Buffer): unknown {
   const headerBytes = frame.readUInt32LE(0);
-  const header = JSON.parse(frame.toString("utf8", 8, 8 + headerBytes)) as Blobbed;
+  const blobBytes = frame.length - 8 - headerBytes;
+  const header: unknown = JSON.parse(frame.toString("utf8", 8, 8 + headerBytes));
+  if (!isRecord(header)) throw new Error("the header is not an object");
   const lengths = header.$blobs ?? [];
+  if (!Array.isArray(lengths) || lengths.some((length) => !Number.isSafeInteger(length) || (length as number) < 0))
+    throw new Error("$blobs is not a list of byte lengths");
+  if ((lengths as number[]).reduce((sum, length) => sum + length, 0) !== blobBytes)
+    throw new Error("the blob lengths do not add up to the blob section");
   delete header.$blobs;
   let at = 8 + headerBytes;
   let index = 0;
   const read = (): string => {
-    const length = lengths[index++] ?? 0;
+    const length = (lengths as number[])[index++];
+    if (length === undefined) throw new Error("more blob markers than blobs");
     const text = frame.toString("utf8", at, at + length);
     at += length;
     return text;
   };
   if (lengths.length > 0) {
     putBlobs(header, read);
-    if (Array.isArray(header.outcomes)) for (const outcome of header.outcomes) putBlobs(outcome, read);
+    if (Array.isArray(header.outcomes)) for (const outcome of header.outcomes as unknown[]) if (isRecord(outcome)) putBlobs(outcome, read);
   }
   return header;
 }
