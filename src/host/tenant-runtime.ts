@@ -53,7 +53,7 @@ export interface TenantRuntimeExtras {
   fallbackModel?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
   /** Overrides `config.pricing`. */
   pricing?: Pricing;
-  /** Scripts from a deployment (src/policy/deployment-runtime.ts): versions, shadows, a sandbox of their own. */
+  /** Scripts from a deployment (src/policy/deployments.ts): versions, shadows, a sandbox of their own. */
   deployment?: DeploymentScripts;
 }
 
@@ -109,8 +109,8 @@ export async function createTenantRuntime(
     (runId: string, trace: RunTrace) =>
     async (events: EventLog, accounting: RunAccounting): Promise<LoopComponents> => {
       // Without export the hook providers stay as they are: the hook round trip pays nothing for tracing.
-      const traced = (provider: HookProvider, bundleHash?: string) =>
-        tracing ? tracedHookProvider(provider, trace, bundleHash) : provider;
+      const traced = (provider: HookProvider, bundleHash?: string, shadow = false) =>
+        tracing ? tracedHookProvider(provider, trace, bundleHash, shadow) : provider;
       const granted = capabilities.forRun({
         emit: (event) => events.emit(event),
         // A guard call is counted like an inference of the run: its tokens, its cost by the tenant's pricing.
@@ -134,7 +134,7 @@ export async function createTenantRuntime(
         ...(shadowRun
           ? {
               shadow: {
-                hooks: shadowManifests.map((m, i) => scriptHookProvider(m, shadowRun, shadow!.versions[i])),
+                hooks: shadowManifests.map((m, i) => traced(scriptHookProvider(m, shadowRun, shadow!.versions[i]), m.bundleHash, true)),
                 waitMs: shadowWaitMs,
               },
             }

@@ -133,6 +133,7 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
                 "hookbox.hook": info.hook,
                 "hookbox.script": info.script,
                 ...(info.bundleHash ? { "hookbox.bundle_hash": info.bundleHash } : {}),
+                ...(info.shadow ? { "hookbox.shadow": true } : {}),
               },
             },
             parent(),

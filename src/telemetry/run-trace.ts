@@ -21,6 +21,8 @@ export interface HookSpanInfo {
   hook: string;
   script: string;
   bundleHash?: string;
+  /** A shadow script's call: recorded, never enforced. */
+  shadow?: boolean;
 }
 
 export interface RunTrace {

@@ -4,12 +4,14 @@ import { PayloadKeys } from "../turns/keys.gen.js";
 import type { RunTrace } from "./run-trace.js";
 
 /** The same hook provider, with one `hookbox.hook` span per call (the chain and its rules are untouched). */
-export function tracedHookProvider(provider: HookProvider, trace: RunTrace, bundleHash?: string): HookProvider {
+export function tracedHookProvider(provider: HookProvider, trace: RunTrace, bundleHash?: string, shadow = false): HookProvider {
   return {
     ...provider,
     has: (hook) => provider.has(hook),
     call: (hook, payload) =>
-      trace.hook({ hook, script: provider.name, ...(bundleHash ? { bundleHash } : {}) }, () => provider.call(hook, payload)),
+      trace.hook({ hook, script: provider.name, ...(bundleHash ? { bundleHash } : {}), ...(shadow ? { shadow } : {}) }, () =>
+        provider.call(hook, payload),
+      ),
   };
 }
 
