@@ -18,6 +18,23 @@ export interface DeploymentsOptions {
   tenants: ReadonlyMap<string, TenantConfig>;
   /** The runtimes of the config's scripts (built at server start). */
   configRuntimes: ReadonlyMap<string, TenantRuntime>;
+  /**
+   * How long the runtime of a deployment that is no longer current stays loaded after its last use here, ms
+   * (default 60000). Then its sandboxes are dropped; a resume of one of its runs loads it again.
+   */
+  retireAfterMs?: number;
+}
+
+/** A deployment's runtime in this process. */
+interface LoadedDeployment {
+  tenant: string;
+  /** Shares the config's runtime (and its sandbox): nothing of its own to drop. */
+  fromConfig: boolean;
+  runtime: Promise<TenantRuntime>;
+  /** Runs of it in progress in this process. */
+  liveRuns: number;
+  /** When it was last handed out or last ran, performance.now(). */
+  lastUsed: number;
 }
 
 export interface DeployRequest {
@@ -36,15 +53,18 @@ export class DeploymentRefused extends HookboxError {
 }
 
 export class Deployments {
-  private readonly runtimes = new Map<string, Promise<TenantRuntime>>();
+  private readonly loaded = new Map<string, LoadedDeployment>();
   private readonly firsts = new Map<string, Promise<DeploymentRecord>>();
+  /** Each tenant's current deployment as this process last read it. */
+  private readonly currentIds = new Map<string, string>();
+  private retireTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: DeploymentsOptions) {}
 
   /** The tenant's current deployment (the first one, of the config's scripts, is made on first use). */
   async current(tenant: string): Promise<DeploymentRecord> {
     const last = (await this.options.store.listDeployments(tenant)).at(-1);
-    if (last) return last;
+    if (last) return this.noteCurrent(last);
     // Concurrent first uses of a tenant make one first deployment, not one each.
     let first = this.firsts.get(tenant);
     if (!first) {
@@ -59,7 +79,16 @@ export class Deployments {
       this.firsts.set(tenant, first);
       first.catch(() => this.firsts.delete(tenant));
     }
-    return first;
+    return this.noteCurrent(await first);
+  }
+
+  /** Deployments of the tenant that stopped being current may now be retired (retireIdle). */
+  private noteCurrent(deployment: DeploymentRecord): DeploymentRecord {
+    if (this.currentIds.get(deployment.tenant) !== deployment.id) {
+      this.currentIds.set(deployment.tenant, deployment.id);
+      this.scheduleRetirement();
+    }
+    return deployment;
   }
 
   async history(tenant: string): Promise<DeploymentRecord[]> {
@@ -80,7 +109,7 @@ export class Deployments {
       createdMs: Date.now(),
     };
     await this.runtimeOf(draft);
-    return this.options.store.createDeployment(draft);
+    return this.noteCurrent(await this.options.store.createDeployment(draft));
   }
 
   /** Makes the deployment that preceded the current one current again (a new entry in the history); undefined when there is none. */
@@ -89,13 +118,15 @@ export class Deployments {
     const target = current.previousId ? await this.options.store.getDeployment(tenant, current.previousId) : undefined;
     if (!target) return undefined;
     const { number: _number, id: _id, rollbackOf: _rollbackOf, previousId, ...rest } = target;
-    return this.options.store.createDeployment({
-      ...rest,
-      id: newId("dep"),
-      ...(previousId ? { previousId } : {}),
-      rollbackOf: current.id,
-      createdMs: Date.now(),
-    });
+    return this.noteCurrent(
+      await this.options.store.createDeployment({
+        ...rest,
+        id: newId("dep"),
+        ...(previousId ? { previousId } : {}),
+        rollbackOf: current.id,
+        createdMs: Date.now(),
+      }),
+    );
   }
 
   /** The runtime a run uses: the deployment it recorded (resume), else the tenant's current one. */
@@ -115,13 +146,75 @@ export class Deployments {
   }
 
   private runtimeOf(deployment: Omit<DeploymentRecord, "number">): Promise<TenantRuntime> {
-    let runtime = this.runtimes.get(deployment.id);
-    if (!runtime) {
-      runtime = this.build(deployment);
-      this.runtimes.set(deployment.id, runtime);
-      runtime.catch(() => this.runtimes.delete(deployment.id));
+    let entry = this.loaded.get(deployment.id);
+    if (!entry) {
+      const { id, tenant } = deployment;
+      const runtime = this.build(deployment).then((built) => this.counted(id, built));
+      entry = { tenant, fromConfig: deployment.fromConfig, runtime, liveRuns: 0, lastUsed: performance.now() };
+      this.loaded.set(id, entry);
+      runtime.catch(() => this.loaded.delete(id));
     }
-    return runtime;
+    entry.lastUsed = performance.now();
+    return entry.runtime;
+  }
+
+  /** The runtime, counting its runs in progress here: a deployment with a run in progress is never retired. */
+  private counted(id: string, runtime: TenantRuntime): TenantRuntime {
+    return {
+      ...runtime,
+      start: (request) => {
+        const entry = this.loaded.get(id);
+        if (entry) entry.liveRuns++;
+        const ended = () => {
+          if (!entry) return;
+          entry.liveRuns--;
+          entry.lastUsed = performance.now();
+          this.scheduleRetirement();
+        };
+        try {
+          const handle = runtime.start(request);
+          void handle.wait().then(ended, ended);
+          return handle;
+        } catch (error) {
+          ended();
+          throw error;
+        }
+      },
+    };
+  }
+
+  /**
+   * Drops the runtimes of deployments that are no longer current, have no run in progress here and were not
+   * used for `retireAfterMs`: their sandboxes go (isolates and bundles), so memory follows the deployments in
+   * use, not every deployment ever made. The wait covers the moment between handing a runtime out and its run
+   * starting.
+   */
+  private retireIdle(): void {
+    this.retireTimer = undefined;
+    const retireAfterMs = this.options.retireAfterMs ?? 60_000;
+    const now = performance.now();
+    let waiting = false;
+    for (const [id, entry] of this.loaded) {
+      if (this.currentIds.get(entry.tenant) === id || entry.liveRuns > 0) continue;
+      if (now - entry.lastUsed < retireAfterMs) {
+        waiting = true;
+        continue;
+      }
+      this.loaded.delete(id);
+      if (!entry.fromConfig) this.dropSandboxes(entry.tenant, id);
+    }
+    if (waiting) this.scheduleRetirement();
+  }
+
+  private dropSandboxes(tenant: string, id: string): void {
+    this.options.pool.drop?.(sandboxTenantOf(tenant, id));
+    this.options.pool.drop?.(`${sandboxTenantOf(tenant, id)}~shadow`);
+  }
+
+  private scheduleRetirement(): void {
+    if (this.retireTimer) return;
+    this.retireTimer = setTimeout(() => this.retireIdle(), (this.options.retireAfterMs ?? 60_000) + 1);
+    this.retireTimer.unref();
   }
 
   private async build(deployment: Omit<DeploymentRecord, "number">): Promise<TenantRuntime> {
@@ -145,22 +238,21 @@ export class Deployments {
         kv: this.options.store.kv,
         deployment: {
           record,
-          sandboxTenant: `${tenant}~${deployment.id}`,
+          sandboxTenant: sandboxTenantOf(tenant, deployment.id),
           versions: active.map((v) => v.version),
           ...(shadow.length
             ? {
                 shadow: {
                   sources: shadow.map(asSource),
                   versions: shadow.map((v) => v.version),
-                  sandboxTenant: `${tenant}~${deployment.id}~shadow`,
+                  sandboxTenant: `${sandboxTenantOf(tenant, deployment.id)}~shadow`,
                 },
               }
             : {}),
         },
       });
     } catch (error) {
-      this.options.pool.drop?.(`${tenant}~${deployment.id}`);
-      this.options.pool.drop?.(`${tenant}~${deployment.id}~shadow`);
+      this.dropSandboxes(tenant, deployment.id);
       throw new DeploymentRefused(`the deployment does not load: ${(error as Error).message}`, "$");
     }
   }
@@ -177,6 +269,11 @@ export class Deployments {
     }
     return out;
   }
+}
+
+/** The sandbox a deployment's scripts load in: one per deployment, so two versions of a script never share one. */
+function sandboxTenantOf(tenant: string, deploymentId: string): string {
+  return `${tenant}~${deploymentId}`;
 }
 
 /** A stored version as the sandbox loads it. */
