@@ -209,9 +209,11 @@ export interface RunBudgets {
  *   for an approval, whatever the answer), `abort`;
  * - afterToolCall: `proceed` (result as given), `rewrite` (result or error replaced), `abort`;
  * - onToolError: `default` (no opinion: the error policy decides), `retry`, `fail`, `abort`;
+ * - beforeRun (call `run`): `proceed` (prompt as given), `rewrite` (new prompt), `deny`;
+ * - beforeFinish (call `run`): `proceed` (the run finishes), `continue`, `abort`;
  * - any hook: `error` when a hook failure ended the chain (throw, timeout, memory, contract; fail-closed or abort-run).
  */
-export type Verdict = "proceed" | "rewrite" | "skip" | "deny" | "ask" | "abort" | "retry" | "fail" | "default" | "error";
+export type Verdict = "proceed" | "rewrite" | "skip" | "deny" | "ask" | "abort" | "retry" | "fail" | "default" | "continue" | "error";
 
 /** One evaluation of a chain: its input, its verdict and the decision that settled it. */
 export interface ChainVerdict {

@@ -13,7 +13,7 @@ import type { HookName } from "../turns/keys.gen.js";
 import type { EventBody } from "../events/types.js";
 import type { HookProvider } from "./hook-provider.js";
 import type { Approvals } from "./approvals.js";
-import { toolHookVerdict, type Trace } from "./verdict.js";
+import { RUN_CALL_ID, runHookVerdict, toolHookVerdict, type Trace } from "./verdict.js";
 import type { ChainVerdict, Verdict } from "../host/types.js";
 
 export type BeforeOutcome =
@@ -44,9 +44,9 @@ export interface HookChainOptions {
   approvals?: Approvals;
   /** A shadow chain: its decisions are `hook-decision {shadow: true}` events, and it writes no logs. */
   shadow?: boolean;
-  /** Called once per tool-call hook chain evaluation (recording for replay and the shadow report). */
+  /** Called once per hook chain evaluation (recording for replay and the shadow report). */
   onVerdict?(verdict: ChainVerdict): void;
-  /** Shadow hooks given every tool-call hook payload this chain is given; what they decide never reaches the run. */
+  /** Shadow hooks given every hook payload this chain is given; what they decide never reaches the run. */
   shadowHooks?: { observe(hook: HookName, payload: HookPayload): void };
 }
 
@@ -58,7 +58,7 @@ type HookFailure =
  * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the
  * previous one's arguments or result); the first terminal decision ends the chain for that call.
  * Every decision, including "no opinion" and hook failures, becomes a hook-decision event carrying the
- * script's version and bundle hash; every tool-call hook evaluation ends in one verdict (verdict.ts).
+ * script's version and bundle hash; every evaluation of a chain ends in one verdict (verdict.ts).
  *
  * `ask` (beforeToolCall) waits for a human right there: approved, the chain goes on with the approved
  * arguments (later hooks still run); rejected or timed out, it ends as a deny. Run hooks: beforeRun
@@ -93,17 +93,12 @@ export class HookChain {
     this.options.shadowHooks?.observe(hook, payload);
     const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
     const outcome = await chain(trace);
-    const verdict: Verdict = toolHookVerdict(hook, payload, outcome, trace);
-    this.options.onVerdict?.({
-      hook,
-      callId: payload.call.id,
-      attempt: payload.attempt,
-      verdict,
-      decision: trace.decision,
-      payload,
-      shadow: this.options.shadow ?? false,
-    });
+    this.report(hook, payload.call.id, payload.attempt, toolHookVerdict(hook, payload, outcome, trace), trace, payload);
     return outcome;
+  }
+
+  private report(hook: HookName, callId: string, attempt: number, verdict: Verdict, trace: Trace, payload: HookPayload): void {
+    this.options.onVerdict?.({ hook, callId, attempt, verdict, decision: trace.decision, payload, shadow: this.options.shadow ?? false });
   }
 
   private async before(payload: BeforeToolCallPayload, trace: Trace, options: { signal?: AbortSignal }): Promise<BeforeOutcome> {
@@ -154,15 +149,26 @@ export class HookChain {
     return { kind: "proceed", args };
   }
 
-  /** Before the first inference: the prompt the model gets, or a denial (the run ends aborted, no model call). */
+  /**
+   * Before the first inference: the prompt the model gets, or a denial (the run ends aborted, no model call).
+   * Its verdict is reported as call `run`, attempt 1.
+   */
   async beforeRun(payload: BeforeRunPayload): Promise<RunStartOutcome> {
+    this.options.shadowHooks?.observe("beforeRun", payload);
+    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
+    const outcome = await this.runStart(payload, trace);
+    this.report("beforeRun", RUN_CALL_ID, 1, runHookVerdict(payload.prompt, outcome, trace), trace, payload);
+    return outcome;
+  }
+
+  private async runStart(payload: BeforeRunPayload, trace: Trace): Promise<RunStartOutcome> {
     let prompt = payload.prompt;
     for (const provider of this.with("beforeRun")) {
       let decision;
       try {
         decision = await provider.call("beforeRun", { ...payload, prompt });
       } catch (error) {
-        const failure = this.fail(provider, "beforeRun", undefined, error);
+        const failure = this.fail(provider, "beforeRun", undefined, error, trace);
         if (failure.policy === "fail-open") continue;
         // The guarded action is the run itself: fail-closed and abort-run both keep it from starting.
         const reason = failure.policy === "abort-run" ? failure.reason : failure.error.message;
@@ -172,7 +178,7 @@ export class HookChain {
           errorCode: failure.policy === "abort-run" ? failure.errorCode : (failure.error.code ?? "SCRIPT_ERROR"),
         };
       }
-      this.decided(provider, "beforeRun", undefined, decision);
+      this.decided(provider, "beforeRun", undefined, decision, trace);
       if (!decision) continue;
       if (decision.action === "deny") return { kind: "deny", reason: `${provider.name}: ${decision.reason}`, errorCode: "RUN_DENIED" };
       if (decision.prompt !== undefined) prompt = decision.prompt;
@@ -180,20 +186,31 @@ export class HookChain {
     return { kind: "proceed", prompt };
   }
 
-  /** When the model gave a final answer: finish, send the model on with a message, or end the run. */
+  /**
+   * When the model gave a final answer: finish, send the model on with a message, or end the run. Its verdict
+   * is reported as call `run`, attempt `continues + 1` (the first check of a run is attempt 1).
+   */
   async beforeFinish(payload: BeforeFinishPayload): Promise<FinishOutcome> {
+    this.options.shadowHooks?.observe("beforeFinish", payload);
+    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
+    const outcome = await this.finishCheck(payload, trace);
+    this.report("beforeFinish", RUN_CALL_ID, payload.continues + 1, runHookVerdict(undefined, outcome, trace), trace, payload);
+    return outcome;
+  }
+
+  private async finishCheck(payload: BeforeFinishPayload, trace: Trace): Promise<FinishOutcome> {
     for (const provider of this.with("beforeFinish")) {
       let decision;
       try {
         decision = await provider.call("beforeFinish", payload);
       } catch (error) {
-        const failure = this.fail(provider, "beforeFinish", undefined, error);
+        const failure = this.fail(provider, "beforeFinish", undefined, error, trace);
         if (failure.policy === "fail-open") continue;
         if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
         // fail-closed: an answer the policy could not check is not delivered as completed.
         return { kind: "failed", reason: failure.error.message, errorCode: failure.error.code ?? "SCRIPT_ERROR" };
       }
-      this.decided(provider, "beforeFinish", undefined, decision);
+      this.decided(provider, "beforeFinish", undefined, decision, trace);
       if (!decision) continue;
       if (decision.action === "continue") return { kind: "continue", message: decision.message, script: provider.name };
       return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };

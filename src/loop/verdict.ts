@@ -33,3 +33,15 @@ export function toolHookVerdict(
 export function transition(from: string, to: string): string {
   return `${from}->${to}`;
 }
+
+/** The call id run hooks' verdicts are recorded under (they belong to the run, not to a tool call). */
+export const RUN_CALL_ID = "run";
+
+/** The verdict of a finished run-hook chain: beforeRun proceeds, rewrites the prompt or denies; beforeFinish finishes (`proceed`), continues or aborts. */
+export function runHookVerdict(givenPrompt: string | undefined, outcome: { kind: string; prompt?: string }, trace: Trace): Verdict {
+  if (trace.failed) return "error";
+  if (outcome.kind === "proceed") return outcome.prompt === givenPrompt ? "proceed" : "rewrite";
+  if (outcome.kind === "finish") return "proceed";
+  if (outcome.kind === "failed") return "error";
+  return outcome.kind as Verdict;
+}

@@ -47,7 +47,7 @@ export interface HookCallRecord {
   hook: string;
   attempt: number;
   shadow: boolean;
-  /** The chain's verdict: proceed, rewrite, skip, deny, abort, retry, fail, default, error (src/loop/verdict.ts). */
+  /** The chain's verdict: proceed, rewrite, skip, deny, ask, abort, retry, fail, default, continue, error (Verdict in src/host/types.ts). */
   verdict: string;
   /** The last script decision of the chain (what it returned, or the error). */
   decision: JsonObject;

@@ -23,7 +23,8 @@ describe("hookbox replay of a call that asked for an approval", () => {
     const policy = join(fixture.dir, "policy.ts");
     const same = await runCli(["replay", "--store", store, "--scripts", policy, "--json"]);
     expect(same.code, same.stderr).toBe(0);
-    expect(jsonLines(same.stdout)).toEqual([{ runs: 1, calls: 2, same: 2, changed: {}, errors: 0 }]);
+    // beforeToolCall and afterToolCall of c1, and the run's beforeRun and beforeFinish.
+    expect(jsonLines(same.stdout)).toEqual([{ runs: 1, calls: 4, same: 4, changed: {}, errors: 0 }]);
 
     const denying = join(fixture.dir, "deny.ts");
     writeFileSync(
@@ -36,6 +37,6 @@ export default defineScript({ name: "policy", hooks: { beforeToolCall(p) { if (N
     expect(flipped.code, flipped.stderr).toBe(1);
     const lines = jsonLines(flipped.stdout);
     expect(lines[0]).toMatchObject({ callId: "c1", hook: "beforeToolCall", recorded: "ask", replayed: "deny" });
-    expect(lines.at(-1)).toEqual({ runs: 1, calls: 2, same: 1, changed: { "ask->deny": 1 }, errors: 0 });
+    expect(lines.at(-1)).toEqual({ runs: 1, calls: 4, same: 3, changed: { "ask->deny": 1 }, errors: 0 });
   }, 120_000);
 });

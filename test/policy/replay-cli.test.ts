@@ -32,6 +32,19 @@ beforeAll(async () => {
   writeFileSync(join(dir, "policy.ts"), policy(100));
   writeFileSync(join(dir, "same.ts"), policy(100));
   writeFileSync(join(dir, "strict.ts"), policy(50));
+  // A new run-level guard: replay shows which recorded runs it would have kept from starting.
+  writeFileSync(
+    join(dir, "gate.ts"),
+    `import { defineScript } from "hookbox";
+export default defineScript({
+  name: "gate",
+  hooks: {
+    beforeRun(p) { if (p.prompt.includes("C")) return { action: "deny", reason: "C goes to a human" }; },
+    beforeFinish(p) { if (p.text.includes("needs a human")) return { action: "continue", message: "try again" }; },
+  },
+});
+`,
+  );
   writeFileSync(join(dir, "broken.ts"), `import { readFileSync } from "node:fs";\nexport default readFileSync;\n`);
   writeFileSync(
     join(dir, "tools.mjs"),
@@ -95,8 +108,9 @@ describe("hookbox replay", () => {
       ["B", "beforeToolCall", "proceed", "deny", "over 50"],
       ["D", "beforeToolCall", "proceed", "deny", "over 50"],
     ]);
-    // 4 beforeToolCall (A, B, C, D) and 3 afterToolCall (A, B, D: C was denied).
-    expect(summary).toEqual({ runs: 3, calls: 7, same: 5, changed: { "proceed->deny": 2 }, errors: 0 });
+    // 4 beforeToolCall (A, B, C, D) and 3 afterToolCall (A, B, D: C was denied), and per run one beforeRun and
+    // one beforeFinish (the run hooks' chains are recorded whether or not a script has them).
+    expect(summary).toEqual({ runs: 3, calls: 13, same: 11, changed: { "proceed->deny": 2 }, errors: 0 });
     expect(toolCalls()).toEqual(["A", "B", "D"]);
     expect(modelRequests).toHaveLength(6);
   }, 120_000);
@@ -104,7 +118,7 @@ describe("hookbox replay", () => {
   it("exits 0 with the same policy, and prints a human summary", async () => {
     const result = await runCli(["replay", "--store", store, "--scripts", join(dir, "same.ts")]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout.trim()).toBe("replayed 7 calls of 3 runs: 7 same, 0 changed, 0 hook errors");
+    expect(result.stdout.trim()).toBe("replayed 13 calls of 3 runs: 13 same, 0 changed, 0 hook errors");
   }, 120_000);
 
   it("filters by session and time, prints each changed call in human form", async () => {
@@ -114,7 +128,7 @@ describe("hookbox replay", () => {
     expect(one.code).toBe(1);
     expect(one.stdout).toContain(`session ${third} run `);
     expect(one.stdout).toContain("call D beforeToolCall (attempt 1): recorded proceed, now deny (over 50)");
-    expect(one.stdout.trim().split("\n").at(-1)).toBe("replayed 2 calls of 1 runs: 1 same, 1 changed (proceed->deny: 1), 0 hook errors");
+    expect(one.stdout.trim().split("\n").at(-1)).toBe("replayed 4 calls of 1 runs: 3 same, 1 changed (proceed->deny: 1), 0 hook errors");
     const future = await runCli([
       "replay",
       "--store",
@@ -128,6 +142,25 @@ describe("hookbox replay", () => {
     expect(future.code).toBe(0);
     expect(jsonLines(future.stdout)).toEqual([{ runs: 0, calls: 0, same: 0, changed: {}, errors: 0 }]);
     expect((await runCli(["replay", "--store", store, "--scripts", join(dir, "strict.ts"), "--tenant", "globex", "--json"])).code).toBe(0);
+  }, 120_000);
+
+  it("replays run hooks too: a new beforeRun guard and beforeFinish check show the runs they would change", async () => {
+    const result = await runCli(["replay", "--store", store, "--scripts", join(dir, "gate.ts"), "--json"]);
+    expect(result.code, result.stderr).toBe(1);
+    const lines = jsonLines(result.stdout);
+    // Run C: the new guard denies it, and without the refund limit its call C would have gone through.
+    expect(lines.slice(0, -1).map((c) => [c.callId, c.hook, c.attempt, c.recorded, c.replayed])).toEqual([
+      ["run", "beforeRun", 1, "proceed", "deny"],
+      ["C", "beforeToolCall", 1, "deny", "proceed"],
+      ["run", "beforeFinish", 1, "proceed", "continue"],
+    ]);
+    expect(lines.at(-1)).toMatchObject({
+      runs: 3,
+      calls: 13,
+      changed: { "proceed->deny": 1, "deny->proceed": 1, "proceed->continue": 1 },
+    });
+    expect(toolCalls()).toEqual(["A", "B", "D"]);
+    expect(modelRequests).toHaveLength(6);
   }, 120_000);
 
   it("exits 2 naming the problem: a script that does not load, bad flags", async () => {

@@ -106,12 +106,13 @@ describe("shadow scripts", () => {
 
     const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
     expect(report.status).toBe(200);
-    // The failing shadows are fail-open, so each chain reaches strict: only c2's beforeToolCall disagrees.
+    // The failing shadows are fail-open, so each chain reaches strict: only c2's beforeToolCall disagrees. The
+    // run hooks' chains (one beforeRun, one beforeFinish) agree.
     expect(report.body).toMatchObject({
       deploymentId: deployed.body.deploymentId,
       runs: 1,
-      calls: 4,
-      agreed: 3,
+      calls: 6,
+      agreed: 5,
       disagreed: { "proceed->deny": 1 },
     });
     expect(report.body.samples).toEqual([
@@ -129,11 +130,37 @@ describe("shadow scripts", () => {
     const second = await runToEnd();
     for (const run of [first, second]) expect(run.events.at(-1)).toMatchObject({ status: "completed" });
     const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
-    // Per run: c1 and c2 beforeToolCall, c1 and c2 afterToolCall (no shadow hook: proceed).
-    expect(report.body).toMatchObject({ runs: 2, calls: 8, agreed: 6, disagreed: { "proceed->deny": 2 } });
+    // Per run: c1 and c2 beforeToolCall, c1 and c2 afterToolCall (no shadow hook: proceed), beforeRun, beforeFinish.
+    expect(report.body).toMatchObject({ runs: 2, calls: 12, agreed: 10, disagreed: { "proceed->deny": 2 } });
     expect(report.body.samples.map((s: { callId: string; hook: string }) => [s.callId, s.hook])).toEqual([
       ["c2", "beforeToolCall"],
       ["c2", "beforeToolCall"],
+    ]);
+  }, 120_000);
+
+  it("shadow run hooks too: a shadow beforeRun that denies and a beforeFinish that continues change nothing, and are reported", async () => {
+    await upload(
+      "gate",
+      "beforeRun() { return { action: 'deny', reason: 'shadow gate' }; }, beforeFinish() { return { action: 'continue', message: 'more' }; }",
+    );
+    const deployed = await acme().request("PUT", "/v1/deployment", {
+      scripts: [{ name: "allow", version: 1 }],
+      shadow: [{ name: "gate", version: 1 }],
+    });
+    const run = await runToEnd();
+    expect(run.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
+    const shadowRunHooks = run.events.filter(
+      (e): e is Decision => e.type === "hook-decision" && e.shadow === true && (e.hook === "beforeRun" || e.hook === "beforeFinish"),
+    );
+    expect(shadowRunHooks.map((d) => [d.hook, d.decision.action])).toEqual([
+      ["beforeRun", "deny"],
+      ["beforeFinish", "continue"],
+    ]);
+    const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
+    expect(report.body).toMatchObject({ runs: 1, calls: 6, agreed: 4, disagreed: { "proceed->deny": 1, "proceed->continue": 1 } });
+    expect(report.body.samples.map((s: { callId: string; hook: string; attempt: number }) => [s.callId, s.hook, s.attempt])).toEqual([
+      ["run", "beforeRun", 1],
+      ["run", "beforeFinish", 1],
     ]);
   }, 120_000);
 });
