@@ -247,6 +247,12 @@ function policyOperations(): Operation[] {
     },
     {
       method: "get",
+      path: "/v1/scripts",
+      summary: "The tenant's scripts by name, each with its latest version (`{scripts: [{name, latestVersion, createdMs}]}`)",
+      responses: { 200: { description: "the scripts", schema: "JsonObject" }, ...errorResponses(401, 429) },
+    },
+    {
+      method: "get",
       path: "/v1/scripts/{name}",
       summary: "A script's versions",
       responses: { 200: { description: "the versions", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },

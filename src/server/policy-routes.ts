@@ -85,6 +85,8 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
     }
   });
 
+  app.get("/v1/scripts", async (c) => c.json({ scripts: await need().store.listScripts(c.get("tenant")) }));
+
   app.get("/v1/scripts/:name", async (c) => {
     const { store } = need();
     const name = c.req.param("name");

@@ -3,7 +3,15 @@ import { MemoryStore } from "./memory.js";
 import type { Store } from "./types.js";
 
 export type { Store, SessionRecord, RunRecord, SnapshotRecord, PauseRecord, SessionSummary, StoredRunStatus } from "./types.js";
-export type { ScriptVersionRecord, ScriptRef, DeploymentRecord, RunDeployment, HookCallRecord, RunFilter } from "./policy-types.js";
+export type {
+  ScriptVersionRecord,
+  ScriptSummary,
+  ScriptRef,
+  DeploymentRecord,
+  RunDeployment,
+  HookCallRecord,
+  RunFilter,
+} from "./policy-types.js";
 export { SqliteStore } from "./sqlite.js";
 export { MemoryStore } from "./memory.js";
 export { LATEST_VERSION as STORE_SCHEMA_VERSION } from "./migrations.js";

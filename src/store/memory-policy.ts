@@ -1,5 +1,5 @@
 import type { RunRecord, RunSearch, SessionRecord } from "./types.js";
-import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
 import type { WriteOptions } from "./quota.js";
 import { hookCallBytes, scriptVersionBytes } from "./row-bytes.js";
 
@@ -37,6 +37,15 @@ export class MemoryPolicyTables implements PolicyStore, RunSearch {
 
   async listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]> {
     return structuredClone(this.versions.get(JSON.stringify([tenant, name])) ?? []);
+  }
+
+  async listScripts(tenant: string): Promise<ScriptSummary[]> {
+    const scripts: ScriptSummary[] = [];
+    for (const list of this.versions.values()) {
+      const latest = list.at(-1);
+      if (latest?.tenant === tenant) scripts.push({ name: latest.name, latestVersion: latest.version, createdMs: latest.createdMs });
+    }
+    return scripts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {

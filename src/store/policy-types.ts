@@ -22,6 +22,13 @@ export interface ScriptVersionRecord {
   createdMs: number;
 }
 
+/** One script of a tenant: its name, its latest version and when that was stored. */
+export interface ScriptSummary {
+  name: string;
+  latestVersion: number;
+  createdMs: number;
+}
+
 export interface DeploymentRecord {
   id: string;
   tenant: string;
@@ -68,6 +75,8 @@ export interface PolicyStore {
   getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined>;
   /** Versions of one script, oldest first. */
   listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]>;
+  /** The tenant's scripts by name (sorted), each with its latest version. */
+  listScripts(tenant: string): Promise<ScriptSummary[]>;
 
   /** Stores a deployment numbered after the tenant's last one; it becomes the tenant's current deployment. */
   createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord>;

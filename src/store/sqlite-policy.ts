@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { rowToRun, type RunRow } from "./rows.js";
 import type { RunRecord, RunSearch } from "./types.js";
-import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
 import type { WriteOptions } from "./quota.js";
 import { hookCallBytes, scriptVersionBytes } from "./row-bytes.js";
 import type { SqliteTenantUsage } from "./sqlite-usage.js";
@@ -94,6 +94,12 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
       ),
       getVersion: db.prepare("SELECT * FROM script_versions WHERE tenant = ? AND name = ? AND version = ?"),
       listVersions: db.prepare("SELECT * FROM script_versions WHERE tenant = ? AND name = ? ORDER BY version"),
+      // The latest version of each name: versions only grow, so its row is the one with the highest number.
+      listScripts: db.prepare(
+        `SELECT name, version AS latestVersion, created_ms AS createdMs FROM script_versions AS v
+         WHERE tenant = ? AND version = (SELECT MAX(version) FROM script_versions WHERE tenant = v.tenant AND name = v.name)
+         ORDER BY name`,
+      ),
       insertDeployment: db.prepare(
         `INSERT INTO deployments (id, tenant, number, scripts, shadow, from_config, previous_id, rollback_of, created_ms)
          VALUES (?, ?, (SELECT coalesce(max(number), 0) + 1 FROM deployments WHERE tenant = ?), ?, ?, ?, ?, ?, ?) RETURNING *`,
@@ -137,6 +143,10 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
 
   async listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]> {
     return (this.statements.listVersions.all(tenant, name) as VersionRow[]).map(toVersion);
+  }
+
+  async listScripts(tenant: string): Promise<ScriptSummary[]> {
+    return this.statements.listScripts.all(tenant) as ScriptSummary[];
   }
 
   async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {

@@ -1,5 +1,5 @@
 import type { RunRecord, RunSearch } from "./types.js";
-import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptVersionRecord } from "./policy-types.js";
+import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
 import type { WriteOptions } from "./quota.js";
 
 /** The PolicyStore half of a store, served by its policy tables (sqlite-policy.ts, memory-policy.ts). */
@@ -14,6 +14,9 @@ export abstract class WithPolicyTables implements PolicyStore, RunSearch {
   }
   listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]> {
     return this.policy.listScriptVersions(tenant, name);
+  }
+  listScripts(tenant: string): Promise<ScriptSummary[]> {
+    return this.policy.listScripts(tenant);
   }
   createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
     return this.policy.createDeployment(deployment);

@@ -71,6 +71,9 @@ describe("script versions and deployments over HTTP", () => {
       [2, ["policy.ts", "lib/rules.ts"]],
     ]);
     expect((await globex().request("GET", "/v1/scripts/policy")).status).toBe(404);
+    const scripts = await acme().request("GET", "/v1/scripts");
+    expect(scripts.body.scripts.map((x: { name: string; latestVersion: number }) => [x.name, x.latestVersion])).toEqual([["policy", 2]]);
+    expect((await globex().request("GET", "/v1/scripts")).body).toEqual({ scripts: [] });
 
     const config = await acme().request("GET", "/v1/deployment");
     expect(config.body).toMatchObject({ number: 1, fromConfig: true, scripts: [] });

@@ -33,6 +33,13 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
     expect((await store.getScriptVersion("acme", "policy", 2))?.files).toEqual({ "policy.ts": "b" });
     expect(await store.getScriptVersion("globex", "policy", 2)).toBeUndefined();
     expect((await store.listScriptVersions("acme", "policy")).map((v) => v.bundleHash)).toEqual(["hash-a", "hash-b"]);
+    // The tenant's scripts by name, each with its latest version; another tenant's are not among them.
+    expect((await store.listScripts("acme")).map((x) => [x.name, x.latestVersion])).toEqual([
+      ["other", 1],
+      ["policy", 2],
+    ]);
+    expect((await store.listScripts("globex")).map((x) => [x.name, x.latestVersion])).toEqual([["policy", 1]]);
+    expect(await store.listScripts("initech")).toEqual([]);
   });
 
   it("keeps each tenant's deployment history in order, and runs with the deployment they used", async () => {
