@@ -1,4 +1,4 @@
-import { Admission, type AdmissionLimits } from "./admission.js";
+import { Admission, type AdmissionLimits, type Admitted } from "./admission.js";
 import { CallbackGate, type GateOwner } from "./callback-gate.js";
 import { CallbacksInFlight, type Callback, type CallbackRequest } from "./callback.js";
 import { HookboxError, isHookboxError } from "../errors.js";
@@ -153,10 +153,11 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
 
   /** RunOwner: runs one callback; resolves with what it returned (replyValue() makes it a value). */
   call(run: SandboxRunImpl, request: CallbackRequest): Promise<CallReply> {
-    let admitted;
+    let admitted: Admitted;
     try {
       admitted = this.admission.admit(run, request, this.gate.waiting);
     } catch (error) {
+      // A refusal rejects the call like any failure of it; nothing was queued.
       return Promise.reject(error as HookboxError);
     }
     const { bundle, encoded, depth, prefetch } = admitted;
