@@ -12,53 +12,45 @@ const USAGE_SUMS = [
   "coalesce(sum(sandbox_cpu_ms), 0) AS sandboxCpuMs",
 ].join(", ");
 
-/** Every statement the store runs, prepared once per database. */
-export function prepareStatements(db: Database.Database) {
-  return {
-    insertSession: db.prepare(
-      "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ),
-    getSession: db.prepare("SELECT * FROM sessions WHERE id = ?"),
-    insertRun: db.prepare(
-      "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    ),
-    getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
-    runsOfSession: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?"),
-    countRuns: db.prepare("SELECT count(*) AS n FROM runs WHERE session_id = ?"),
-    reopenRun: db.prepare(
-      "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, iterations = ? WHERE id = ?",
-    ),
-    insertEvent: db.prepare("INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)"),
-    // A run created before the loop named its inference id takes it from its first event.
-    advanceSeq: db.prepare(
-      "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
-    ),
-    finishRun: db.prepare(
-      "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?",
-    ),
-    listEvents: db.prepare("SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
-    openPause: db.prepare(
-      "INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)",
-    ),
-    closePause: db.prepare("UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?"),
-    closeAllPauses: db.prepare("UPDATE pauses SET closed_reason = ? WHERE run_id = ? AND closed_reason IS NULL"),
-    openPauses: db.prepare("SELECT * FROM pauses WHERE run_id = ? AND closed_reason IS NULL ORDER BY opened_ms"),
-    insertSnapshot: db.prepare(
-      "INSERT INTO snapshots (run_id, idx, phase, turn, last_seq, iterations, created_ms) VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM snapshots WHERE run_id = ?), ?, ?, ?, ?, ?) RETURNING idx",
-    ),
-    latestSnapshot: db.prepare("SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx DESC LIMIT 1"),
-    listSnapshots: db.prepare("SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx"),
-    recordToolResult: db.prepare("INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)"),
-    listToolResults: db.prepare("SELECT call_id, block FROM tool_results WHERE run_id = ?"),
-    runningRuns: db.prepare("SELECT * FROM runs WHERE status = 'running'"),
-    // The tenant comes from the run's session, so the ledger can be summed per tenant without a join.
-    insertUsage: db.prepare(
-      `INSERT INTO usage_ledger (tenant, run_id, at_ms, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms)
+/** Every statement the store runs, by name. */
+const SQL = {
+  insertSession:
+    "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",
+  getSession: "SELECT * FROM sessions WHERE id = ?",
+  insertRun:
+    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+  getRun: "SELECT * FROM runs WHERE id = ?",
+  runsOfSession: "SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?",
+  countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
+  reopenRun:
+    "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, iterations = ? WHERE id = ?",
+  insertEvent: "INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)",
+  // A run created before the loop named its inference id takes it from its first event.
+  advanceSeq:
+    "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
+  finishRun: "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?",
+  listEvents: "SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  openPause: "INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)",
+  closePause: "UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?",
+  closeAllPauses: "UPDATE pauses SET closed_reason = ? WHERE run_id = ? AND closed_reason IS NULL",
+  openPauses: "SELECT * FROM pauses WHERE run_id = ? AND closed_reason IS NULL ORDER BY opened_ms",
+  insertSnapshot:
+    "INSERT INTO snapshots (run_id, idx, phase, turn, last_seq, iterations, created_ms) VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM snapshots WHERE run_id = ?), ?, ?, ?, ?, ?) RETURNING idx",
+  latestSnapshot: "SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx DESC LIMIT 1",
+  listSnapshots: "SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx",
+  recordToolResult: "INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)",
+  listToolResults: "SELECT call_id, block FROM tool_results WHERE run_id = ?",
+  runningRuns: "SELECT * FROM runs WHERE status = 'running'",
+  // The tenant comes from the run's session, so the ledger can be summed per tenant without a join.
+  insertUsage: `INSERT INTO usage_ledger (tenant, run_id, at_ms, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms)
        SELECT s.tenant, r.id, ?, ?, ?, ?, ?, ?, ?, ? FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?`,
-    ),
-    usageSince: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`),
-    usageOfRun: db.prepare(`SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`),
-  };
-}
+  usageSince: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`,
+  usageOfRun: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`,
+};
 
-export type SqliteStatements = ReturnType<typeof prepareStatements>;
+export type SqliteStatements = { [Name in keyof typeof SQL]: Database.Statement };
+
+/** The store's statements, prepared once per database. */
+export function prepareStatements(db: Database.Database): SqliteStatements {
+  return Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, db.prepare(sql)])) as SqliteStatements;
+}
