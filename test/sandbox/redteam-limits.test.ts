@@ -23,9 +23,9 @@ async function expectContained(body: string, code: string, boundMs: number, mess
   if (messagePart) expect(error.message).toContain(messagePart);
   await victimDuring;
   await good.served(); // and after
-  // The same tenant's next callback works. It re-creates the script's context, whose top-level evaluation a
-  // loaded machine can stretch past a tight attack limit: the check is that the tenant survives, under defaults.
-  pool.tenant(tenant, { cpuMs: 200, wallMs: 5000 });
+  // The same tenant's next callback works. It re-creates the script's context, whose top-level evaluation (timed
+  // by the wall clock) a heavily loaded machine stretched past 200 ms: the check is that the tenant survives.
+  pool.tenant(tenant, { cpuMs: 1000, wallMs: 5000 });
   expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
   await assertWorkerIntact(pool, tenant);
   return error;
@@ -81,7 +81,7 @@ describe("red team: CPU and time", () => {
     expect(error.code).toBe("SANDBOX_TIMEOUT");
     expect(error.ms).toBeLessThan(3000);
     await good.served();
-    pool.tenant(tenant, { cpuMs: 200, wallMs: 5000 }); // as in expectContained: survival, not speed under load
+    pool.tenant(tenant, { cpuMs: 1000, wallMs: 5000 }); // as in expectContained: survival, not speed under load
     expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
     // A tenant that broke a limit is moved to the quarantine worker.
     expect(pool.workers().find((worker) => worker.tenants.includes(tenant))?.role).toBe("quarantine");

@@ -93,6 +93,7 @@ export async function victimStillServed(url: string, key: string): Promise<void>
 /**
  * The bound a test asserts on the stall (CPU ms). The goal, under 100 ms, is measured by
  * scripts/bench/host-stall-server.mjs (BENCHMARKS.md); a test only asserts a bound with a wide margin that
- * the unbounded host work these attacks used to cause (seconds) would still break.
+ * the unbounded host work these attacks used to cause (seconds) would still break. The widest case, a raised
+ * per-result budget, stalls 165-181 ms on a quiet machine and was seen at 260 ms on a heavily loaded one.
  */
-export const STALL_BOUND_MS = 250;
+export const STALL_BOUND_MS = 500;
