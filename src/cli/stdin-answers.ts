@@ -1,8 +1,7 @@
 import { createInterface, type Interface } from "node:readline";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle } from "../host/types.js";
-import type { AnswerResult, ApprovalAnswer } from "../host/types.js";
-import type { JsonObject } from "../turns/json.js";
+import type { AnswerResult, ApprovalAnswer, RunHandle } from "../host/types.js";
+import { isParsedObject, type JsonObject } from "../turns/json.js";
 import { ApprovalPrompt } from "./approval-prompt.js";
 
 export interface StdinOptions {
@@ -76,7 +75,7 @@ export class StdinAnswers {
     if (!text) return;
     if (typeof message?.continue === "string") {
       if (!this.handle.continue(message.continue)) this.warn(`${message.continue} is not this run's open pause`);
-    } else if (typeof message?.approve === "string" && (message.args === undefined || isObject(message.args))) {
+    } else if (typeof message?.approve === "string" && (message.args === undefined || isParsedObject(message.args))) {
       this.answer(message.approve, { decision: "approve", ...(message.args ? { args: message.args as JsonObject } : {}) });
     } else if (typeof message?.reject === "string" && (message.reason === undefined || typeof message.reason === "string")) {
       this.answer(message.reject, { decision: "reject", ...(message.reason ? { reason: message.reason as string } : {}) });
@@ -97,8 +96,4 @@ export class StdinAnswers {
   private warn(message: string): void {
     process.stderr.write(`hookbox ${this.options.command}: stdin: ${message}\n`);
   }
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
 }

@@ -1,4 +1,4 @@
-import type { Json } from "../turns/json.js";
+import { isParsedObject, type Json } from "../turns/json.js";
 import { BLOCK_KINDS } from "../turns/keys.gen.js";
 import { jsonPath } from "./json-path.js";
 
@@ -23,10 +23,6 @@ function keepOnly(object: Record<string, Json>, keys: Set<string>): void {
   for (const key of Object.keys(object)) if (!keys.has(key)) delete object[key];
 }
 
-function isPlainObject(value: unknown): value is Record<string, Json> {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
 function describe(value: unknown): string {
   return value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
 }
@@ -38,18 +34,18 @@ function describe(value: unknown): string {
  */
 export function checkParsedTurn(value: Json | undefined): ShapeProblem | undefined {
   const problem = (path: PropertyKey[], message: string): ShapeProblem => ({ path: jsonPath(path), message });
-  if (!isPlainObject(value)) return problem([], `expected a turn object, got ${describe(value)}`);
+  if (!isParsedObject(value)) return problem([], `expected a turn object, got ${describe(value)}`);
   if (typeof value.id !== "string" || value.id === "") return problem(["id"], "expected a non-empty string");
   if (!Array.isArray(value.blocks)) return problem(["blocks"], `expected an array, got ${describe(value.blocks)}`);
   for (const bag of ["metadata", "data"] as const) {
     if (value[bag] === undefined) value[bag] = {};
-    else if (!isPlainObject(value[bag])) return problem([bag], `expected an object, got ${describe(value[bag])}`);
+    else if (!isParsedObject(value[bag])) return problem([bag], `expected an object, got ${describe(value[bag])}`);
   }
   keepOnly(value, turnKeys);
   const blocks = value.blocks;
   for (let index = 0; index < blocks.length; index++) {
     const block = blocks[index];
-    if (!isPlainObject(block)) return problem(["blocks", index], `expected a block object, got ${describe(block)}`);
+    if (!isParsedObject(block)) return problem(["blocks", index], `expected a block object, got ${describe(block)}`);
     if (typeof block.id !== "string" || block.id === "") return problem(["blocks", index, "id"], "expected a non-empty string");
     if (typeof block.kind !== "string" || block.kind === "") return problem(["blocks", index, "kind"], "expected a non-empty string");
     if (!knownKinds.has(block.kind)) block.kind = "other";
@@ -57,7 +53,7 @@ export function checkParsedTurn(value: Json | undefined): ShapeProblem | undefin
       return problem(["blocks", index, "role"], `expected a string, got ${describe(block.role)}`);
     for (const bag of ["payload", "metadata"] as const) {
       if (block[bag] === undefined) block[bag] = {};
-      else if (!isPlainObject(block[bag])) return problem(["blocks", index, bag], `expected an object, got ${describe(block[bag])}`);
+      else if (!isParsedObject(block[bag])) return problem(["blocks", index, bag], `expected an object, got ${describe(block[bag])}`);
     }
     keepOnly(block, blockKeys);
   }

@@ -7,6 +7,11 @@ export type JsonObject = { [key: string]: Json };
 export const JsonSchema: z.ZodType<Json> = z.json() as z.ZodType<Json>;
 export const JsonObjectSchema = z.record(z.string(), JsonSchema);
 
+/** An object (not null, not an array) of a JSON.parse result: its values are JSON by construction. */
+export function isParsedObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
 /**
  * True when `value` survives a JSON round trip unchanged: no functions, undefined, NaN or Infinity, class
  * instances or cycles. Checked by hand because z.json() accepts a cyclic object.
