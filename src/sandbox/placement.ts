@@ -17,7 +17,7 @@ export interface PlacedTenant extends Evictable {
  */
 export class TenantPlacement {
   private current: WorkerProcess | undefined;
-  private quarantinedFlag = false;
+  private quarantined = false;
 
   constructor(
     private readonly placed: PlacedTenant,
@@ -31,13 +31,9 @@ export class TenantPlacement {
     return this.current;
   }
 
-  get quarantined(): boolean {
-    return this.quarantinedFlag;
-  }
-
   /** The tenant breached a bound inside its worker, or overran its time: from now on it runs apart. */
   quarantine(): void {
-    this.quarantinedFlag = true;
+    this.quarantined = true;
   }
 
   /** The worker for the tenant's next message: its own, or a new assignment when it should move and may. */
@@ -47,7 +43,7 @@ export class TenantPlacement {
       if (!this.shouldMove(current) || this.placed.hasPlacedCallbacks()) return this.used(current);
       this.leave();
     }
-    this.current = this.supervisor.assign(this.placed.tenant, { quarantined: this.quarantinedFlag, isolation: this.isolation });
+    this.current = this.supervisor.assign(this.placed.tenant, { quarantined: this.quarantined, isolation: this.isolation });
     return this.used(this.current);
   }
 
@@ -66,7 +62,7 @@ export class TenantPlacement {
     this.current = undefined;
     this.live.forget(this.placed);
     const culprit = exit.reason === "killed-overdue" && exit.overdueTenant === this.placed.tenant;
-    if (culprit) this.quarantinedFlag = true;
+    if (culprit) this.quarantined = true;
     return { ours: true, culprit };
   }
 
@@ -92,7 +88,7 @@ export class TenantPlacement {
 
   /** Retiring workers are left; so are shared ones once quarantined, and workers of the other isolation mode. */
   private shouldMove(worker: WorkerProcess): boolean {
-    if (worker.retiring || (this.quarantinedFlag && worker.role !== "quarantine")) return true;
+    if (worker.retiring || (this.quarantined && worker.role !== "quarantine")) return true;
     return this.supervisor.isDedicated(worker) !== (this.isolation === "process-per-tenant");
   }
 }

@@ -87,14 +87,6 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
     this.placement.isolation = isolation;
   }
 
-  get isQuarantined(): boolean {
-    return this.placement.quarantined;
-  }
-
-  get workerPid(): number | undefined {
-    return this.placement.worker?.pid;
-  }
-
   async load(sources: ScriptSource[]): Promise<ScriptManifest[]> {
     const bundles = await Promise.all(sources.map((source) => bundleScript(source)));
     const loaded: { manifest: ScriptManifest; bundle: Bundle }[] = [];
