@@ -73,32 +73,42 @@ export class HookChain {
 
   /** `signal` ends an open approval of this call when its batch stops (another call aborted the run). */
   async beforeToolCall(payload: BeforeToolCallPayload, options: { signal?: AbortSignal } = {}): Promise<BeforeOutcome> {
-    return this.evaluated("beforeToolCall", payload, (trace) => this.before(payload, trace, options));
+    return this.toolEvaluated("beforeToolCall", payload, (trace) => this.before(payload, trace, options));
   }
 
   async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
-    return this.evaluated("afterToolCall", payload, (trace) => this.after(payload, trace));
+    return this.toolEvaluated("afterToolCall", payload, (trace) => this.after(payload, trace));
   }
 
   async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
-    return this.evaluated("onToolError", payload, (trace) => this.onError(payload, trace));
+    return this.toolEvaluated("onToolError", payload, (trace) => this.onError(payload, trace));
   }
 
-  /** One tool-call hook evaluation: shadows see the payload, the chain decides, its verdict is reported. */
-  private async evaluated<O extends { kind: string }>(
+  /** One tool-call hook evaluation, reported under the call's id and attempt. */
+  private toolEvaluated<O extends { kind: string }>(
     hook: "beforeToolCall" | "afterToolCall" | "onToolError",
     payload: BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload,
     chain: (trace: Trace) => Promise<O>,
   ): Promise<O> {
+    return this.evaluated(hook, payload, { callId: payload.call.id, attempt: payload.attempt }, chain, (outcome, trace) =>
+      toolHookVerdict(hook, payload, outcome, trace),
+    );
+  }
+
+  /** One chain evaluation: shadows see the payload, the chain decides, its verdict is reported under `at`. */
+  private async evaluated<O>(
+    hook: HookName,
+    payload: HookPayload,
+    at: { callId: string; attempt: number },
+    chain: (trace: Trace) => Promise<O>,
+    verdictOf: (outcome: O, trace: Trace) => Verdict,
+  ): Promise<O> {
     this.options.shadowHooks?.observe(hook, payload);
     const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
     const outcome = await chain(trace);
-    this.report(hook, payload.call.id, payload.attempt, toolHookVerdict(hook, payload, outcome, trace), trace, payload);
+    const verdict = verdictOf(outcome, trace);
+    this.options.onVerdict?.({ hook, ...at, verdict, decision: trace.decision, payload, shadow: this.options.shadow ?? false });
     return outcome;
-  }
-
-  private report(hook: HookName, callId: string, attempt: number, verdict: Verdict, trace: Trace, payload: HookPayload): void {
-    this.options.onVerdict?.({ hook, callId, attempt, verdict, decision: trace.decision, payload, shadow: this.options.shadow ?? false });
   }
 
   private async before(payload: BeforeToolCallPayload, trace: Trace, options: { signal?: AbortSignal }): Promise<BeforeOutcome> {
@@ -154,11 +164,13 @@ export class HookChain {
    * Its verdict is reported as call `run`, attempt 1.
    */
   async beforeRun(payload: BeforeRunPayload): Promise<RunStartOutcome> {
-    this.options.shadowHooks?.observe("beforeRun", payload);
-    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
-    const outcome = await this.runStart(payload, trace);
-    this.report("beforeRun", RUN_CALL_ID, 1, runHookVerdict(payload.prompt, outcome, trace), trace, payload);
-    return outcome;
+    return this.evaluated(
+      "beforeRun",
+      payload,
+      { callId: RUN_CALL_ID, attempt: 1 },
+      (trace) => this.runStart(payload, trace),
+      (outcome, trace) => runHookVerdict(payload.prompt, outcome, trace),
+    );
   }
 
   private async runStart(payload: BeforeRunPayload, trace: Trace): Promise<RunStartOutcome> {
@@ -191,11 +203,13 @@ export class HookChain {
    * is reported as call `run`, attempt `continues + 1` (the first check of a run is attempt 1).
    */
   async beforeFinish(payload: BeforeFinishPayload): Promise<FinishOutcome> {
-    this.options.shadowHooks?.observe("beforeFinish", payload);
-    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
-    const outcome = await this.finishCheck(payload, trace);
-    this.report("beforeFinish", RUN_CALL_ID, payload.continues + 1, runHookVerdict(undefined, outcome, trace), trace, payload);
-    return outcome;
+    return this.evaluated(
+      "beforeFinish",
+      payload,
+      { callId: RUN_CALL_ID, attempt: payload.continues + 1 },
+      (trace) => this.finishCheck(payload, trace),
+      (outcome, trace) => runHookVerdict(undefined, outcome, trace),
+    );
   }
 
   private async finishCheck(payload: BeforeFinishPayload, trace: Trace): Promise<FinishOutcome> {

@@ -58,8 +58,11 @@ export class Deployments {
   /** Each tenant's current deployment as this process last read it. */
   private readonly currentIds = new Map<string, string>();
   private retireTimer: NodeJS.Timeout | undefined;
+  private readonly retireAfterMs: number;
 
-  constructor(private readonly options: DeploymentsOptions) {}
+  constructor(private readonly options: DeploymentsOptions) {
+    this.retireAfterMs = options.retireAfterMs ?? 60_000;
+  }
 
   /** The tenant's current deployment (the first one, of the config's scripts, is made on first use). */
   async current(tenant: string): Promise<DeploymentRecord> {
@@ -191,12 +194,11 @@ export class Deployments {
    */
   private retireIdle(): void {
     this.retireTimer = undefined;
-    const retireAfterMs = this.options.retireAfterMs ?? 60_000;
     const now = performance.now();
     let waiting = false;
     for (const [id, entry] of this.loaded) {
       if (this.currentIds.get(entry.tenant) === id || entry.liveRuns > 0) continue;
-      if (now - entry.lastUsed < retireAfterMs) {
+      if (now - entry.lastUsed < this.retireAfterMs) {
         waiting = true;
         continue;
       }
@@ -213,7 +215,7 @@ export class Deployments {
 
   private scheduleRetirement(): void {
     if (this.retireTimer) return;
-    this.retireTimer = setTimeout(() => this.retireIdle(), (this.options.retireAfterMs ?? 60_000) + 1);
+    this.retireTimer = setTimeout(() => this.retireIdle(), this.retireAfterMs + 1);
     this.retireTimer.unref();
   }
 
