@@ -1,7 +1,6 @@
 import type { Interface } from "node:readline";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle } from "../host/types.js";
-import type { ApprovalAnswer } from "../host/types.js";
+import type { RunHandle, ApprovalAnswer } from "../host/types.js";
 import type { JsonObject } from "../turns/json.js";
 
 type Requested = Extract<HookboxEvent, { type: "approval.requested" }>;

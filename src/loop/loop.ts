@@ -1,10 +1,9 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
-import type { ErrorPolicy, RetryBounds, RunPersistence } from "../host/types.js";
+import type { ErrorPolicy, RetryBounds, RunPersistence, RunHandle, RunResult, SnapshotPhase, RunBudgets } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import { PayloadKeys, TurnDataKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
-import type { RunHandle, RunResult, SnapshotPhase } from "../host/types.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
@@ -27,7 +26,6 @@ import { traceToolCall } from "../telemetry/traced-calls.js";
 import { Approvals } from "./approvals.js";
 import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
 import { DEFAULT_RUN_BUDGETS, RunBudgetMeter } from "./run-budget.js";
-import type { RunBudgets } from "../host/types.js";
 
 export interface LoopLimits {
   maxIterations: number;

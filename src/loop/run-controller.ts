@@ -1,10 +1,9 @@
 import { HookboxError } from "../errors.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { EventLog } from "./event-log.js";
-import type { RunHandle, RunResult } from "../host/types.js";
+import type { RunHandle, RunResult, AnswerResult, ApprovalAnswer, OpenApproval } from "../host/types.js";
 import type { Stepper } from "./stepper.js";
 import type { Approvals } from "./approvals.js";
-import type { AnswerResult, ApprovalAnswer, OpenApproval } from "../host/types.js";
 
 /** The run handle: events, wait, cancel and continue over one running loop. */
 export class RunController implements RunHandle {

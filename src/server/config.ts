@@ -3,11 +3,10 @@ import { dirname, resolve } from "node:path";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { HookboxError } from "../errors.js";
-import type { ModelSpec, RunOptions, TenantConfig } from "../host/types.js";
+import type { ModelSpec, RunOptions, TenantConfig, RunBudgets } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
 import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
-import type { RunBudgets } from "../host/types.js";
 import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*

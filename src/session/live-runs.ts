@@ -1,7 +1,6 @@
 import { HookboxError } from "../errors.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle, RunResult } from "../host/types.js";
-import type { StartRunRequest, TenantRuntime } from "../host/types.js";
+import type { RunHandle, RunResult, StartRunRequest, TenantRuntime } from "../host/types.js";
 import type { Block } from "../turns/turn.js";
 import type { Store } from "../store/types.js";
 import { StoredRunPersistence } from "./persistence.js";

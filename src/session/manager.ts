@@ -19,8 +19,7 @@
 import { HookboxError } from "../errors.js";
 import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle } from "../host/types.js";
-import type { RunOptions, TenantRuntime } from "../host/types.js";
+import type { RunHandle, RunOptions, TenantRuntime } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";

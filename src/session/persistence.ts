@@ -1,11 +1,9 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase } from "../host/types.js";
-import type { RunPersistence } from "../host/types.js";
+import type { SnapshotPhase, RunPersistence, ChainVerdict } from "../host/types.js";
 import type { Store, WriteOptions } from "../store/types.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { RunFeed } from "./run-feed.js";
-import type { ChainVerdict } from "../host/types.js";
 import type { JsonObject } from "../turns/json.js";
 
 /**

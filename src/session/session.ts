@@ -1,5 +1,4 @@
-import type { RunHandle } from "../host/types.js";
-import type { RunOptions, TenantConfig } from "../host/types.js";
+import type { RunHandle, RunOptions, TenantConfig } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import type { SessionRecord } from "../store/types.js";
 

@@ -1,8 +1,7 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { FinalStatus, HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase } from "../host/types.js";
-import type { RunOptions } from "../host/types.js";
+import type { SnapshotPhase, RunOptions } from "../host/types.js";
 import type { WriteOptions } from "./quota.js";
 import type { KvStore } from "./kv.js";
 import type { RunUsage } from "../host/usage.js";

@@ -3,10 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ScriptedStep } from "../../src/engine/scripted.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import type { RunResult } from "../../src/host/types.js";
+import type { RunResult, RunOptions, StartRunRequest, TenantRuntime } from "../../src/host/types.js";
 import type { HostModule } from "../../src/host/host-module.js";
 import { createTenantRuntime, type TenantRuntimeExtras } from "../../src/host/tenant-runtime.js";
-import type { RunOptions, StartRunRequest, TenantRuntime } from "../../src/host/types.js";
 import type { SandboxPool, ScriptSource } from "../../src/sandbox/api.js";
 
 export const tmp = (prefix = "hookbox-test-") => mkdtempSync(join(tmpdir(), prefix));

@@ -1,7 +1,5 @@
 import type { HookboxEvent, EventBody } from "../../src/events/types.js";
-import type { RunHandle, RunResult } from "../../src/host/types.js";
-import type { AnswerResult } from "../../src/host/types.js";
-import type { StartRunRequest, TenantRuntime } from "../../src/host/types.js";
+import type { RunHandle, RunResult, AnswerResult, StartRunRequest, TenantRuntime } from "../../src/host/types.js";
 import type { Turn } from "../../src/turns/turn.js";
 
 /*

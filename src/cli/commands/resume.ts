@@ -1,8 +1,7 @@
 import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
 import { createTenantRuntime } from "../../host/tenant-runtime.js";
-import type { TenantConfig, TenantRuntime } from "../../host/types.js";
-import type { RunHandle } from "../../host/types.js";
+import type { TenantConfig, TenantRuntime, RunHandle } from "../../host/types.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type Store } from "../../store/index.js";
 import { SessionManager } from "../../session/manager.js";

@@ -1,7 +1,6 @@
 import { parseModelFlag } from "../../engine/model-spec.js";
 import { createTenantRuntime } from "../../host/tenant-runtime.js";
-import type { TenantConfig, TenantRuntime } from "../../host/types.js";
-import type { RunHandle } from "../../host/types.js";
+import type { TenantConfig, TenantRuntime, RunHandle } from "../../host/types.js";
 import { newId } from "../../loop/ids.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type Store } from "../../store/index.js";
