@@ -137,7 +137,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
 
   app.get("/v1/runs/:runId", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
-    const { ownerPid: _owner, ...visible } = run;
+    const { ownerPid: _owner, ownerInstance: _instance, ...visible } = run;
     if (visible.reason !== undefined) visible.reason = redact(visible.reason);
     return c.json({ ...visible, pauses: await manager.store.openPauses(run.id) });
   });

@@ -26,6 +26,7 @@ import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns } from "./live-runs.js";
 import { readRunEvents, readRunEventTexts } from "./read-events.js";
+import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions, type SessionOwner } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
 
@@ -95,6 +96,7 @@ export class SessionManager implements SessionOwner {
           startedMs: Date.now(),
           lastSeq: 0,
           ownerPid: process.pid,
+          ownerInstance: thisProcessInstance(),
           ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
         },
         this.quota(record.tenant),
@@ -129,7 +131,7 @@ export class SessionManager implements SessionOwner {
       const turn = snapshot?.turn ?? withUserMessage(await this.historyBefore(record, runs, run.id), run);
       const iterations = snapshot?.iterations ?? 0;
       const inferenceId = run.inferenceId || newId("inf");
-      await this.store.reopenRun(run.id, { ownerPid: process.pid, iterations });
+      await this.store.reopenRun(run.id, { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations });
       return this.runs.launch(
         runtime,
         {

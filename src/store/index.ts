@@ -15,6 +15,7 @@ export type {
 export { SqliteStore } from "./sqlite.js";
 export { MemoryStore } from "./memory.js";
 export { LATEST_VERSION as STORE_SCHEMA_VERSION } from "./migrations.js";
+export { thisProcessInstance } from "./process-alive.js";
 
 /**
  * Opens the SQLite store at `file` (created if missing; `:memory:` for a throwaway one). Runs left

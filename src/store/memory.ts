@@ -106,10 +106,11 @@ export class MemoryStore extends WithPolicyTables implements Store {
     return [...this.runs.values()].filter((state) => state.record.sessionId === sessionId).length;
   }
 
-  async reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void> {
+  async reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void> {
     const run = this.state(runId).record;
     run.status = "running";
     run.ownerPid = options.ownerPid;
+    run.ownerInstance = options.ownerInstance;
     run.iterations = options.iterations;
     delete run.reason;
     delete run.errorCode;
@@ -145,6 +146,7 @@ export class MemoryStore extends WithPolicyTables implements Store {
       if (event.reason !== undefined) run.reason = event.reason;
       if (event.errorCode !== undefined) run.errorCode = event.errorCode;
       delete run.ownerPid;
+      delete run.ownerInstance;
     }
   }
 

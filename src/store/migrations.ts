@@ -181,6 +181,11 @@ export const MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    version: 6,
+    description: "the owner process instance of a running run (boot id and start time), so ownership survives PID reuse",
+    sql: `ALTER TABLE runs ADD COLUMN owner_instance TEXT;`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

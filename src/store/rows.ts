@@ -28,6 +28,8 @@ export interface RunRow {
   finished_ms: number | null;
   last_seq: number;
   owner_pid: number | null;
+  /** Added by migration 6 (null on runs stored before it). */
+  owner_instance?: string | null;
   /** Added by migration 2 (null on runs stored before it). */
   deployment?: string | null;
 }
@@ -78,6 +80,7 @@ export function rowToRun(row: RunRow): RunRecord {
     ...(row.finished_ms !== null ? { finishedMs: row.finished_ms } : {}),
     lastSeq: row.last_seq,
     ...(row.owner_pid !== null ? { ownerPid: row.owner_pid } : {}),
+    ...(row.owner_instance ? { ownerInstance: row.owner_instance } : {}),
     ...(row.deployment ? { deployment: JSON.parse(row.deployment) } : {}),
   };
 }

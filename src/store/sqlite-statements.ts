@@ -18,17 +18,18 @@ const SQL = {
     "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",
   getSession: "SELECT * FROM sessions WHERE id = ?",
   insertRun:
-    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
   getRun: "SELECT * FROM runs WHERE id = ?",
   runsOfSession: "SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?",
   countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
   reopenRun:
-    "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, iterations = ? WHERE id = ?",
+    "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ? WHERE id = ?",
   insertEvent: "INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)",
   // A run created before the loop named its inference id takes it from its first event.
   advanceSeq:
     "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
-  finishRun: "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL WHERE id = ?",
+  finishRun:
+    "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL, owner_instance = NULL WHERE id = ?",
   listEvents: "SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
   openPause: "INSERT OR REPLACE INTO pauses (pause_id, run_id, phase, deadline_ms, pending, opened_ms) VALUES (?, ?, ?, ?, ?, ?)",
   closePause: "UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?",

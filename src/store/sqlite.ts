@@ -4,7 +4,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../host/types.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
-import { isProcessAlive } from "./process-alive.js";
+import { isOwnerAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
 import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
@@ -125,6 +125,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
           run.startedMs,
           run.lastSeq,
           run.ownerPid ?? null,
+          run.ownerInstance ?? null,
           run.deployment ? JSON.stringify(run.deployment) : null,
           run.deployment?.id ?? null,
         );
@@ -146,8 +147,8 @@ export class SqliteStore extends WithPolicyTables implements Store {
     return (this.statements.countRuns.get(sessionId) as { n: number }).n;
   }
 
-  async reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void> {
-    this.write("reopen run", () => this.statements.reopenRun.run(options.ownerPid, options.iterations, runId));
+  async reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void> {
+    this.write("reopen run", () => this.statements.reopenRun.run(options.ownerPid, options.ownerInstance, options.iterations, runId));
   }
 
   async appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void> {
@@ -275,11 +276,17 @@ export class SqliteStore extends WithPolicyTables implements Store {
     this.appendEventNow(runId, interruptedEvent(rowToRun(run), reason));
   }
 
-  /** A `running` run whose owner process is gone was cut off mid-phase: it becomes `interrupted`. */
+  /**
+   * A `running` run whose owner process is gone was cut off mid-phase: it becomes `interrupted`. A process
+   * that now has the owner's pid is not its owner (process-alive.ts), so a restart that gets the same pid (PID 1
+   * in a container) still recovers its predecessor's runs.
+   */
   private interruptOrphanedRuns(): void {
     const rows = this.statements.runningRuns.all() as RunRow[];
     for (const row of rows) {
-      if (row.owner_pid !== null && isProcessAlive(row.owner_pid)) continue;
+      const owner =
+        row.owner_pid === null ? undefined : { pid: row.owner_pid, ...(row.owner_instance ? { instance: row.owner_instance } : {}) };
+      if (owner && isOwnerAlive(owner)) continue;
       this.write(`mark run ${row.id} interrupted`, () =>
         this.markInterruptedNow(row.id, "the process running it ended while it was in flight"),
       );

@@ -47,6 +47,8 @@ export interface RunRecord {
   lastSeq: number;
   /** Process that owns a `running` run; a dead owner means the run was interrupted. */
   ownerPid?: number;
+  /** That process's instance (process-alive.ts): tells a live owner from a later process that got its pid. */
+  ownerInstance?: string;
   /** The deployment (script versions) the run started with; its resume uses the same. */
   deployment?: RunDeployment;
 }
@@ -123,7 +125,7 @@ export interface Store extends PolicyStore, RunSearch {
   listRuns(sessionId: string, page?: { offset?: number; limit?: number }): Promise<RunRecord[]>;
   countRuns(sessionId: string): Promise<number>;
   /** Marks a run live again (resume): status `running`, owned by this process, iterations as of the snapshot. */
-  reopenRun(runId: string, options: { ownerPid: number; iterations: number }): Promise<void>;
+  reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void>;
 
   /**
    * Appends one event (seq must be lastSeq + 1). Keeps derived state in the same transaction:

@@ -18,15 +18,20 @@ export async function startServe(options: {
   env?: NodeJS.ProcessEnv;
   /** Node options before the script (e.g. `--import` a measuring module). */
   nodeArgs?: string[];
+  /**
+   * Bash run first, in the process that then becomes the server (`exec`): `ulimit -n 256` applies to the
+   * server, and `$$` is the server's pid.
+   */
+  shellPrelude?: string;
 }): Promise<ServeProcess> {
-  const child = spawn(
-    process.execPath,
-    [...(options.nodeArgs ?? []), hookboxBin, "serve", "--port", "0", "--store", options.store, "--config", options.config],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, ...options.env },
-    },
-  );
+  const argv = [...(options.nodeArgs ?? []), hookboxBin, "serve", "--port", "0", "--store", options.store, "--config", options.config];
+  const [command, args] = options.shellPrelude
+    ? ["bash", ["-c", `${options.shellPrelude}\nexec "$0" "$@"`, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const child = spawn(command, args, {
+    cwd: repoRoot,
+    env: { ...process.env, ...options.env },
+  });
   let stdout = "";
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { HookboxEvent } from "../../src/events/types.js";
 import type { Turn } from "../../src/turns/turn.js";
-import type { RunRecord, SessionRecord } from "../../src/store/index.js";
+import { thisProcessInstance, type RunRecord, type SessionRecord } from "../../src/store/index.js";
 
 export function tempDir(prefix = "hookbox-store-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -20,6 +20,7 @@ export function session(id = "s1", tenant = "acme"): SessionRecord {
   return { id, tenant, tenantConfig: { name: tenant, scripts: [] }, defaults: { maxIterations: 5 }, createdMs: Date.now() };
 }
 
+/** A running run; owned by this process (pid and instance) unless another pid is given. */
 export function run(id: string, sessionId = "s1", ownerPid = process.pid): RunRecord {
   return {
     id,
@@ -32,6 +33,7 @@ export function run(id: string, sessionId = "s1", ownerPid = process.pid): RunRe
     startedMs: Date.now(),
     lastSeq: 0,
     ownerPid,
+    ...(ownerPid === process.pid ? { ownerInstance: thisProcessInstance() } : {}),
   };
 }
 

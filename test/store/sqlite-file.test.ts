@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
 import Database from "better-sqlite3";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
 import { deadPid, event, run, session, tempDir, turn } from "./helpers.js";
+
+const bootId = () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
+/** `<boot id>:<start ticks>` of a live process, read as another process would. */
+const instanceOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  return `${bootId()}:${stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]}`;
+};
 
 describe("sqlite store file", () => {
   it("keeps everything committed across a reopen", async () => {
@@ -35,6 +42,34 @@ describe("sqlite store file", () => {
     expect(await second.getRun("r1")).toMatchObject({ status: "interrupted", lastSeq: 2 });
     expect((await second.listEvents("r1")).map((e) => e.type)).toEqual(["run-started", "run-finished"]);
     expect((await second.getRun("r2"))?.status).toBe("completed");
+    await second.close();
+  });
+
+  it("takes a live pid that belongs to another process instance (PID reuse) for a dead owner, and a live owner's for live", async () => {
+    const file = join(tempDir(), "s.db");
+    const first = openStore(file);
+    await first.createSession(session());
+    // PID 1 in a container after a restart: the row names this very pid, but another start of it.
+    await first.createRun({ ...run("reused"), ownerInstance: "0e0e0e0e-dead-boot-0000-000000000000:12345" });
+    // Written before instances were recorded: this pid, no instance. This process never wrote it.
+    const { ownerInstance: _instance, ...legacy } = run("legacy");
+    await first.createRun(legacy);
+    await first.createRun(run("ours"));
+    // Another live process (this test's parent) with its own instance: left alone, as is a legacy row naming it.
+    const parent = { ownerPid: process.ppid };
+    await first.createRun({ ...run("parent", "s1", parent.ownerPid), ownerInstance: instanceOf(process.ppid) });
+    await first.createRun({ ...run("parent-legacy", "s1", parent.ownerPid) });
+    // The parent's pid with a start time it does not have: a process that had its pid before.
+    await first.createRun({ ...run("parent-reused", "s1", parent.ownerPid), ownerInstance: `${bootId()}:1` });
+    await first.close();
+    const second = openStore(file);
+    const status = async (id: string) => (await second.getRun(id))?.status;
+    expect(await status("reused")).toBe("interrupted");
+    expect(await status("legacy")).toBe("interrupted");
+    expect(await status("ours")).toBe("running");
+    expect(await status("parent")).toBe("running");
+    expect(await status("parent-legacy")).toBe("running");
+    expect(await status("parent-reused")).toBe("interrupted");
     await second.close();
   });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
-import { openMemoryStore, openStore, type Store } from "../../src/store/index.js";
+import { openMemoryStore, openStore, thisProcessInstance, type Store } from "../../src/store/index.js";
 import { event, run, session, tempDir, turn } from "./helpers.js";
 
 // The same behaviour from both stores: the in-memory one is the bench's baseline and the library default.
@@ -111,7 +111,7 @@ describe.each(stores)("%s store", (_name, open) => {
     expect(await store.openPauses("r1")).toEqual([]);
     await store.markInterrupted("r1", "again"); // a finished run is left alone
     expect((await store.getRun("r1"))?.lastSeq).toBe(3);
-    await store.reopenRun("r1", { ownerPid: process.pid, iterations: 0 });
+    await store.reopenRun("r1", { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations: 0 });
     expect(await store.getRun("r1")).toMatchObject({ status: "running", lastSeq: 3 });
     await store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }));
   });
