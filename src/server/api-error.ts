@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { HookboxError } from "../errors.js";
+import { isDescriptorExhaustion } from "./connections.js";
 
 /** Every error response: `{error: {code, message, path?}}`. */
 export class ApiError extends Error {
@@ -41,6 +42,11 @@ export function errorResponse(c: Context, error: unknown, redact: (text: string)
   }
   if (error instanceof HookboxError && Object.hasOwn(statusOfCode, error.code)) {
     return c.json({ error: { code: error.code, message: redact(error.message) } }, statusOfCode[error.code]);
+  }
+  // Out of descriptors is the server's load, not a bug: the request may be retried shortly.
+  if (isDescriptorExhaustion(error)) {
+    c.header("retry-after", "1");
+    return c.json({ error: { code: "SERVER_BUSY", message: "the server is out of file descriptors for now; retry shortly" } }, 503);
   }
   const code = error instanceof HookboxError ? error.code : "INTERNAL";
   const reference = `fault-${process.pid}-${++faults}`;

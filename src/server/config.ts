@@ -112,6 +112,10 @@ const ConfigSchema = z.strictObject({
       maxLiveIsolates: positiveInt.optional(),
       /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
       wall: z.enum(WALL_MODES).optional(),
+      /** Client connections open at once (default and ceiling: three quarters of the descriptor limit). */
+      maxConnections: positiveInt.optional(),
+      /** Time a client has to send a request's headers and body, ms (default 30000); then 408 and closed. */
+      requestTimeoutMs: positiveInt.optional(),
     })
     .optional(),
 });
@@ -140,6 +144,9 @@ export interface ServerConfig {
   maxLiveIsolates?: number;
   /** Absent: the pool's default ("auto"). */
   wall?: WallMode;
+  /** Absent: derived from the descriptor limit (src/server/connections.ts). */
+  maxConnections?: number;
+  requestTimeoutMs?: number;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -235,6 +242,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     ...(server.idleMs !== undefined ? { idleMs: server.idleMs } : {}),
     ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
     ...(server.wall ? { wall: server.wall } : {}),
+    ...(server.maxConnections !== undefined ? { maxConnections: server.maxConnections } : {}),
+    ...(server.requestTimeoutMs !== undefined ? { requestTimeoutMs: server.requestTimeoutMs } : {}),
   };
 }
 

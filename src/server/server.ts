@@ -8,6 +8,8 @@ import { hostPathRedactor } from "./redact.js";
 import type { SandboxPool } from "../sandbox/api.js";
 import { Deployments } from "../policy/deployments.js";
 import type { ServerConfig } from "./config.js";
+import { applyConnectionCap, connectionLimits, timeoutOptions } from "./connections.js";
+import type { Server } from "node:http";
 
 export interface RunningServer {
   url: string;
@@ -56,10 +58,15 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     redact,
     ...(pool && deployments ? { policy: { store, pool, deployments } } : {}),
   });
+  const connections = connectionLimits(config);
   const server: ServerType = await new Promise((resolve, reject) => {
-    const instance = serve({ fetch: app.fetch, port: options.port, hostname: options.host ?? config.host }, () => resolve(instance));
+    const instance = serve(
+      { fetch: app.fetch, port: options.port, hostname: options.host ?? config.host, serverOptions: timeoutOptions(connections) },
+      () => resolve(instance),
+    );
     instance.once("error", reject);
   });
+  applyConnectionCap(server as Server, connections);
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
 
