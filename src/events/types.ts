@@ -41,6 +41,8 @@ export type EventBody =
       bundleHash?: string;
       /** A shadow script's decision: recorded, never enforced. */
       shadow?: true;
+      /** A beforeToolCall hook asked again about arguments it had not let through (rewritten, edited or a retry's). */
+      recheck?: true;
     }
   | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
   | {

@@ -8,7 +8,7 @@ import type {
   OnToolErrorPayload,
   ToolErrorInfo,
 } from "../contracts/context.js";
-import type { Json, JsonObject } from "../turns/json.js";
+import { canonicalJson, type Json, type JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { EventBody } from "../events/types.js";
 import type { HookProvider } from "./hook-provider.js";
@@ -50,6 +50,14 @@ export interface HookChainOptions {
   shadowHooks?: { observe(hook: HookName, payload: HookPayload): void };
 }
 
+export interface BeforeOptions {
+  signal?: AbortSignal;
+  recheck?: boolean;
+}
+
+/** How many passes of the beforeToolCall chain may go over rewritten arguments before the call is denied. */
+export const MAX_ARGUMENT_PASSES = 4;
+
 /** What a failing hook leads to, by its script's onHookError policy. */
 type HookFailure =
   { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
@@ -71,8 +79,11 @@ export class HookChain {
     private readonly options: HookChainOptions = {},
   ) {}
 
-  /** `signal` ends an open approval of this call when its batch stops (another call aborted the run). */
-  async beforeToolCall(payload: BeforeToolCallPayload, options: { signal?: AbortSignal } = {}): Promise<BeforeOutcome> {
+  /**
+   * `signal` ends an open approval of this call when its batch stops (another call aborted the run);
+   * `recheck` marks arguments other hooks produced (a retry's): every decision on them is a re-check.
+   */
+  async beforeToolCall(payload: BeforeToolCallPayload, options: BeforeOptions = {}): Promise<BeforeOutcome> {
     return this.toolEvaluated("beforeToolCall", payload, (trace) => this.before(payload, trace, options));
   }
 
@@ -111,52 +122,88 @@ export class HookChain {
     return outcome;
   }
 
-  private async before(payload: BeforeToolCallPayload, trace: Trace, options: { signal?: AbortSignal }): Promise<BeforeOutcome> {
+  /**
+   * The arguments a tool runs with have passed every beforeToolCall hook of the chain. A pass asks, in load
+   * order, each hook that has not yet let these very arguments through (compared as JSON values); a hook's own
+   * rewrite, and an approver's answer to the hook that asked, count as seen by that hook. When a hook rewrites
+   * the arguments, the hooks before it have not seen them: the next pass asks them again (`recheck` on their
+   * hook-decision events), until one pass changes nothing. Hooks that never agree (each rewriting what the
+   * other let through) end as a deny after MAX_ARGUMENT_PASSES passes: nothing unchecked runs.
+   */
+  private async before(payload: BeforeToolCallPayload, trace: Trace, options: BeforeOptions): Promise<BeforeOutcome> {
+    const providers = this.with("beforeToolCall");
+    const passed = new Map<HookProvider, JsonObject>();
+    const keys = new WeakMap<JsonObject, string>();
+    const keyOf = (args: JsonObject) => {
+      let key = keys.get(args);
+      if (key === undefined) keys.set(args, (key = canonicalJson(args)));
+      return key;
+    };
     let args = payload.call.args;
-    for (const provider of this.with("beforeToolCall")) {
-      const current = { ...payload, call: { ...payload.call, args } };
-      let decision;
-      try {
-        decision = await provider.call("beforeToolCall", current);
-      } catch (error) {
-        const failure = this.fail(provider, "beforeToolCall", payload.call.id, error, trace);
-        if (failure.policy === "fail-open") continue;
-        if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
-        return { kind: "blocked", error: failure.error };
+    const saw = (provider: HookProvider) => {
+      const seen = passed.get(provider);
+      return seen !== undefined && (seen === args || keyOf(seen) === keyOf(args));
+    };
+    for (let pass = 1; pass <= MAX_ARGUMENT_PASSES; pass++) {
+      const recheck = options.recheck === true || pass > 1;
+      for (const provider of providers) {
+        if (saw(provider)) continue;
+        const step = await this.beforeStep(provider, { ...payload, call: { ...payload.call, args } }, trace, { ...options, recheck });
+        if (step.kind !== "proceed") return step;
+        args = step.args;
+        passed.set(provider, args);
       }
-      this.decided(provider, "beforeToolCall", payload.call.id, decision, trace);
-      if (!decision) continue;
-      if (decision.action === "proceed") {
-        if (decision.args) args = decision.args;
-        continue;
-      }
-      if (decision.action === "skip" || decision.action === "deny") trace.asked = false; // a later hook's own decision
-      if (decision.action === "skip") return { kind: "skip", result: decision.result, reason: decision.reason };
-      if (decision.action === "deny") return { kind: "deny", reason: decision.reason };
-      if (decision.action === "ask") {
-        trace.asked = true;
-        const approvals = this.options.approvals;
-        if (!approvals) return { kind: "deny", reason: `${provider.name} asked for an approval and nobody can answer here` };
-        const approval = await approvals.ask({
-          callId: payload.call.id,
-          name: payload.call.name,
-          args,
-          reason: decision.reason,
-          script: provider.name,
-          ...(decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {}),
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-        if (approval.decision === "approved") {
-          args = approval.args;
-          continue;
-        }
-        const why =
-          approval.decision === "timeout" ? approval.reason : `rejected by the reviewer${approval.reason ? `: ${approval.reason}` : ""}`;
-        return { kind: "deny", reason: why };
-      }
-      return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+      if (providers.every(saw)) return { kind: "proceed", args };
     }
-    return { kind: "proceed", args };
+    return {
+      kind: "deny",
+      reason: `the beforeToolCall hooks kept rewriting the arguments: none of ${MAX_ARGUMENT_PASSES} passes let one version of them through every hook`,
+    };
+  }
+
+  /** One beforeToolCall hook's decision on `current`: proceed (with the arguments it let through) or a terminal outcome. */
+  private async beforeStep(
+    provider: HookProvider,
+    current: BeforeToolCallPayload,
+    trace: Trace,
+    options: BeforeOptions & { recheck: boolean },
+  ): Promise<BeforeOutcome> {
+    const { id: callId, args } = current.call;
+    const recheck = options.recheck;
+    let decision;
+    try {
+      decision = await provider.call("beforeToolCall", current);
+    } catch (error) {
+      const failure = this.fail(provider, "beforeToolCall", callId, error, trace, recheck);
+      if (failure.policy === "fail-open") return { kind: "proceed", args };
+      if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
+      return { kind: "blocked", error: failure.error };
+    }
+    this.decided(provider, "beforeToolCall", callId, decision, trace, recheck);
+    if (!decision) return { kind: "proceed", args };
+    if (decision.action === "proceed") return { kind: "proceed", args: decision.args ?? args };
+    if (decision.action === "skip" || decision.action === "deny") trace.asked = false; // a later hook's own decision
+    if (decision.action === "skip") return { kind: "skip", result: decision.result, reason: decision.reason };
+    if (decision.action === "deny") return { kind: "deny", reason: decision.reason };
+    if (decision.action === "ask") {
+      trace.asked = true;
+      const approvals = this.options.approvals;
+      if (!approvals) return { kind: "deny", reason: `${provider.name} asked for an approval and nobody can answer here` };
+      const approval = await approvals.ask({
+        callId,
+        name: current.call.name,
+        args,
+        reason: decision.reason,
+        script: provider.name,
+        ...(decision.timeoutMs !== undefined ? { timeoutMs: decision.timeoutMs } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      if (approval.decision === "approved") return { kind: "proceed", args: approval.args };
+      const why =
+        approval.decision === "timeout" ? approval.reason : `rejected by the reviewer${approval.reason ? `: ${approval.reason}` : ""}`;
+      return { kind: "deny", reason: why };
+    }
+    return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
   }
 
   /**
@@ -283,11 +330,25 @@ export class HookChain {
     return this.providers.filter((p) => p.has(hook));
   }
 
-  private decided(provider: HookProvider, hook: HookName, callId: string | undefined, decision: unknown, trace?: Trace): void {
-    this.emitDecision(provider, hook, callId, decision === undefined ? { action: "none" } : (decision as JsonObject), trace);
+  private decided(
+    provider: HookProvider,
+    hook: HookName,
+    callId: string | undefined,
+    decision: unknown,
+    trace?: Trace,
+    recheck = false,
+  ): void {
+    this.emitDecision(provider, hook, callId, decision === undefined ? { action: "none" } : (decision as JsonObject), trace, recheck);
   }
 
-  private emitDecision(provider: HookProvider, hook: HookName, callId: string | undefined, decision: JsonObject, trace?: Trace): void {
+  private emitDecision(
+    provider: HookProvider,
+    hook: HookName,
+    callId: string | undefined,
+    decision: JsonObject,
+    trace: Trace | undefined,
+    recheck: boolean,
+  ): void {
     if (trace) trace.decision = decision;
     this.events.emit({
       type: "hook-decision",
@@ -298,15 +359,23 @@ export class HookChain {
       ...(provider.version !== undefined ? { version: provider.version } : {}),
       ...(provider.bundleHash !== undefined ? { bundleHash: provider.bundleHash } : {}),
       ...(this.options.shadow ? { shadow: true as const } : {}),
+      ...(recheck ? { recheck: true as const } : {}),
     });
   }
 
-  private fail(provider: HookProvider, hook: HookName, callId: string | undefined, error: unknown, trace?: Trace): HookFailure {
+  private fail(
+    provider: HookProvider,
+    hook: HookName,
+    callId: string | undefined,
+    error: unknown,
+    trace?: Trace,
+    recheck = false,
+  ): HookFailure {
     const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
     const raw = error instanceof Error ? error.message : String(error);
     const message = raw.includes(hook) ? raw : `${provider.name}: ${hook} failed: ${raw}`;
     const policy = provider.onHookError;
-    this.emitDecision(provider, hook, callId, { action: "error", code, message, policy }, trace);
+    this.emitDecision(provider, hook, callId, { action: "error", code, message, policy }, trace, recheck);
     if (policy === "fail-open") {
       if (!this.options.shadow) this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
       return { policy };

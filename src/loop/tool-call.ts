@@ -1,6 +1,6 @@
 import { HookboxError } from "../errors.js";
 import type { CommonContext, ToolCallRef, ToolContext, ToolErrorInfo } from "../contracts/context.js";
-import type { Json, JsonObject } from "../turns/json.js";
+import { canonicalJson, type Json, type JsonObject } from "../turns/json.js";
 import type { Block } from "../turns/turn.js";
 import { BlockMetadataKeys, PayloadKeys } from "../turns/keys.gen.js";
 import type { ErrorPolicy, RunPersistence } from "../host/types.js";
@@ -58,16 +58,23 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const ref = (args: JsonObject): ToolCallRef => ({ id: call.id, name: call.name, args, origin });
   const base = () => ({ ...services.context(), timestampMs: Date.now() });
 
-  const before = await hooks.beforeToolCall(
-    { ...base(), phase: "beforeToolCall", call: ref(call.args), attempt: 1 },
-    { signal: services.signal },
-  );
-  if (before.kind === "abort") return before;
-  if (before.kind === "skip") return finished(call, origin, before.result, undefined);
-  if (before.kind === "deny") return finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" });
-  if (before.kind === "blocked") return finished(call, origin, undefined, before.error);
+  /** The arguments every beforeToolCall hook let through, or how the call ends instead. */
+  const guarded = async (args: JsonObject, attempt: number, recheck: boolean): Promise<{ args: JsonObject } | { ends: CallOutcome }> => {
+    const before = await hooks.beforeToolCall(
+      { ...base(), phase: "beforeToolCall", call: ref(args), attempt },
+      { signal: services.signal, recheck },
+    );
+    if (before.kind === "proceed") return { args: before.args };
+    if (before.kind === "abort") return { ends: before };
+    if (before.kind === "skip") return { ends: finished(call, origin, before.result, undefined) };
+    if (before.kind === "deny")
+      return { ends: finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" }) };
+    return { ends: finished(call, origin, undefined, before.error) };
+  };
 
-  let args = before.args;
+  const first = await guarded(call.args, 1, false);
+  if ("ends" in first) return first.ends;
+  let args = first.args;
   let attempt = 1;
   for (;;) {
     const started = Date.now();
@@ -97,8 +104,13 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
           const waitStart = Date.now();
           await sleep(backoffMs, services.signal);
           services.budget.spend(Date.now() - waitStart);
-          if (decision.kind === "retry" && decision.args) args = decision.args;
           attempt += 1;
+          // Arguments a retry brings have passed no guard yet: the whole beforeToolCall chain checks them.
+          if (decision.kind === "retry" && decision.args && canonicalJson(decision.args) !== canonicalJson(args)) {
+            const checked = await guarded(decision.args, attempt, true);
+            if ("ends" in checked) return checked.ends;
+            args = checked.args;
+          }
           continue;
         }
         error = { message: `${error.message} (no retry: retry bound reached: ${refused})`, code: "RETRY_BUDGET" };

@@ -31,3 +31,33 @@ function isJsonValue(value: unknown, ancestors: Set<object>): boolean {
   ancestors.delete(value);
   return ok;
 }
+
+/**
+ * The value itself when every object in it already has its keys in sorted order (the usual case), else
+ * a copy whose objects do: so JSON.stringify, native and fast, gives one text per distinct JSON value.
+ */
+function withSortedKeys(value: unknown): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = withSortedKeys(value[i]);
+      if (item !== value[i]) (copy ??= value.slice())[i] = item;
+    }
+    return copy ?? value;
+  }
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let changed = false;
+  for (let i = 1; i < keys.length && !changed; i++) changed = keys[i - 1]! > keys[i]!;
+  const children = keys.map((key) => withSortedKeys(record[key]));
+  if (!changed && children.every((child, i) => child === record[keys[i]!])) return value;
+  const copy: Record<string, unknown> = {};
+  for (const i of keys.map((_, index) => index).sort((a, b) => (keys[a]! < keys[b]! ? -1 : 1))) copy[keys[i]!] = children[i];
+  return copy;
+}
+
+/** One text per distinct JSON value, whatever the order of its objects' keys (`"undefined"` for undefined). */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(withSortedKeys(value)) ?? "undefined";
+}
