@@ -140,7 +140,7 @@ async function httpWorkload(store) {
 }
 
 async function storeCommits() {
-  // Bundled under node_modules/.cache so better-sqlite3 resolves from the repo.
+  // Bundled under node_modules/.cache so its packages resolve from the repo.
   const entry = join(root, "node_modules", ".cache", "hookbox-bench", "store.mjs");
   await build({
     entryPoints: [join(root, "src/store/index.ts")],

@@ -1,9 +1,10 @@
-import Database from "better-sqlite3";
 import { existsSync } from "node:fs";
+import { dirname } from "node:path";
 import { HookboxError } from "../errors.js";
 import { APPLICATION_ID, LATEST_VERSION, MIGRATIONS } from "./migrations.js";
+import { inTransaction, openSqlite, pragmaValue, prepare, type SqliteDatabase } from "./sqlite-driver.js";
 
-type Db = Database.Database;
+type Db = SqliteDatabase;
 
 /**
  * Opens (creating if needed) a hookbox SQLite file: WAL, foreign keys, migrations to the latest version.
@@ -11,18 +12,17 @@ type Db = Database.Database;
  */
 export function openDatabase(file: string): Db {
   let db: Db;
+  if (file !== ":memory:" && !existsSync(dirname(file)))
+    throw storeError(file, "cannot be opened", new Error("its directory does not exist"));
   try {
-    db = new Database(file);
+    db = openSqlite(file);
   } catch (error) {
     throw storeError(file, "cannot be opened", error);
   }
   try {
     checkIdentity(db, file);
-    db.pragma("journal_mode = WAL");
     // NORMAL in WAL: a killed process loses nothing committed; only a power cut can lose the last commits.
-    db.pragma("synchronous = NORMAL");
-    db.pragma("foreign_keys = ON");
-    db.pragma("busy_timeout = 5000");
+    db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000");
     migrate(db, file);
     return db;
   } catch (error) {
@@ -37,9 +37,9 @@ function checkIdentity(db: Db, file: string): void {
   let version: number;
   let tables: number;
   try {
-    applicationId = db.pragma("application_id", { simple: true }) as number;
-    version = db.pragma("user_version", { simple: true }) as number;
-    tables = (db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
+    applicationId = pragmaValue(db, "application_id");
+    version = pragmaValue(db, "user_version");
+    tables = (prepare(db, "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'").get() as { n: number }).n;
   } catch (error) {
     throw storeError(file, "is not a hookbox store (not a SQLite database, or corrupt)", error);
   }
@@ -63,15 +63,14 @@ function checkIdentity(db: Db, file: string): void {
 }
 
 function migrate(db: Db, file: string): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
+  const current = pragmaValue(db, "user_version");
   for (const migration of MIGRATIONS) {
     if (migration.version <= current) continue;
     try {
-      db.transaction(() => {
+      inTransaction(db, () => {
         db.exec(migration.sql);
-        db.pragma(`application_id = ${APPLICATION_ID}`);
-        db.pragma(`user_version = ${migration.version}`);
-      }).immediate();
+        db.exec(`PRAGMA application_id = ${APPLICATION_ID}; PRAGMA user_version = ${migration.version}`);
+      });
     } catch (error) {
       throw storeError(file, `failed to migrate to schema version ${migration.version} (${migration.description})`, error);
     }

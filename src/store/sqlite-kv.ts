@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import { inTransaction, prepare, type SqliteDatabase, type SqliteStatement } from "./sqlite-driver.js";
 import { HookboxError } from "../errors.js";
 import { storeError } from "./open-database.js";
 import { kvEntryBytes, kvQuotaError, type KvListOptions, type KvPage, type KvSetOptions, type KvStore } from "./kv.js";
@@ -13,24 +13,28 @@ export class SqliteKv implements KvStore {
   private readonly statements;
 
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: SqliteDatabase,
     private readonly location: string,
   ) {
     this.statements = {
-      get: db.prepare("SELECT value, bytes, expires_ms FROM kv WHERE tenant = ? AND key = ?"),
-      upsert: db.prepare(
+      get: prepare(db, "SELECT value, bytes, expires_ms FROM kv WHERE tenant = ? AND key = ?"),
+      upsert: prepare(
+        db,
         "INSERT INTO kv (tenant, key, value, bytes, expires_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value, bytes = excluded.bytes, expires_ms = excluded.expires_ms",
       ),
-      remove: db.prepare("DELETE FROM kv WHERE tenant = ? AND key = ? RETURNING bytes, expires_ms"),
-      expired: db.prepare(
+      remove: prepare(db, "DELETE FROM kv WHERE tenant = ? AND key = ? RETURNING bytes, expires_ms"),
+      expired: prepare(
+        db,
         "DELETE FROM kv WHERE rowid IN (SELECT rowid FROM kv WHERE tenant = ? AND expires_ms <= ? LIMIT 64) RETURNING bytes",
       ),
-      allExpired: db.prepare("DELETE FROM kv WHERE tenant = ? AND expires_ms <= ? RETURNING bytes"),
-      usage: db.prepare("SELECT bytes FROM kv_usage WHERE tenant = ?"),
-      addUsage: db.prepare(
+      allExpired: prepare(db, "DELETE FROM kv WHERE tenant = ? AND expires_ms <= ? RETURNING bytes"),
+      usage: prepare(db, "SELECT bytes FROM kv_usage WHERE tenant = ?"),
+      addUsage: prepare(
+        db,
         "INSERT INTO kv_usage (tenant, bytes) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET bytes = bytes + excluded.bytes",
       ),
-      page: db.prepare(
+      page: prepare(
+        db,
         "SELECT key FROM kv WHERE tenant = ? AND key >= ? AND key > ? AND (expires_ms IS NULL OR expires_ms > ?) ORDER BY key LIMIT ?",
       ),
     };
@@ -38,7 +42,7 @@ export class SqliteKv implements KvStore {
 
   private run<T>(what: string, action: () => T): T {
     try {
-      return this.db.transaction(action).immediate();
+      return inTransaction(this.db, action);
     } catch (error) {
       if (error instanceof HookboxError) throw error;
       throw storeError(this.location, `could not ${what}`, error);
@@ -61,7 +65,7 @@ export class SqliteKv implements KvStore {
     return row;
   }
 
-  private dropExpired(statement: Database.Statement, tenant: string, nowMs: number): void {
+  private dropExpired(statement: SqliteStatement, tenant: string, nowMs: number): void {
     const freed = (statement.all(tenant, nowMs) as { bytes: number }[]).reduce((sum, row) => sum + row.bytes, 0);
     if (freed > 0) this.statements.addUsage.run(tenant, -freed);
   }

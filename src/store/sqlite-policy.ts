@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import { inTransaction, prepare, type SqliteDatabase } from "./sqlite-driver.js";
 import { rowToRun, type RunRow } from "./rows.js";
 import type { RunRecord, RunSearch } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
@@ -82,42 +82,46 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
   private readonly statements;
 
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: SqliteDatabase,
     private readonly usage: SqliteTenantUsage,
     private readonly write: <T>(what: string, action: () => T) => T,
   ) {
     this.statements = {
-      insertVersion: db.prepare(
+      insertVersion: prepare(
+        db,
         `INSERT INTO script_versions (tenant, name, version, entry, files, bundle_hash, warnings, created_ms)
          VALUES (?, ?, (SELECT coalesce(max(version), 0) + 1 FROM script_versions WHERE tenant = ? AND name = ?), ?, ?, ?, ?, ?)
          RETURNING *`,
       ),
-      getVersion: db.prepare("SELECT * FROM script_versions WHERE tenant = ? AND name = ? AND version = ?"),
-      listVersions: db.prepare("SELECT * FROM script_versions WHERE tenant = ? AND name = ? ORDER BY version"),
+      getVersion: prepare(db, "SELECT * FROM script_versions WHERE tenant = ? AND name = ? AND version = ?"),
+      listVersions: prepare(db, "SELECT * FROM script_versions WHERE tenant = ? AND name = ? ORDER BY version"),
       // The latest version of each name: versions only grow, so its row is the one with the highest number.
-      listScripts: db.prepare(
+      listScripts: prepare(
+        db,
         `SELECT name, version AS latestVersion, created_ms AS createdMs FROM script_versions AS v
          WHERE tenant = ? AND version = (SELECT MAX(version) FROM script_versions WHERE tenant = v.tenant AND name = v.name)
          ORDER BY name`,
       ),
-      insertDeployment: db.prepare(
+      insertDeployment: prepare(
+        db,
         `INSERT INTO deployments (id, tenant, number, scripts, shadow, from_config, previous_id, rollback_of, created_ms)
          VALUES (?, ?, (SELECT coalesce(max(number), 0) + 1 FROM deployments WHERE tenant = ?), ?, ?, ?, ?, ?, ?) RETURNING *`,
       ),
-      getDeployment: db.prepare("SELECT * FROM deployments WHERE tenant = ? AND id = ?"),
-      listDeployments: db.prepare("SELECT * FROM deployments WHERE tenant = ? ORDER BY number"),
-      insertHookCall: db.prepare(
+      getDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = ? AND id = ?"),
+      listDeployments: prepare(db, "SELECT * FROM deployments WHERE tenant = ? ORDER BY number"),
+      insertHookCall: prepare(
+        db,
         `INSERT INTO hook_calls (run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
          VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM hook_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
       ),
-      listHookCalls: db.prepare("SELECT * FROM hook_calls WHERE run_id = ? ORDER BY idx"),
+      listHookCalls: prepare(db, "SELECT * FROM hook_calls WHERE run_id = ? ORDER BY idx"),
     };
   }
 
   async createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord> {
     const s = this.statements;
     return this.write(`store version of script ${version.name}`, () =>
-      this.db.transaction(() => {
+      inTransaction(this.db, () => {
         this.usage.charge(version.tenant, scriptVersionBytes(version), options);
         return toVersion(
           s.insertVersion.get(
@@ -132,7 +136,7 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
             version.createdMs,
           ) as VersionRow,
         );
-      })(),
+      }),
     );
   }
 
@@ -178,7 +182,7 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
 
   async recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
     this.write(`record hook call ${call.hook} ${call.callId} of run ${call.runId}`, () =>
-      this.db.transaction(() => {
+      inTransaction(this.db, () => {
         this.usage.chargeRun(call.runId, hookCallBytes(call), options);
         this.statements.insertHookCall.run(
           call.runId,
@@ -191,7 +195,7 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
           JSON.stringify(call.decision),
           call.payload === undefined ? null : JSON.stringify(call.payload),
         );
-      })(),
+      }),
     );
   }
 
@@ -209,12 +213,12 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
       where.push(`r.session_id IN (${filter.sessionIds.map(() => "?").join(", ") || "NULL"})`);
       values.push(...filter.sessionIds);
     }
-    const rows = this.db
-      .prepare(
-        `SELECT r.*, s.tenant AS tenant FROM runs r JOIN sessions s ON s.id = r.session_id
+    const rows = prepare(
+      this.db,
+
+      `SELECT r.*, s.tenant AS tenant FROM runs r JOIN sessions s ON s.id = r.session_id
          ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY r.started_ms, r.rowid`,
-      )
-      .all(...values) as (RunRow & { tenant: string })[];
+    ).all(...values) as (RunRow & { tenant: string })[];
     return rows.map((row) => ({ ...rowToRun(row), tenant: row.tenant }));
   }
 }

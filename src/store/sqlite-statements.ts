@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import { prepare, type SqliteDatabase, type SqliteStatement } from "./sqlite-driver.js";
 
 /* The SQL of the SQLite store's sessions, runs, events, snapshots, pauses, tool results and usage ledger (sqlite.ts). */
 
@@ -49,9 +49,9 @@ const SQL = {
   usageOfRun: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`,
 };
 
-export type SqliteStatements = { [Name in keyof typeof SQL]: Database.Statement };
+export type SqliteStatements = { [Name in keyof typeof SQL]: SqliteStatement };
 
 /** The store's statements, prepared once per database. */
-export function prepareStatements(db: Database.Database): SqliteStatements {
-  return Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, db.prepare(sql)])) as SqliteStatements;
+export function prepareStatements(db: SqliteDatabase): SqliteStatements {
+  return Object.fromEntries(Object.entries(SQL).map(([name, sql]) => [name, prepare(db, sql)])) as SqliteStatements;
 }

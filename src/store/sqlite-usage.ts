@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import { prepare, type SqliteDatabase } from "./sqlite-driver.js";
 import { HookboxError } from "../errors.js";
 import { overQuota, quotaError } from "./quota.js";
 import type { WriteOptions } from "./types.js";
@@ -12,12 +12,12 @@ export class SqliteTenantUsage {
   /** Run id -> tenant; a run never changes tenant, so this is never stale. */
   private readonly tenantOfRun = new Map<string, string>();
 
-  constructor(db: Database.Database) {
+  constructor(db: SqliteDatabase) {
     this.statements = {
-      ensure: db.prepare("INSERT INTO tenant_usage (tenant, bytes) VALUES (?, 0) ON CONFLICT (tenant) DO NOTHING"),
-      get: db.prepare("SELECT bytes FROM tenant_usage WHERE tenant = ?"),
-      add: db.prepare("UPDATE tenant_usage SET bytes = bytes + ? WHERE tenant = ?"),
-      runTenant: db.prepare("SELECT s.tenant FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?"),
+      ensure: prepare(db, "INSERT INTO tenant_usage (tenant, bytes) VALUES (?, 0) ON CONFLICT (tenant) DO NOTHING"),
+      get: prepare(db, "SELECT bytes FROM tenant_usage WHERE tenant = ?"),
+      add: prepare(db, "UPDATE tenant_usage SET bytes = bytes + ? WHERE tenant = ?"),
+      runTenant: prepare(db, "SELECT s.tenant FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?"),
     };
   }
 

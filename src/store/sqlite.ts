@@ -1,4 +1,4 @@
-import type Database from "better-sqlite3";
+import { inTransaction, prepare, type SqliteDatabase } from "./sqlite-driver.js";
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase } from "../host/types.js";
@@ -43,7 +43,7 @@ type EventRow = { seq: number; type: string; body: string };
 
 /** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
 export class SqliteStore extends WithPolicyTables implements Store {
-  private readonly db: Database.Database;
+  private readonly db: SqliteDatabase;
   private readonly statements: SqliteStatements;
   readonly kv: SqliteKv;
   private readonly usage: SqliteTenantUsage;
@@ -65,7 +65,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
     const defaults = JSON.stringify(session.defaults);
     const initialTurn = session.initialTurn ? JSON.stringify(session.initialTurn) : null;
     this.write("create session", () =>
-      this.db.transaction(() => {
+      inTransaction(this.db, () => {
         this.usage.charge(session.tenant, tenantConfig.length + defaults.length + (initialTurn?.length ?? 0), options);
         this.statements.insertSession.run(
           session.id,
@@ -76,7 +76,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
           session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
           initialTurn,
         );
-      })(),
+      }),
     );
   }
 
@@ -86,15 +86,15 @@ export class SqliteStore extends WithPolicyTables implements Store {
   }
 
   async listSessions(filter: { tenant?: string } = {}): Promise<SessionSummary[]> {
-    const rows = this.db
-      .prepare(
-        `SELECT s.id, s.tenant, s.created_ms,
+    const rows = prepare(
+      this.db,
+
+      `SELECT s.id, s.tenant, s.created_ms,
            (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runs,
            (SELECT json_object('id', r.id, 'status', r.status, 'prompt', r.prompt, 'startedMs', r.started_ms)
               FROM runs r WHERE r.session_id = s.id ORDER BY r.started_ms DESC, r.rowid DESC LIMIT 1) AS last_run
          FROM sessions s ${filter.tenant === undefined ? "" : "WHERE s.tenant = ?"} ORDER BY s.created_ms, s.rowid`,
-      )
-      .all(...(filter.tenant === undefined ? [] : [filter.tenant])) as {
+    ).all(...(filter.tenant === undefined ? [] : [filter.tenant])) as {
       id: string;
       tenant: string;
       created_ms: number;
@@ -113,7 +113,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
   async createRun(run: RunRecord, options?: WriteOptions): Promise<void> {
     const runOptions = JSON.stringify(run.options);
     this.write("create run", () =>
-      this.db.transaction(() => {
+      inTransaction(this.db, () => {
         this.statements.insertRun.run(
           run.id,
           run.sessionId,
@@ -130,7 +130,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
           run.deployment?.id ?? null,
         );
         this.usage.chargeRun(run.id, run.prompt.length + runOptions.length, options);
-      })(),
+      }),
     );
   }
 
@@ -157,7 +157,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
 
   private appendEventNow(runId: string, event: HookboxEvent, options?: WriteOptions): void {
     const body = JSON.stringify(event);
-    this.db.transaction(() => {
+    inTransaction(this.db, () => {
       const s = this.statements;
       const advanced = s.advanceSeq.run(event.seq, event.type === "inference-finished" ? 1 : 0, event.inferenceId, runId, event.seq - 1);
       if (advanced.changes !== 1) {
@@ -195,7 +195,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
         s.closeAllPauses.run("run-finished", runId);
         s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);
       }
-    })();
+    });
   }
 
   async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
@@ -218,7 +218,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
   async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {
     const text = JSON.stringify(turn);
     return this.write(`save ${phase} snapshot of run ${runId}`, () =>
-      this.db.transaction(() => {
+      inTransaction(this.db, () => {
         const run = this.statements.getRun.get(runId) as RunRow | undefined;
         if (!run) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
         this.usage.chargeRun(runId, text.length, options);
@@ -227,7 +227,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
           idx: number;
         };
         return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
-      })(),
+      }),
     );
   }
 
@@ -254,10 +254,10 @@ export class SqliteStore extends WithPolicyTables implements Store {
   async recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void> {
     const block = JSON.stringify(toolUse);
     this.write(`record tool result ${callId} of run ${runId}`, () =>
-      this.db.transaction(() => {
+      inTransaction(this.db, () => {
         this.usage.chargeRun(runId, block.length, options);
         this.statements.recordToolResult.run(runId, callId, block);
-      })(),
+      }),
     );
   }
 
@@ -306,7 +306,7 @@ export class SqliteStore extends WithPolicyTables implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (this.db.isOpen) this.db.close();
   }
 
   private write<T>(what: string, action: () => T): T {

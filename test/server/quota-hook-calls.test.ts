@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { writeFixture } from "./fixture.js";
 import { api, startServe, type ServeProcess } from "./serve-process.js";
 import { runToEnd } from "./redteam-server.js";
@@ -44,7 +44,7 @@ afterAll(async () => {
 
 /** The tenant's counter, and the text its rows actually hold in each table of the SQLite file. */
 function storeState(tenant: string): { counted: number; tables: Record<string, number> } {
-  const db = new Database(fixture.store, { readonly: true });
+  const db = new DatabaseSync(fixture.store, { readOnly: true });
   try {
     const sum = (sql: string) => (db.prepare(sql).get(tenant) as { n: number | null }).n ?? 0;
     const runsOf = "SELECT r.id FROM runs r JOIN sessions s ON s.id = r.session_id WHERE s.tenant = ?";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readFileSync, statSync } from "node:fs";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 import { api, readEvents } from "./serve-process.js";
 import { probeHealth, runToEnd, STALL_BOUND_MS, startMeteredServe, victimStillServed } from "./redteam-server.js";
@@ -76,7 +76,7 @@ afterAll(async () => {
 });
 
 function storedBytes(tenant: string): number {
-  const db = new Database(fixture.store, { readonly: true });
+  const db = new DatabaseSync(fixture.store, { readOnly: true });
   try {
     return (db.prepare("SELECT bytes FROM tenant_usage WHERE tenant = ?").get(tenant) as { bytes: number } | undefined)?.bytes ?? 0;
   } finally {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { connect } from "node:net";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 import { api, readEvents } from "./serve-process.js";
 import { waitUntil } from "./processes.js";
@@ -185,7 +185,7 @@ describe("hookbox serve under request attacks", () => {
     const hostDir = dirname(fixture.store);
     const { sessionId: broken } = await runToEnd(server.url, "attacker-key");
     // The operator's store loses a table under the running server: every snapshot write now fails.
-    const db = new Database(fixture.store);
+    const db = new DatabaseSync(fixture.store);
     db.exec("DROP TABLE snapshots");
     db.close();
     const { final, runId } = await runToEnd(server.url, "attacker-key");

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { openMemoryStore, openStore, type Store } from "../../src/store/index.js";
 import { APPLICATION_ID, MIGRATIONS } from "../../src/store/migrations.js";
 import { run, session, tempDir } from "./helpers.js";
@@ -101,10 +101,10 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
 describe("a store made by the previous schema", () => {
   it("opens, migrates and keeps its sessions and runs", async () => {
     const file = join(tempDir(), "old.db");
-    const db = new Database(file);
+    const db = new DatabaseSync(file);
     db.exec(MIGRATIONS[0].sql);
-    db.pragma(`application_id = ${APPLICATION_ID}`);
-    db.pragma("user_version = 1");
+    db.exec(`PRAGMA application_id = ${APPLICATION_ID}`);
+    db.exec("PRAGMA user_version = 1");
     db.prepare("INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms) VALUES ('s1', 'acme', '{}', '{}', 1)").run();
     db.prepare(
       "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq) VALUES ('r1', 's1', 'i', 'old run', '{}', 'completed', 1, 5, 0)",
@@ -122,8 +122,8 @@ describe("a store made by the previous schema", () => {
     } finally {
       await store.close();
     }
-    const reopened = new Database(file);
-    expect(reopened.pragma("user_version", { simple: true })).toBe(MIGRATIONS.at(-1)!.version);
+    const reopened = new DatabaseSync(file);
+    expect(reopened.prepare("PRAGMA user_version").get()?.user_version).toBe(MIGRATIONS.at(-1)!.version);
     reopened.close();
   });
 });

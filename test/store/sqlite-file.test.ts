@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
@@ -82,15 +82,15 @@ describe("sqlite store file", () => {
   it("refuses a store written by a newer schema", () => {
     const file = join(tempDir(), "newer.db");
     openStore(file).close();
-    const db = new Database(file);
-    db.pragma(`user_version = ${STORE_SCHEMA_VERSION + 1}`);
+    const db = new DatabaseSync(file);
+    db.exec(`PRAGMA user_version = ${STORE_SCHEMA_VERSION + 1}`);
     db.close();
     expect(() => openStore(file)).toThrowError(/newer\.db was written by a newer hookbox \(store schema version \d+/);
   });
 
   it("refuses another application's SQLite file without touching it", () => {
     const file = join(tempDir(), "other.db");
-    const db = new Database(file);
+    const db = new DatabaseSync(file);
     db.exec("CREATE TABLE notes (x TEXT)");
     db.close();
     expect(() => openStore(file)).toThrowError(/other\.db is a SQLite database with tables of its own/);
