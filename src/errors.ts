@@ -44,6 +44,8 @@ export type HostErrorCode =
   | "RUN_BUDGET"
   /** The tenant's stored bytes would go over its store quota. */
   | "STORE_QUOTA"
+  /** The store's filesystem (or database) is full: nothing was written; reads still work. */
+  | "STORE_FULL"
   /** A bug in the host itself surfaced in this run; the run fails, the host goes on. */
   | "HOST_FAULT"
   /** The sandbox wall was required and cannot be had on this machine. */

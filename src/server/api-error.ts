@@ -23,6 +23,8 @@ const statusOfCode: Record<string, ContentfulStatusCode> = {
   NOT_FOUND: 404,
   USAGE: 400,
   STORE_QUOTA: 403,
+  // The server's storage, not the request: 507 Insufficient Storage, never the 500 of a bug.
+  STORE_FULL: 507,
 };
 
 let faults = 0;

@@ -1,4 +1,4 @@
-import { HookboxError } from "../errors.js";
+import { HookboxError, isHookboxError } from "../errors.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, RunResult, StartRunRequest, TenantRuntime } from "../host/types.js";
 import type { Block } from "../turns/turn.js";
@@ -165,12 +165,29 @@ export class LiveRuns {
         };
         await this.store.appendEvent(run.runId, event).then(
           () => run.feed.publish(event),
-          () => undefined,
+          (error: unknown) => {
+            // Readers still learn how the run ended; a full store takes the same event once it has room.
+            run.feed.publish(event);
+            if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(run.runId, event);
+          },
         );
       }
       this.live.delete(run.runId);
     }
     this.release(run);
+  }
+
+  /**
+   * Writes a run's final event once the full store has room again, retrying with a growing pause (at most
+   * 30 s), so the stored run ends as its readers saw it end. Stops on any other failure; a process that exits
+   * first leaves the run `running`, and the next store open marks it interrupted.
+   */
+  private storeWhenRoom(runId: string, event: HookboxEvent, waitMs = 1000): void {
+    setTimeout(() => {
+      this.store.appendEvent(runId, event).catch((error: unknown) => {
+        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(runId, event, Math.min(waitMs * 2, 30_000));
+      });
+    }, waitMs).unref();
   }
 
   private release(run: LiveRun): void {

@@ -79,10 +79,20 @@ function migrate(db: Db, file: string): void {
 
 export function storeError(file: string, what: string, cause: unknown): HookboxError {
   const detail = cause instanceof Error ? cause.message : String(cause);
+  // SQLite rolls the write back whole: the store stays as last committed, and reads go on.
+  if (isStoreFull(cause))
+    return new HookboxError("STORE_FULL", `the store is full: could not ${what.replace(/^could not /, "")} (${detail})`, { file });
   const hint = /readonly|read-only|permission|EACCES|unable to open/i.test(detail)
     ? existsSync(file)
       ? " (is the file or its directory read-only?)"
       : " (does the directory exist and is it writable?)"
     : "";
   return new HookboxError("STORE", `store ${file} ${what}: ${detail}${hint}`, { file });
+}
+
+/** SQLITE_FULL (its code, or errcode 13 as node:sqlite reports it) or a filesystem out of space. */
+function isStoreFull(cause: unknown): boolean {
+  const { code, errcode, message } = (cause ?? {}) as { code?: unknown; errcode?: unknown; message?: unknown };
+  if (code === "SQLITE_FULL" || code === "ENOSPC" || code === "EDQUOT" || errcode === 13) return true;
+  return typeof message === "string" && /database or disk is full|no space left on device|disk quota exceeded/i.test(message);
 }
