@@ -6,6 +6,7 @@ import type { Json } from "../turns/json.js";
 import type { CapabilityEvent } from "../events/types.js";
 import { brokeredFetch } from "./fetch.js";
 import type { EgressRule } from "./egress.js";
+import { systemResolver, type ResolveHost } from "./egress-connect.js";
 import { generateWithGuard } from "./guard-model.js";
 import type { CapabilityLimits } from "./grants.js";
 import { serveKv } from "./kv.js";
@@ -43,6 +44,8 @@ export interface RunCapabilitiesOptions {
   signal: AbortSignal;
   env?: NodeJS.ProcessEnv;
   now?: () => number;
+  /** Host names to addresses for ctx.fetch (default: the system's resolver). */
+  resolveHost?: ResolveHost;
 }
 
 type Counted = "fetch" | "kv" | "model";
@@ -90,7 +93,13 @@ export class RunCapabilities implements CapabilityBroker {
         });
       const answer = await brokeredFetch(
         { ...request, method },
-        { rules: this.options.egress, limits, env: this.options.env ?? process.env, signal },
+        {
+          rules: this.options.egress,
+          limits,
+          env: this.options.env ?? process.env,
+          signal,
+          resolve: this.options.resolveHost ?? systemResolver,
+        },
         (url) => {
           event.url = url.slice(0, 2000);
         },

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { EgressEntry, EgressHeader } from "./grants.js";
+import { addressAllowed, parseAddress, parseCidr, type AddressAllowance } from "./addresses.js";
 
 /*
  * The egress list: which URLs ctx.fetch may reach. Both the entries and every requested URL (and every
@@ -24,6 +25,7 @@ export const EgressEntrySchema = z.union([
         }),
       )
       .optional(),
+    allowPrivate: z.union([z.boolean(), z.array(z.string().min(1)).min(1).max(64)]).optional(),
   }),
 ]);
 
@@ -36,6 +38,8 @@ export interface EgressRule {
   /** The entry's path without a trailing slash ("" for the whole origin). */
   path: string;
   headers: [name: string, header: EgressHeader][];
+  /** Non-public addresses the entry's host may resolve to (`allowPrivate`); none when undefined. */
+  allowance?: AddressAllowance;
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -66,6 +70,15 @@ export function parseEgress(entries: (string | EgressEntry)[], where: string): E
       if (!HEADER_NAME.test(name)) throw new HookboxError("CONFIG", `${field}.headers: "${name}" is not a header name`, { field });
       headers.push([name.toLowerCase(), header]);
     }
+    const allowance = typeof entry === "string" ? undefined : parseAllowance(entry.allowPrivate, field);
+    // A literal address the entry does not allow could never be fetched: say so now, not at the first request.
+    const literal = parseAddress(url.hostname);
+    if (literal !== undefined && !addressAllowed(literal, allowance))
+      throw new HookboxError(
+        "CONFIG",
+        `${field}: "${source}" names a non-public address; add "allowPrivate": true (or a list of CIDRs covering it) to the entry to allow it`,
+        { field },
+      );
     return {
       source,
       protocol: url.protocol,
@@ -73,7 +86,23 @@ export function parseEgress(entries: (string | EgressEntry)[], where: string): E
       port: effectivePort(url),
       path: url.pathname.replace(/\/+$/, ""),
       headers,
+      ...(allowance !== undefined ? { allowance } : {}),
     };
+  });
+}
+
+function parseAllowance(value: boolean | string[] | undefined, field: string): AddressAllowance | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return true;
+  return value.map((text, index) => {
+    const cidr = parseCidr(text);
+    if (cidr === undefined)
+      throw new HookboxError(
+        "CONFIG",
+        `${field}.allowPrivate[${index}]: "${text}" is not a network in CIDR notation (10.0.0.0/8, fd00::/8; no bits set past the prefix)`,
+        { field },
+      );
+    return cidr;
   });
 }
 

@@ -1,9 +1,12 @@
+import { fetch, Headers, type Response } from "undici";
 import { HookboxError } from "../errors.js";
 import type { CapabilityLimits } from "./grants.js";
 import { denied, matchEgress, parseRequestUrl, type EgressRule } from "./egress.js";
+import { checkedAddresses, pinnedDispatcher, type ResolveHost } from "./egress-connect.js";
 
 /*
- * ctx.fetch on the host, with Node's own fetch (undici). Redirects are followed by hand (`redirect:
+ * ctx.fetch on the host, with undici's fetch (the engine of Node's own). Each hop connects only to the
+ * addresses checked for its entry (egress-connect.ts). Redirects are followed by hand (`redirect:
  * "manual"`) so every hop is checked against the egress list and gets the headers of the entry it is under
  * (never the previous hop's). The body is streamed and the read stops past the limit. Host-side header
  * values never reach the script: the script's own headers of those names are dropped, and any occurrence
@@ -34,6 +37,8 @@ export interface FetchDeps {
   env: NodeJS.ProcessEnv;
   /** The run's end: aborts a request in flight. */
   signal: AbortSignal;
+  /** Host names to addresses (the system's resolver; tests give their own). */
+  resolve: ResolveHost;
 }
 
 /** Performs one ctx.fetch; `onUrl` learns each URL tried (the event names the last). */
@@ -53,10 +58,19 @@ export async function brokeredFetch(request: FetchRequest, deps: FetchDeps, onUr
       if (rule === undefined)
         throw denied(url, hop === 0 ? "it is not under any entry of the tenant's egress list" : "a redirect left the egress list");
       const headers = requestHeaders(request.headers, rule, deps.env, secrets);
-      const response = await fetch(url, { method, headers, body, redirect: "manual", signal });
+      const dispatcher = pinnedDispatcher(await checkedAddresses(url, rule, deps.resolve, signal));
+      let response: Response;
+      try {
+        response = await fetch(url, { method, headers, body, redirect: "manual", signal, dispatcher });
+      } catch (error) {
+        void dispatcher.destroy().catch(() => {});
+        throw error;
+      }
+      const done = () => void dispatcher.close().catch(() => {});
       const location = response.headers.get("location");
       if (REDIRECTS.has(response.status) && location !== null) {
         await response.body?.cancel();
+        done();
         if (hop >= deps.limits.maxRedirects)
           throw new HookboxError(
             "CAPABILITY_QUOTA",
@@ -70,7 +84,7 @@ export async function brokeredFetch(request: FetchRequest, deps: FetchDeps, onUr
         }
         continue;
       }
-      const text = await readBounded(response, deps.limits.maxResponseBytes, url);
+      const text = await readBounded(response, deps.limits.maxResponseBytes, url).finally(done);
       const answerHeaders: Record<string, string> = {};
       response.headers.forEach((value, name) => {
         answerHeaders[name] = redact(value, secrets);
@@ -82,11 +96,11 @@ export async function brokeredFetch(request: FetchRequest, deps: FetchDeps, onUr
     if (timeout.aborted)
       throw new HookboxError("CAPABILITY_TIMEOUT", `ctx.fetch: ${url.href} took longer than ${deps.limits.fetchTimeoutMs} ms`);
     if (deps.signal.aborted) throw new HookboxError("CANCELLED", `ctx.fetch: ${url.href}: the run ended`);
-    // undici's messages name the cause (ECONNREFUSED, a TLS error), never our headers.
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    // The cause's code only (ECONNREFUSED, a TLS error's): its message may name the addresses tried.
+    const cause = (error as { cause?: { code?: unknown } }).cause;
     throw new HookboxError(
       "CAPABILITY_FAILED",
-      `ctx.fetch: ${url.href} failed: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+      `ctx.fetch: ${url.href} failed: ${typeof cause?.code === "string" ? cause.code : "the connection failed"}`,
     );
   }
 }

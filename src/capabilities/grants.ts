@@ -16,6 +16,11 @@ export interface EgressHeader {
 export interface EgressEntry {
   url: string;
   headers?: Record<string, EgressHeader>;
+  /**
+   * Addresses other than public ones the entry's host may resolve to: `true` for any (a partner on the
+   * operator's own network), or the networks allowed (`["10.1.0.0/16", "fd00::/8"]`). Default: public only.
+   */
+  allowPrivate?: boolean | string[];
 }
 
 export interface CapabilityLimits {

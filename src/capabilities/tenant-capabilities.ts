@@ -5,6 +5,7 @@ import type { KvStore } from "../store/kv.js";
 import { MemoryKv } from "../store/memory-kv.js";
 import { RunCapabilities, type RunCapabilitiesOptions } from "./broker.js";
 import { parseEgress, type EgressRule } from "./egress.js";
+import type { ResolveHost } from "./egress-connect.js";
 import { capabilityLimits, type CapabilityGrants, type CapabilityLimits } from "./grants.js";
 
 /*
@@ -21,6 +22,8 @@ export interface TenantCapabilitiesOptions {
   runModel: (completedInferences: number) => LanguageModelV4;
   /** A guard model given in code (library use); wins over `grants.guardModel`. */
   guardModel?: LanguageModelV4 | (() => LanguageModelV4);
+  /** Host names to addresses for ctx.fetch (default: the system's resolver). */
+  resolveHost?: ResolveHost;
 }
 
 export type RunCapabilityHooks = Pick<RunCapabilitiesOptions, "emit" | "onGuardUsage" | "guardBudgetSpent" | "traceGuard">;
@@ -30,6 +33,7 @@ export class TenantCapabilities {
   private readonly egress: EgressRule[] | undefined;
   private readonly kv: KvStore | undefined;
   private readonly guardModel: (() => LanguageModelV4) | undefined;
+  private readonly resolveHost: ResolveHost | undefined;
   readonly limits: CapabilityLimits;
 
   constructor(options: TenantCapabilitiesOptions) {
@@ -50,6 +54,7 @@ export class TenantCapabilities {
             ? () => options.runModel(0)
             : guardFactory(spec, options.tenant);
     this.tenant = options.tenant;
+    this.resolveHost = options.resolveHost;
   }
 
   /** The broker of one run; `close()` aborts what is in flight when the run ends. */
@@ -60,6 +65,7 @@ export class TenantCapabilities {
       ...(this.egress ? { egress: this.egress } : {}),
       ...(this.kv ? { kv: this.kv } : {}),
       ...(this.guardModel ? { guardModel: this.guardModel } : {}),
+      ...(this.resolveHost ? { resolveHost: this.resolveHost } : {}),
       limits: this.limits,
       emit: (event) => {
         // A request that outlives its run has no event stream to report to.

@@ -27,6 +27,7 @@ import { loadHostModule, type HostModule } from "./host-module.js";
 import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-defaults.js";
 import type { RunHandle, StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
 import { TenantCapabilities } from "../capabilities/tenant-capabilities.js";
+import type { ResolveHost } from "../capabilities/egress-connect.js";
 import type { KvStore } from "../store/kv.js";
 import type { Pricing } from "./usage.js";
 import type { RunTrace } from "../telemetry/run-trace.js";
@@ -54,6 +55,11 @@ export interface TenantRuntimeExtras {
   pricing?: Pricing;
   /** Scripts from a deployment (src/policy/deployments.ts): versions, shadows, a sandbox of their own. */
   deployment?: DeploymentScripts;
+  /**
+   * How ctx.fetch resolves host names (default: the operating system's resolver). Its answers are checked
+   * like any other (docs/capabilities.md); tests give a resolver of their own to play an attacker's DNS.
+   */
+  resolveHost?: ResolveHost;
 }
 
 export interface DeploymentScripts {
@@ -102,6 +108,7 @@ export async function createTenantRuntime(
     runModel: newModel,
     ...(extras.kv ? { kv: extras.kv } : {}),
     ...(extras.guardModel ? { guardModel: extras.guardModel } : {}),
+    ...(extras.resolveHost ? { resolveHost: extras.resolveHost } : {}),
   });
 
   const components =

@@ -20,6 +20,7 @@ describe("serve config: capabilities", () => {
       c.tenants[0].egress = [
         "https://api.example.com/v1/",
         { url: "https://guard.example.com/", headers: { authorization: { env: "GUARD_KEY", prefix: "Bearer " } } },
+        { url: "http://10.1.2.3:8080/", allowPrivate: ["10.1.0.0/16"] },
       ];
       c.tenants[0].guardModel = "run";
       c.tenants[0].kv = { quotaBytes: 5000 };
@@ -30,6 +31,7 @@ describe("serve config: capabilities", () => {
       egress: [
         "https://api.example.com/v1/",
         { url: "https://guard.example.com/", headers: { authorization: { env: "GUARD_KEY", prefix: "Bearer " } } },
+        { url: "http://10.1.2.3:8080/", allowPrivate: ["10.1.0.0/16"] },
       ],
       guardModel: "run",
       limits: { maxFetchesPerRun: 3, fetchTimeoutMs: 100, kvQuotaBytes: 5000 },
@@ -44,6 +46,21 @@ describe("serve config: capabilities", () => {
       "a bad header variable",
       (c) => (c.tenants[0].egress = [{ url: "https://x/", headers: { a: { env: "1x" } } }]),
       /tenants\[0\]\.egress\[0\]\.headers\.a\.env: must be an environment variable name/,
+    ],
+    [
+      "a loopback egress entry without allowPrivate",
+      (c) => (c.tenants[0].egress = ["http://127.0.0.1:8080/"]),
+      /tenants\[0\]\.egress\[0\]: "http:\/\/127\.0\.0\.1:8080\/" names a non-public address; add "allowPrivate"/,
+    ],
+    [
+      "a link-local entry outside its allowPrivate networks",
+      (c) => (c.tenants[0].egress = [{ url: "http://169.254.169.254/", allowPrivate: ["10.0.0.0/8"] }]),
+      /tenants\[0\]\.egress\[0\]: .* names a non-public address/,
+    ],
+    [
+      "an allowPrivate network that is not CIDR",
+      (c) => (c.tenants[0].egress = [{ url: "http://partner.internal/", allowPrivate: ["10.0.0.1/8"] }]),
+      /tenants\[0\]\.egress\[0\]\.allowPrivate\[0\]: "10\.0\.0\.1\/8" is not a network in CIDR notation/,
     ],
     [
       "an unknown capability limit",

@@ -70,7 +70,13 @@ function model(name: string, args: Record<string, unknown>[]): string {
   return file;
 }
 
-const egress = () => JSON.stringify({ url: `${loopback.url}/api/`, headers: { authorization: { env: "GUARD_KEY", prefix: "Bearer " } } });
+// The loopback server stands for a partner on the operator's own network: the entry allows its private address.
+const egress = () =>
+  JSON.stringify({
+    url: `${loopback.url}/api/`,
+    allowPrivate: true,
+    headers: { authorization: { env: "GUARD_KEY", prefix: "Bearer " } },
+  });
 
 async function run(modelFile: string, extra: string[] = []) {
   const result = await runCli(

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect } from "vitest";
 import { createSandboxPool, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
 import { startLoopback, type Loopback } from "./loopback.js";
-import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
+import { createTenantRuntime, type TenantRuntimeExtras } from "../../src/host/tenant-runtime.js";
 import type { TenantConfig, TenantRuntime } from "../../src/host/types.js";
 import type { SandboxPool } from "../../src/sandbox/api.js";
 import type { KvStore } from "../../src/store/kv.js";
@@ -22,6 +22,8 @@ export async function hookRuntime(options: {
   limits?: TenantConfig["limits"];
   capabilities: TenantConfig["capabilities"];
   kv?: KvStore;
+  /** More of the runtime's extras (a resolver of the test's own, a guard model instance). */
+  extras?: Omit<TenantRuntimeExtras, "kv" | "host">;
 }): Promise<TenantRuntime> {
   return createTenantRuntime(
     {
@@ -36,6 +38,7 @@ export async function hookRuntime(options: {
     },
     options.pool,
     {
+      ...options.extras,
       ...(options.kv ? { kv: options.kv } : {}),
       host: { tools: [{ name: "noop", description: "n", parameters: { type: "object" }, handler: () => ({}) }] },
     },

@@ -59,7 +59,7 @@ function attackRuntime(attack: string): Promise<TenantRuntime> {
     args: { attack, base: shared.loopback.url },
     limits: { cpuMs: 2000, wallMs: 20000 },
     capabilities: {
-      egress: [`${shared.loopback.url}/api/`],
+      egress: [{ url: `${shared.loopback.url}/api/`, allowPrivate: true }],
       guardModel: { kind: "scripted", file: writeSteps(Array(30).fill({ text: "OK" })) },
     },
     kv: new MemoryKv(),

@@ -35,7 +35,7 @@ async function runWaiter(tenant: string, limits: CapabilityGrants["limits"]): Pr
     script: waiter,
     args: { base: shared.loopback.url },
     limits: { wallMs: 300 },
-    capabilities: { egress: [`${shared.loopback.url}/api/`], limits },
+    capabilities: { egress: [{ url: `${shared.loopback.url}/api/`, allowPrivate: true }], limits },
   });
   return runLogged(runtime, `sess_${tenant}`);
 }
