@@ -2,6 +2,7 @@ import type { Interface } from "node:readline";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, ApprovalAnswer } from "../host/types.js";
 import type { JsonObject } from "../turns/json.js";
+import { printable } from "./terminal-text.js";
 
 type Requested = Extract<HookboxEvent, { type: "approval.requested" }>;
 type Stage = "choice" | "reason" | "args";
@@ -10,7 +11,8 @@ type Stage = "choice" | "reason" | "args";
  * The terminal side of approvals: open approvals are asked one at a time, in request order.
  * `a` approves, `r` rejects (then asks an optional reason), `e` edits the arguments as JSON (prefilled
  * with the current ones); edited arguments the tool's schema refuses are explained and asked again.
- * An approval that ends meanwhile (timeout, cancel) is dropped from the prompt.
+ * An approval that ends meanwhile (timeout, cancel) is dropped from the prompt. What a script or the model
+ * wrote (name, arguments, call id, reason) is shown with its control characters escaped (terminal-text.ts).
  */
 export class ApprovalPrompt {
   private readonly queue: Requested[] = [];
@@ -72,7 +74,7 @@ export class ApprovalPrompt {
     if (!request) return;
     this.current = { request, stage: "choice" };
     process.stdout.write(
-      `\n  ? approve ${request.name}(${JSON.stringify(request.args)}) [${request.callId}]: ${request.script} asks: ${request.reason}\n`,
+      `\n  ? approve ${printable(request.name)}(${printable(JSON.stringify(request.args))}) [${printable(request.callId)}]: ${printable(request.script)} asks: ${printable(request.reason)}\n`,
     );
     this.ask("choice");
   }
@@ -87,12 +89,13 @@ export class ApprovalPrompt {
     };
     this.lines.setPrompt(text[stage]);
     this.lines.prompt();
-    if (stage === "args") this.lines.write(prefill ?? JSON.stringify(this.current.request.args));
+    // Escaped as JSON escapes them, so the prefilled text parses back to the same arguments.
+    if (stage === "args") this.lines.write(printable(prefill ?? JSON.stringify(this.current.request.args)));
   }
 
   /** Explains why the edited arguments were not taken and asks again, prefilled with what was typed. */
   private retry(problem: string, typed: string): true {
-    process.stdout.write(`    ${problem}\n`);
+    process.stdout.write(`    ${printable(problem)}\n`);
     this.ask("args", typed);
     return true;
   }

@@ -1,6 +1,7 @@
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle } from "../host/types.js";
 import { describeEvent } from "./transcript.js";
+import { printable } from "./terminal-text.js";
 import { exitCodeFor } from "./exit.js";
 import { StdinAnswers } from "./stdin-answers.js";
 
@@ -30,7 +31,7 @@ export async function driveRun(handle: RunHandle, options: DriveOptions): Promis
     const result = await handle.wait();
     if (!options.json && result.status !== "completed" && result.reason) {
       process.stderr.write(
-        `hookbox ${options.command}: ${result.status}${result.errorCode ? ` (${result.errorCode})` : ""}: ${result.reason}\n`,
+        `hookbox ${options.command}: ${result.status}${result.errorCode ? ` (${printable(result.errorCode)})` : ""}: ${printable(result.reason)}\n`,
       );
     }
     return exitCodeFor(result.status);

@@ -3,6 +3,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { AnswerResult, ApprovalAnswer, RunHandle } from "../host/types.js";
 import { isParsedObject, type JsonObject } from "../turns/json.js";
 import { ApprovalPrompt } from "./approval-prompt.js";
+import { printable } from "./terminal-text.js";
 
 export interface StdinOptions {
   command: string;
@@ -94,6 +95,6 @@ export class StdinAnswers {
   }
 
   private warn(message: string): void {
-    process.stderr.write(`hookbox ${this.options.command}: stdin: ${message}\n`);
+    process.stderr.write(`hookbox ${this.options.command}: stdin: ${printable(message)}\n`);
   }
 }

@@ -1,26 +1,11 @@
-import { spawnSync } from "node:child_process";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hookboxBin, repoRoot } from "../helpers/cli.js";
+import { CLEAR_LINE, driveTty as drive } from "../helpers/pty.js";
 import { writeRefundFixture } from "./approval-fixture.js";
 
 /*
  * The interactive approval prompt of `hookbox run` (human mode), driven through a real pseudo-terminal by
  * test/helpers/pty-drive.py: the CLI sees TTYs on stdin and stdout, exactly as at a person's terminal.
  */
-
-const driver = join(repoRoot, "test", "helpers", "pty-drive.py");
-const CLEAR_LINE = "\u0015"; // Ctrl-U: readline deletes the prefilled arguments
-
-function drive(args: string[], steps: { expect: string; send: string }[]): { output: string; status: number; timedOut: boolean } {
-  const run = spawnSync("python3", [driver, JSON.stringify(steps), "--", process.execPath, hookboxBin, ...args], {
-    cwd: repoRoot,
-    encoding: "utf8",
-    timeout: 90_000,
-  });
-  if (run.status !== 0) throw new Error(`pty driver failed: ${run.stderr}`);
-  return JSON.parse(run.stdout);
-}
 
 const twoRefunds = [
   {
