@@ -20,7 +20,14 @@ const SHOWN = "\\u001b]0;pwned\\u0007\\u001b[2J\\u001b[1A\\u001b[2K\\u009b2K\\u2
 /** A control character a terminal acts on, other than the line breaks of the transcript itself. */
 const RAW_CONTROL = /[\u0000-\u0009\u000b\u000c\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 
-function writeFixture(steps: unknown[]): string[] {
+function expectNoRawControl(texts: Record<string, string>): void {
+  for (const [name, text] of Object.entries(texts)) {
+    const raw = text.match(RAW_CONTROL);
+    expect(raw, `${name} holds U+${raw?.[0].codePointAt(0)?.toString(16)} raw:\n${text}`).toBeNull();
+  }
+}
+
+function writeFixture(steps: unknown[]): { dir: string; args: string[] } {
   const dir = mkdtempSync(join(tmpdir(), "hookbox-escapes-"));
   const attack = JSON.stringify(ATTACK);
   writeFileSync(
@@ -48,24 +55,20 @@ export default defineScript({ name: "hostile", hooks: {
 `,
   );
   writeFileSync(join(dir, "model.json"), JSON.stringify({ steps }));
-  return [join(dir, "hostile.ts"), "--model", `scripted:${join(dir, "model.json")}`, "--host-tools", join(dir, "tools.mjs")];
+  writeFileSync(join(dir, "quiet.ts"), `import { defineScript } from "hookbox";\nexport default defineScript({ name: "hostile" });\n`);
+  const model = ["--model", `scripted:${join(dir, "model.json")}`, "--host-tools", join(dir, "tools.mjs")];
+  return { dir, args: [join(dir, "hostile.ts"), ...model] };
 }
 
 describe("terminal control characters from scripts, tools and the model", () => {
   it("the human transcript (and the run's reason on stderr) shows them escaped, never raw", async () => {
-    const args = writeFixture([
+    const { args } = writeFixture([
       { text: `thinking ${ATTACK}`, toolCalls: [{ id: `c1${ATTACK}`, name: "refund", args: { orderId: `A17${ATTACK}` } }] },
       { text: `answer ${ATTACK}\nsecond line` },
     ]);
     const run = await runCli(["run", ...args, "--prompt", "refund A17"]);
     expect(run.code, run.stderr).toBe(3);
-    for (const [name, text] of [
-      ["stdout", run.stdout],
-      ["stderr", run.stderr],
-    ] as const) {
-      const raw = text.match(RAW_CONTROL);
-      expect(raw, `${name} holds U+${raw?.[0].codePointAt(0)?.toString(16)} raw:\n${text}`).toBeNull();
-    }
+    expectNoRawControl({ stdout: run.stdout, stderr: run.stderr });
     expect(run.stdout).toContain(`model: thinking ${SHOWN}`);
     expect(run.stdout).toContain(`[c1${SHOWN}]`); // the model's call id
     expect(run.stdout).toContain(`A17${SHOWN}`); // the arguments
@@ -78,7 +81,7 @@ describe("terminal control characters from scripts, tools and the model", () => 
   }, 60_000);
 
   it("the approval prompt at a terminal shows them escaped; edited arguments prefilled escaped parse back to the same value", () => {
-    const args = writeFixture([{ toolCalls: [{ id: "c1", name: "refund", args: { orderId: `ASK${ATTACK}` } }] }, { text: "done" }]);
+    const { args } = writeFixture([{ toolCalls: [{ id: "c1", name: "refund", args: { orderId: `ASK${ATTACK}` } }] }, { text: "done" }]);
     const result = driveTty(
       ["run", ...args, "--prompt", "refund A17"],
       [
@@ -97,5 +100,20 @@ describe("terminal control characters from scripts, tools and the model", () => 
     expect(result.output).toContain('"escapes":4,"override":true');
     expect(result.output).toContain(`"echo":"ASK${SHOWN}"`);
     expect(result.output).not.toContain("\\\\u001b"); // never escaped twice: the tool got ESC, not a backslash
+  }, 60_000);
+
+  it("hookbox replay and hookbox sessions print a script's reason and a stored prompt escaped", async () => {
+    const { dir, args } = writeFixture([{ toolCalls: [{ id: "c1", name: "refund", args: { orderId: "A17" } }] }, { text: "done" }]);
+    const store = join(dir, "store.db");
+    // Recorded with a script that has no opinion; replayed with the one that denies with the attack as its reason.
+    const recorded = await runCli(["run", join(dir, "quiet.ts"), ...args.slice(1), "--store", store, "--prompt", `refund ${ATTACK}`]);
+    expect(recorded.code, recorded.stderr).toBe(0);
+    const replayed = await runCli(["replay", "--store", store, "--scripts", join(dir, "hostile.ts")]);
+    expect(replayed.code, replayed.stderr).toBe(1);
+    expect(replayed.stdout).toContain(`recorded proceed, now deny (deny ${SHOWN})`);
+    const sessions = await runCli(["sessions", "--store", store]);
+    expect(sessions.code, sessions.stderr).toBe(0);
+    expect(sessions.stdout).toContain(`"refund ${SHOWN.slice(0, 40)}`);
+    expectNoRawControl({ replay: replayed.stdout + replayed.stderr, sessions: sessions.stdout + sessions.stderr });
   }, 60_000);
 });

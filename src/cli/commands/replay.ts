@@ -4,6 +4,7 @@ import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type RunFilter } from "../../store/index.js";
 import { loadReplayScripts, replay, type ReplayChange, type ReplaySummary } from "../../policy/replay.js";
 import { failUsage } from "../exit.js";
+import { printable } from "../terminal-text.js";
 
 const usage = "usage: hookbox replay --store FILE --scripts FILE... [--session ID | --tenant NAME] [--since ISO] [--json]";
 
@@ -57,8 +58,8 @@ function printChange(change: ReplayChange, json: boolean): void {
   const decision = change.decision;
   const why = typeof decision.reason === "string" ? decision.reason : typeof decision.message === "string" ? decision.message : "";
   process.stdout.write(
-    `session ${change.sessionId} run ${change.runId} call ${change.callId} ${change.hook} (attempt ${change.attempt}): ` +
-      `recorded ${change.recorded}, now ${change.replayed}${why ? ` (${why})` : ""}\n`,
+    `session ${printable(change.sessionId)} run ${change.runId} call ${printable(change.callId)} ${change.hook} (attempt ${change.attempt}): ` +
+      `recorded ${change.recorded}, now ${change.replayed}${why ? ` (${printable(why)})` : ""}\n`,
   );
 }
 

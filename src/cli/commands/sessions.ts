@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
 import { openStore } from "../../store/index.js";
 import { failUsage } from "../exit.js";
+import { printable } from "../terminal-text.js";
 
 const usage = "usage: hookbox sessions --store FILE [--tenant NAME] [--json]";
 
@@ -35,9 +36,9 @@ export async function sessionsCommand(argv: string[]): Promise<number> {
         continue;
       }
       const last = session.lastRun;
-      const prompt = last ? JSON.stringify(last.prompt.length > 60 ? `${last.prompt.slice(0, 57)}...` : last.prompt) : "";
+      const prompt = last ? printable(JSON.stringify(last.prompt.length > 60 ? `${last.prompt.slice(0, 57)}...` : last.prompt)) : "";
       process.stdout.write(
-        `${session.id}  ${session.tenant}  ${new Date(session.createdMs).toISOString()}  runs=${session.runs}${last ? `  last=${last.status}  ${prompt}` : ""}\n`,
+        `${printable(session.id)}  ${printable(session.tenant)}  ${new Date(session.createdMs).toISOString()}  runs=${session.runs}${last ? `  last=${last.status}  ${prompt}` : ""}\n`,
       );
     }
     if (!values.json && sessions.length === 0) process.stderr.write(`hookbox sessions: no sessions in ${values.store}\n`);
