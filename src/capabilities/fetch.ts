@@ -3,6 +3,7 @@ import { HookboxError } from "../errors.js";
 import type { CapabilityLimits } from "./grants.js";
 import { denied, matchEgress, parseRequestUrl, type EgressRule } from "./egress.js";
 import { checkedAddresses, pinnedDispatcher, type ResolveHost } from "./egress-connect.js";
+import { redactSecrets, secretHeaders } from "./egress-secrets.js";
 
 /*
  * ctx.fetch on the host, with undici's fetch (the engine of Node's own). Each hop connects only to the
@@ -117,16 +118,8 @@ function requestHeaders(given: Record<string, string> | undefined, rule: EgressR
       throw new HookboxError("CAPABILITY_INVALID", `ctx.fetch: header "${name.slice(0, 100)}" is not a valid header`);
     }
   }
-  for (const [name, header] of rule.headers) {
-    const value = env[header.env];
-    if (value === undefined || value === "")
-      throw new HookboxError(
-        "CAPABILITY_FAILED",
-        `ctx.fetch: the egress entry ${rule.source} adds header "${name}" from environment variable ${header.env}, which is not set on the host`,
-      );
-    secrets.push(value);
-    headers.set(name, (header.prefix ?? "") + value);
-  }
+  // Validated before they are set: Headers would quote an unusable value in its error.
+  for (const [name, value] of secretHeaders(rule, env, secrets)) headers.set(name, value);
   return headers;
 }
 
@@ -151,7 +144,5 @@ async function readBounded(response: Response, maxBytes: number, url: URL): Prom
 }
 
 function redact(text: string, secrets: string[]): string {
-  let out = text;
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-  return out;
+  return redactSecrets(text, secrets, REDACTED);
 }

@@ -6,6 +6,7 @@ import { MemoryKv } from "../store/memory-kv.js";
 import { RunCapabilities, type RunCapabilitiesOptions } from "./broker.js";
 import { parseEgress, type EgressRule } from "./egress.js";
 import type { ResolveHost } from "./egress-connect.js";
+import { checkEgressSecrets } from "./egress-secrets.js";
 import { capabilityLimits, type CapabilityGrants, type CapabilityLimits } from "./grants.js";
 
 /*
@@ -40,6 +41,8 @@ export class TenantCapabilities {
     const grants = options.grants ?? {};
     this.limits = capabilityLimits(grants);
     this.egress = grants.egress?.length ? parseEgress(grants.egress, `tenant ${options.tenant}: egress`) : undefined;
+    // A secret that could never be sent stops the tenant at start, not at its first request.
+    if (this.egress) checkEgressSecrets(this.egress, process.env, `tenant ${options.tenant}: egress`);
     this.kv = grants.kv === false ? undefined : (options.kv ?? new MemoryKv());
     const given = options.guardModel;
     const spec = grants.guardModel;
