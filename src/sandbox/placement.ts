@@ -1,7 +1,8 @@
 import type { Isolation } from "./api.js";
 import type { Evictable, LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
-import type { WorkerExit, WorkerProcess } from "./worker-process.js";
+import type { WorkerExit } from "./worker-exit.js";
+import type { WorkerProcess } from "./worker-process.js";
 
 /** What placement asks of the tenant it places. */
 export interface PlacedTenant extends Evictable {
@@ -61,7 +62,7 @@ export class TenantPlacement {
     if (this.current !== worker) return { ours: false, culprit: false };
     this.current = undefined;
     this.live.forget(this.placed);
-    const culprit = exit.reason === "killed-overdue" && exit.overdueTenant === this.placed.tenant;
+    const culprit = exit.culpritTenant === this.placed.tenant;
     if (culprit) this.quarantined = true;
     return { ours: true, culprit };
   }

@@ -16,7 +16,11 @@ import type { WallKind } from "./wall/launcher.js";
 export interface SandboxPoolOptions {
   /** Sandbox worker processes for tenants in good standing (default 2). A quarantine worker comes on top. */
   workers?: number;
-  /** A worker whose RSS exceeds this after a call is retired and replaced (default 1024 MB). */
+  /**
+   * A worker whose processes' resident memory (measured by the host) exceeds this is retired and replaced
+   * once its tenants are idle; at twice this (and at least 256 MB over it) while a call runs it is killed at
+   * once, the call failing with SANDBOX_MEMORY (default 1024 MB).
+   */
   workerRssBudgetMb?: number;
   /** Callbacks one tenant may have waiting before new ones are refused with SANDBOX_OVERLOADED (default 256). */
   maxQueueDepth?: number;
@@ -155,7 +159,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         isolation: supervisor.isDedicated(worker) ? "process-per-tenant" : "shared",
         tenants: [...worker.tenants],
         isolates: worker.lastIsolates,
-        rssBytes: worker.lastRssBytes,
+        rssBytes: worker.rssBytes,
         retiring: worker.retiring,
         meanWorkerMs: worker.replies ? worker.workerMsTotal / worker.replies : 0,
       }));

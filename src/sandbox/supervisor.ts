@@ -1,5 +1,6 @@
 import type { Isolation } from "./api.js";
-import { WorkerProcess, type WorkerExit, type WorkerRole } from "./worker-process.js";
+import type { WorkerExit } from "./worker-exit.js";
+import { WorkerProcess, type WorkerRole } from "./worker-process.js";
 import type { Launcher } from "./wall/launcher.js";
 
 export interface SupervisorOptions {
@@ -14,6 +15,18 @@ export interface SupervisorOptions {
   onWorkerLost: (worker: WorkerProcess, exit: WorkerExit) => void;
   /** A worker is over its RSS budget: idle tenants should leave it so it can be replaced. */
   onWorkerRetiring: (worker: WorkerProcess) => void;
+}
+
+/** How often the host measures a working worker's memory (and how old a measure the budget check may use). */
+const MEMORY_SAMPLE_MS = 100;
+
+/**
+ * Over its budget a worker is retired once its tenants are idle; this far over it, while a call runs, it
+ * cannot wait for that and is killed: twice the budget, and at least 256 MB over it (a small budget is
+ * below a worker's own footprint, and only meant to retire it early).
+ */
+function memoryLimitBytes(budgetBytes: number): number {
+  return budgetBytes + Math.max(budgetBytes, 256 * 1048576);
 }
 
 /**
@@ -77,11 +90,14 @@ export class Supervisor {
     return this.dedicated.has(worker);
   }
 
-  /** Called after every reply: a worker over its RSS budget is retired and replaced. */
+  /**
+   * Called after every reply and at each memory sample taken while a worker works: a worker whose memory,
+   * as the host measures it, is over the RSS budget is retired and replaced.
+   */
   checkBudget(worker: WorkerProcess): void {
     // A retiring worker whose last tenant left while a call was in flight is reaped once that reply is in.
     if (worker.retiring) return this.reapIfDone(worker);
-    if (!worker.alive || worker.lastRssBytes <= this.options.rssBudgetBytes) return;
+    if (!worker.alive || worker.rssBytes <= this.options.rssBudgetBytes) return;
     worker.retiring = true;
     this.retiring.add(worker);
     this.options.onWorkerRetiring(worker);
@@ -106,7 +122,7 @@ export class Supervisor {
 
   private reapIfDone(worker: WorkerProcess): void {
     if (worker.retiring && worker.tenants.size === 0 && worker.inFlight === 0) {
-      worker.kill({ reason: "retired", detail: `over the RSS budget (${Math.round(worker.lastRssBytes / 1048576)} MB)` });
+      worker.kill({ reason: "retired", detail: `over the RSS budget (${Math.round(worker.rssBytes / 1048576)} MB)` });
     }
   }
 
@@ -117,6 +133,9 @@ export class Supervisor {
       role,
       graceMs: this.options.graceMs,
       maxFrameBytes: this.options.maxFrameBytes,
+      memoryLimitBytes: memoryLimitBytes(this.options.rssBudgetBytes),
+      memorySampleMs: MEMORY_SAMPLE_MS,
+      onMemorySample: (worker) => this.checkBudget(worker),
       onExit: (worker, exit) => {
         this.retiring.delete(worker);
         this.dedicated.delete(worker);

@@ -15,7 +15,8 @@ import type { DoneMessage, WorkerLimits } from "./wire/protocol.js";
 import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
 import type { LiveIsolates } from "./live-isolates.js";
 import type { Supervisor } from "./supervisor.js";
-import type { WorkerExit, WorkerProcess } from "./worker-process.js";
+import { culpritError, type WorkerExit } from "./worker-exit.js";
+import type { WorkerProcess } from "./worker-process.js";
 
 export interface TenantOptions extends AdmissionLimits {
   supervisor: Supervisor;
@@ -222,11 +223,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
       if (inFlight?.retryable && inFlight.call === callback) continue;
       const error =
         culprit && callback === inFlight?.call
-          ? new HookboxError(
-              "SANDBOX_TIMEOUT",
-              `${callback.script}: ${describeCall(callback)} did not yield within its limits (${exit.detail}); its sandbox worker was killed`,
-              { script: callback.script },
-            )
+          ? culpritError(exit, `${callback.script}: ${describeCall(callback)}`, { script: callback.script })
           : new HookboxError(
               "SANDBOX_CRASHED",
               `${callback.script}: ${describeCall(callback)} failed closed: its sandbox worker was lost (${exit.detail})`,

@@ -50,13 +50,12 @@ const DoneMessageSchema = z.object({
     ])
     .optional(),
   breach: z.enum(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY"]).optional(),
-  rssBytes: count,
   cpuMs: count.optional(),
   isolates: count.optional(),
   workerMs: count.optional(),
 });
 
-const ReadyMessageSchema = z.object({ type: z.literal("ready"), pid: z.number().int() });
+const ReadyMessageSchema = z.object({ type: z.literal("ready") });
 
 /** tsc checks that the schema and protocol.ts describe the same messages. */
 export const WorkerMessageSchema: z.ZodType<WorkerMessage> = z.discriminatedUnion("type", [DoneMessageSchema, ReadyMessageSchema]);

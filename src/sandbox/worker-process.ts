@@ -6,6 +6,10 @@ import { HookboxError } from "../errors.js";
 import { encodeFrame, FrameReader, socketFd, writeFrame } from "./wire/framing.js";
 import { PollPolicy } from "./wire/poll-policy.js";
 import { checkWorkerMessage } from "./worker-messages.js";
+import { MAX_WORKER_PROCESSES, MemoryWatch, type MemorySample } from "./worker-memory.js";
+import { WorkerOutput } from "./worker-output.js";
+import { lostExecError, type WorkerExit } from "./worker-exit.js";
+import { ReplyDeadline } from "./reply-deadline.js";
 import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
   BundleMessage,
@@ -19,14 +23,6 @@ import type {
 import type { Launcher } from "./wall/launcher.js";
 
 export type WorkerRole = "normal" | "quarantine";
-
-/** Why a worker went away; `overdueSeq` names the exec message the watchdog gave up on. */
-export interface WorkerExit {
-  reason: "killed-overdue" | "crashed" | "retired" | "closed";
-  overdueSeq?: number;
-  overdueTenant?: string;
-  detail: string;
-}
 
 interface PendingExec {
   seq: number;
@@ -47,6 +43,12 @@ export interface WorkerProcessOptions {
   graceMs: number;
   /** Largest frame the worker may send: a bigger one breaks the protocol. */
   maxFrameBytes: number;
+  /** The worker's processes holding more than this while a message runs kill it, blaming that message. */
+  memoryLimitBytes: number;
+  /** How often the host measures the worker's memory while it works (worker-memory.ts). */
+  memorySampleMs: number;
+  /** A memory sample was taken while the worker worked (the supervisor checks its budget). */
+  onMemorySample: (worker: WorkerProcess) => void;
   onExit: (worker: WorkerProcess, exit: WorkerExit) => void;
 }
 
@@ -65,7 +67,7 @@ function workerEnv(): Record<string, string> {
 export class WorkerProcess {
   readonly role: WorkerRole;
   readonly child: ChildProcess;
-  /** Protocol frames both ways (wire/framing.ts); the IPC channel only tells the worker that we are gone. */
+  /** Protocol frames both ways (wire/framing.ts), the worker's fd 3: its only channel to the host. */
   private readonly pipe: Socket;
   readonly tenants = new Set<string>();
   readonly bundles = new Set<string>();
@@ -78,7 +80,6 @@ export class WorkerProcess {
   readonly exited: Promise<void>;
   private settleExited!: () => void;
   retiring = false;
-  lastRssBytes = 0;
   /** Tenant isolates the worker reported holding with its last reply. */
   lastIsolates = 0;
   /** Diagnostics: time the worker reported spending on replies, and how many. */
@@ -90,12 +91,12 @@ export class WorkerProcess {
   /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
   private readonly limitsSent = new Map<string, WorkerLimits>();
   private headClockFrom = 0;
-  private timer: NodeJS.Timeout | undefined;
-  /** When the armed timer fires, and when the head of the line is overdue (Infinity: nothing watched). */
-  private timerAt = Infinity;
-  private headDeadline = Infinity;
+  private readonly deadline = new ReplyDeadline(() => this.overdue());
   private exit: WorkerExit | undefined;
-  private stderrTail = "";
+  /** stdout and stderr, read with a cap (worker-output.ts). */
+  private readonly output: WorkerOutput;
+  /** The host's own measure of the worker's memory (undefined when the process never started). */
+  private readonly memory: MemoryWatch | undefined;
   /** This worker's pipe as the host reads it while a reply is due (reply-wait.ts), and whether to. */
   private readonly awaitedPipe: AwaitedPipe;
   private readonly replyPolling = new PollPolicy(REPLY_SPIN_MS);
@@ -109,16 +110,24 @@ export class WorkerProcess {
       reads: [join(dirname(options.path), "runtime.js")],
       // HOOKBOX_WORKER_EXEC_ARGV: extra node flags for profiling workers (e.g. "--cpu-prof"; needs --wall none to write).
       nodeArgs: ["--no-node-snapshot", ...(process.env.HOOKBOX_WORKER_EXEC_ARGV?.split(" ").filter(Boolean) ?? [])],
-      serialization: "json",
-      stdio: ["ignore", "ignore", "pipe", "ipc", "pipe"],
+      // No IPC channel: the frame pipe is the only way in or out, and its end tells the worker we are gone.
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
       env: workerEnv(),
     });
-    this.pipe = this.child.stdio[4] as Socket;
+    this.pipe = this.child.stdio[3] as Socket;
     // Niced before it starts its threads (they inherit it): bwrap's sandbox processes inherit it from bwrap.
     if (this.role === "quarantine") this.lowerPriority(this.child.pid);
-    this.child.stderr?.on("data", (chunk: Buffer) => {
-      this.stderrTail = (this.stderrTail + chunk.toString()).slice(-2000);
-    });
+    this.output = new WorkerOutput(this.child, (reason) => this.brokeProtocol(reason));
+    const pid = this.child.pid;
+    this.memory =
+      pid === undefined
+        ? undefined
+        : new MemoryWatch({
+            pid,
+            everyMs: options.memorySampleMs,
+            busy: () => this.queue.length > 0,
+            onSample: (sample) => this.onMemorySample(sample),
+          });
     const reader = new FrameReader((message) => this.onFrame(message), {
       maxFrameBytes: options.maxFrameBytes,
       onViolation: (reason) => this.brokeProtocol(reason),
@@ -129,7 +138,7 @@ export class WorkerProcess {
       fd: () => socketFd(this.pipe),
       push: (chunk) => reader.push(chunk),
     };
-    this.pipe.on("error", () => this.kill({ reason: "crashed", detail: "worker pipe error" }));
+    this.pipe.on("error", (error) => this.kill({ reason: "crashed", detail: `worker pipe error (${error.message})` }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
     this.child.on("error", (error) => {
       this.kill({ reason: "crashed", detail: `worker process error: ${error.message}` });
@@ -141,20 +150,22 @@ export class WorkerProcess {
 
   /** Idle workers must not keep the host process alive; busy ones must (a reply is awaited). */
   private setBusy(busy: boolean): void {
-    const channel = (this.child as unknown as { channel?: { ref(): void; unref(): void } }).channel;
     if (busy) {
       this.child.ref();
-      channel?.ref();
       this.pipe.ref();
     } else {
       this.child.unref();
-      channel?.unref();
       this.pipe.unref();
     }
   }
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** The resident memory of the worker's processes, as the host measured it (at most memorySampleMs ago). */
+  get rssBytes(): number {
+    return this.memory?.current().bytes ?? 0;
   }
 
   get inFlight(): number {
@@ -188,6 +199,7 @@ export class WorkerProcess {
       const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
+      this.memory?.sent();
       writeFrame(this.pipe, encodeFrame(message));
       expectReply(this.awaitedPipe, this.replyPolling.beginWait());
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
@@ -211,17 +223,24 @@ export class WorkerProcess {
   /** A worker that breaks the protocol runs code that is not ours: it is killed, its calls fail closed. */
   private brokeProtocol(reason: string): void {
     this.reader.stop();
+    this.output.stop();
     this.kill({ reason: "crashed", detail: `it broke the protocol: ${reason.slice(0, 300)}` });
   }
 
+  /**
+   * The worker says `ready` once, before anything else: one out of that order is a lie like any other (and
+   * would restart the head's clock, and walk /proc for a quarantine worker, each time).
+   */
   private onMessage(message: WorkerMessage): void {
     if (message.type === "ready") {
+      if (this.ready) return this.brokeProtocol("a second ready message");
       this.ready = true;
       // Inside the wall, in case the sandbox was started before bwrap was niced.
       if (this.role === "quarantine") this.lowerPriority(this.options.launcher.nodePid(this.child));
       if (this.queue.length > 0) this.startHeadClock(performance.now());
       return;
     }
+    if (!this.ready) return this.brokeProtocol("a reply before its ready message");
     const head = this.queue[0];
     if (head === undefined || head.seq !== message.seq) {
       this.brokeProtocol(`a reply to message ${message.seq}, ${head === undefined ? "when none was due" : `when ${head.seq} was due`}`);
@@ -229,17 +248,38 @@ export class WorkerProcess {
     }
     this.queue.shift();
     this.replyPolling.endWait(performance.now() - this.headClockFrom);
-    this.lastRssBytes = message.rssBytes;
     this.lastIsolates = message.isolates ?? 0;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;
     if (this.queue.length > 0) this.startHeadClock(performance.now());
     else {
-      this.stopClock();
+      this.deadline.clear();
       this.setBusy(false);
       stopAwaiting(this.awaitedPipe);
     }
     head.resolve(message);
+  }
+
+  /**
+   * The memory watchdog's sample. A tree the host cannot measure (too many processes) or one over the limit
+   * while a message runs ends the worker; the budget (retirement) is the supervisor's.
+   */
+  private onMemorySample(sample: MemorySample): void {
+    if (!this.alive) return;
+    if (sample.processes > MAX_WORKER_PROCESSES) {
+      this.output.stop();
+      return this.kill({ reason: "crashed", detail: `it runs more than ${MAX_WORKER_PROCESSES} processes` });
+    }
+    const head = this.queue[0];
+    if (head !== undefined && sample.bytes > this.options.memoryLimitBytes) {
+      return this.kill({
+        reason: "killed-memory",
+        culpritSeq: head.seq,
+        culpritTenant: head.tenant,
+        detail: `its processes held ${Math.round(sample.bytes / 1048576)} MB while a call ran, over ${Math.round(this.options.memoryLimitBytes / 1048576)} MB`,
+      });
+    }
+    this.options.onMemorySample(this);
   }
 
   /** Misbehaving tenants live here: let the host and well-behaved workers win the CPU. */
@@ -252,46 +292,25 @@ export class WorkerProcess {
     }
   }
 
-  /**
-   * Arms the watchdog for the head of the line. One timer is kept armed (unref'd) and re-armed only when
-   * it fires early, instead of a clearTimeout + setTimeout per message on the hot path.
-   */
+  /** Starts the watchdog's clock for the head of the line (reply-deadline.ts). */
   private startHeadClock(from: number): void {
-    this.headDeadline = Infinity;
+    this.deadline.clear();
     if (!this.ready) return; // boot time is not the guest's
     const head = this.queue[0];
     if (head === undefined) return;
     this.headClockFrom = Math.max(from, head.sentAt);
-    this.headDeadline = this.headClockFrom + head.budgetMs + this.options.graceMs;
-    if (this.timerAt > this.headDeadline) this.armTimer(this.headDeadline);
+    this.deadline.watch(this.headClockFrom + head.budgetMs + this.options.graceMs);
   }
 
-  private armTimer(at: number): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => this.onTimer(), Math.max(0, at - performance.now()));
-    this.timer.unref(); // a busy worker's pipe keeps the host alive; an idle one must not
-  }
-
-  private onTimer(): void {
-    this.timer = undefined;
-    this.timerAt = Infinity;
+  private overdue(): void {
     const head = this.queue[0];
-    if (head === undefined || this.headDeadline === Infinity) return;
-    if (performance.now() < this.headDeadline) {
-      this.armTimer(this.headDeadline);
-      return;
-    }
+    if (head === undefined) return;
     this.kill({
       reason: "killed-overdue",
-      overdueSeq: head.seq,
-      overdueTenant: head.tenant,
+      culpritSeq: head.seq,
+      culpritTenant: head.tenant,
       detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
     });
-  }
-
-  private stopClock(): void {
-    this.headDeadline = Infinity;
   }
 
   private lostError(): HookboxError {
@@ -302,31 +321,20 @@ export class WorkerProcess {
     if (!this.alive) return;
     this.alive = false;
     this.settleExited();
-    this.stopClock();
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.deadline.dispose();
+    this.memory?.stop();
+    const tail = this.output.tail();
     const exit: WorkerExit = this.exit ?? {
       reason: "crashed",
-      detail: `worker exited (${signal ?? `code ${code}`})${this.stderrTail ? `: ${this.stderrTail.trim().split("\n").slice(-3).join(" | ")}` : ""}`,
+      detail: `worker exited (${signal ?? `code ${code}`})${tail ? `: ${tail.trim().split("\n").slice(-3).join(" | ")}` : ""}`,
     };
     this.exit = exit;
     const pending = this.queue.splice(0);
     stopAwaiting(this.awaitedPipe);
     for (const [index, exec] of pending.entries()) {
-      const overdue = exit.reason === "killed-overdue" && exec.seq === exit.overdueSeq;
       // Replies come in order: only the head can have started; the rest never ran any guest code.
       const started = index === 0;
-      exec.reject(
-        overdue
-          ? new HookboxError(
-              "SANDBOX_TIMEOUT",
-              `guest code did not yield within its limit (${exit.detail}); the sandbox worker was killed`,
-              { worker: this.pid, started },
-            )
-          : new HookboxError("SANDBOX_CRASHED", `sandbox worker was lost (${exit.detail}); the call failed closed`, {
-              worker: this.pid,
-              started,
-            }),
-      );
+      exec.reject(lostExecError(exit, exec.seq, { worker: this.pid, started }));
     }
     this.options.onExit(this, exit);
   }

@@ -7,7 +7,7 @@ import type { Launcher } from "../../src/sandbox/wall/launcher.js";
 function launcherOf(command: string, args: string[]): Launcher {
   return {
     wall: "none",
-    launch: (request) => spawn(command, args, { stdio: request.stdio, serialization: request.serialization }),
+    launch: (request) => spawn(command, args, { stdio: request.stdio }),
     launchSync: () => {
       throw new Error("not used");
     },

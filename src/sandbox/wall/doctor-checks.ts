@@ -18,7 +18,7 @@ import type { Attempt, ProbeReport } from "./probe-report.js";
 export const SUPPORTED_NODE_LINES = [24, 26];
 
 /** The variables the launcher itself puts inside the wall (wall/launcher.ts, view.ts); bwrap adds PWD. */
-const WALL_VARIABLES = new Set(["PWD", "LIBC", "HOOKBOX_WORKER_POLL_US", "NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE"]);
+const WALL_VARIABLES = new Set(["PWD", "LIBC", "HOOKBOX_WORKER_POLL_US"]);
 const CANARY = "HOOKBOX_DOCTOR_CANARY";
 const NAMESPACES = ["pid", "net", "ipc", "uts", "cgroup", "mnt"];
 

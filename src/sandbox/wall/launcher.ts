@@ -17,7 +17,6 @@ export interface LaunchRequest {
   nodeArgs?: string[];
   args?: string[];
   stdio: StdioOptions;
-  serialization?: "json" | "advanced";
   /** Variables the process needs; with the wall on, the only ones it gets. */
   env?: Record<string, string>;
   /**
@@ -65,8 +64,7 @@ interface CommandLauncher {
 function commandLauncher(spec: CommandLauncher): Launcher {
   return {
     wall: spec.wall,
-    launch: (request) =>
-      spawn(spec.command, spec.args(request), { stdio: request.stdio, serialization: request.serialization, env: spec.env(request) }),
+    launch: (request) => spawn(spec.command, spec.args(request), { stdio: request.stdio, env: spec.env(request) }),
     launchSync: (request, options) =>
       spawnSync(spec.command, spec.args(request), {
         encoding: "utf8",
@@ -98,12 +96,6 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
   const argv = (request: LaunchRequest): string[] => {
     const view = viewFor([request.entry, ...(request.reads ?? [])]);
     const env: Record<string, string> = { ...view.env, ...request.env };
-    // Node finds its IPC channel through these; the host sets them for bwrap, whose --clearenv drops them.
-    const ipcFd = Array.isArray(request.stdio) ? request.stdio.indexOf("ipc") : -1;
-    if (ipcFd !== -1) {
-      env.NODE_CHANNEL_FD = String(ipcFd);
-      env.NODE_CHANNEL_SERIALIZATION_MODE = request.serialization ?? "json";
-    }
     const stdioCount = Array.isArray(request.stdio) ? request.stdio.length : 3;
     const inherited = inheritedFds(stdioCount);
     const node = [
@@ -121,7 +113,7 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
     wall: "bubblewrap",
     command: tools.bwrap,
     args: argv,
-    // bwrap itself gets no host variable either (only what spawn adds for the IPC channel).
+    // bwrap itself gets no host variable either.
     env: () => ({}),
     nodePid: (child) => (child.pid === undefined ? undefined : innermostPid(child.pid)),
     kill: (child) => {

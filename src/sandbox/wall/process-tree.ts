@@ -24,6 +24,42 @@ function childrenOf(pid: number): number[] {
   }
 }
 
+/** Children started by any thread of `pid` (a child forked by a helper thread is listed under that thread only). */
+function childrenOfAnyThread(pid: number): number[] {
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  if (threads.length === 1) return childrenOf(pid);
+  const children: number[] = [];
+  for (const thread of threads) {
+    try {
+      for (const child of readFileSync(`/proc/${pid}/task/${thread}/children`, "utf8").trim().split(/\s+/))
+        if (child !== "") children.push(Number(child));
+    } catch {
+      return scanForChildren(pid);
+    }
+  }
+  return children;
+}
+
+/**
+ * `pid` and every process under it, parents first, at most `limit` of them (the caller judges a tree that
+ * reaches the limit: it may hold more).
+ */
+export function processTree(pid: number, limit: number): number[] {
+  const tree = [pid];
+  for (let index = 0; index < tree.length && tree.length < limit; index++) {
+    for (const child of childrenOfAnyThread(tree[index])) {
+      if (tree.length >= limit) break;
+      tree.push(child);
+    }
+  }
+  return tree;
+}
+
 /** Without /proc/PID/task/PID/children (CONFIG_PROC_CHILDREN), the parent field of every process's stat. */
 function scanForChildren(pid: number): number[] {
   const children: number[] = [];

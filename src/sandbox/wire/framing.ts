@@ -2,7 +2,7 @@ import { readSync, writeSync } from "node:fs";
 import type { Socket } from "node:net";
 
 /*
- * Host <-> worker frames on a dedicated pipe (fd 4 of the worker), replacing Node's IPC channel for
+ * Host <-> worker frames on a dedicated pipe (fd 3 of the worker), in place of Node's IPC channel for
  * protocol messages: Node's channel JSON-encodes the whole message, so a 100 KB JSON text field is escaped
  * and unescaped once per direction. A frame is
  *   [u32 LE header bytes][u32 LE blob bytes][header: JSON][blobs: UTF-8 text, concatenated]

@@ -110,7 +110,6 @@ export interface DoneMessage {
   load?: { ok: true; manifest: string } | { ok: false; error: SerializedError };
   /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
   breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
-  rssBytes: number;
   /** Guest CPU time this message used, ms (usage accounting; the limits are enforced in the worker). */
   cpuMs?: number;
   /** Tenant isolates the worker holds after this message (the pool's stats and tests read it). */
@@ -119,9 +118,9 @@ export interface DoneMessage {
   workerMs?: number;
 }
 
+/** The worker's first message, and only once: it is up (the watchdog's clock starts). */
 export interface ReadyMessage {
   type: "ready";
-  pid: number;
 }
 
 export type WorkerMessage = DoneMessage | ReadyMessage;

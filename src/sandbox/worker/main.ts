@@ -187,18 +187,6 @@ function handleResume(message: ResumeMessage, sink: Collector): Breach {
   return runSegment(call, ["resume", call.callId, message.requestId, message.ok, message.value], sink, calls);
 }
 
-let rssBytes = 0;
-let rssReadAt = 0;
-/** RSS for the supervisor's budget check, sampled at most every 50 ms (reading it costs a /proc read). */
-function currentRss(): number {
-  const now = performance.now();
-  if (now - rssReadAt > 50) {
-    rssBytes = process.memoryUsage.rss();
-    rssReadAt = now;
-  }
-  return rssBytes;
-}
-
 function onMessage(message: HostMessage): void {
   switch (message.type) {
     case "bundle":
@@ -216,7 +204,7 @@ function onMessage(message: HostMessage): void {
   }
   const startedAt = performance.now();
   const sink: Collector = { outcomes: [], logs: [] };
-  const reply: DoneMessage = { type: "done", seq: message.seq, outcomes: [], logs: [], rssBytes: 0 };
+  const reply: DoneMessage = { type: "done", seq: message.seq, outcomes: [], logs: [] };
   collector = sink;
   try {
     if (message.type === "load") handleLoad(message, reply);
@@ -233,7 +221,6 @@ function onMessage(message: HostMessage): void {
   reply.outcomes = sink.outcomes;
   reply.logs = sink.logs;
   if (sink.cpuMs !== undefined) reply.cpuMs = sink.cpuMs;
-  reply.rssBytes = currentRss();
   reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;
   writeFrame(pipe, encodeFrame(reply));
@@ -264,8 +251,8 @@ function pollForMore(): void {
   const startedAt = performance.now();
   let deadline = startedAt + window;
   for (let now = startedAt; now < deadline && now - startedAt < POLL_MAX_MS; now = performance.now()) {
-    // fd 4 is non-blocking (libuv opened it); the end of the stream and errors are the socket's to report.
-    const bytes = readAvailable(4, pollBuffer);
+    // The pipe's fd is non-blocking (libuv opened it); the end of the stream and errors are the socket's to report.
+    const bytes = readAvailable(PIPE_FD, pollBuffer);
     if (bytes < 0) return;
     if (bytes === 0) continue;
     messageArrived();
@@ -277,8 +264,9 @@ function pollForMore(): void {
   }
 }
 
-// Protocol frames on fd 4 (wire/framing.ts); the IPC channel (fd 3) only tells us when the host is gone.
-const pipe = new Socket({ fd: 4, readable: true, writable: true });
+// Protocol frames on fd 3 (wire/framing.ts): the only channel to the host; its end means the host is gone.
+const PIPE_FD = 3;
+const pipe = new Socket({ fd: PIPE_FD, readable: true, writable: true });
 const reader = new FrameReader((message) => onMessage(message as HostMessage));
 pipe.on("data", (chunk: Buffer) => {
   messageArrived();
@@ -289,4 +277,4 @@ pipe.on("data", (chunk: Buffer) => {
 pipe.on("end", () => process.kill(process.pid, "SIGKILL"));
 pipe.on("error", () => process.kill(process.pid, "SIGKILL"));
 watchParent();
-writeFrame(pipe, encodeFrame({ type: "ready", pid: process.pid }));
+writeFrame(pipe, encodeFrame({ type: "ready" }));

@@ -1,9 +1,9 @@
 import { Worker } from "node:worker_threads";
 
 /*
- * The worker must die with its supervisor however the supervisor dies (SIGKILL included). The main thread
- * may be stuck inside guest code, so a separate thread polls the parent pid and kills this process when
- * it changes (the child was re-parented).
+ * The worker must die with its supervisor however the supervisor dies (SIGKILL included). The frame pipe's
+ * end tells the event loop (main.ts); the main thread may be stuck inside guest code, though, so a
+ * separate thread polls the parent pid and kills this process when it changes (the child was re-parented).
  */
 const WATCH_SOURCE = `
 const { workerData } = require("node:worker_threads");
@@ -13,7 +13,6 @@ setInterval(() => {
 `;
 
 export function watchParent(intervalMs = 200): void {
-  process.on("disconnect", () => process.kill(process.pid, "SIGKILL"));
   // Inside the second wall, Node's permission model allows no threads: bwrap's --die-with-parent ties this
   // process to the host instead (and its parent is the sandbox's init, not the host).
   if (process.permission?.has("worker") === false) return;
