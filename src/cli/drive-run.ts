@@ -1,9 +1,10 @@
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle } from "../host/types.js";
-import { describeEvent } from "./transcript.js";
+import { Transcript } from "./transcript.js";
 import { printable } from "./terminal-text.js";
 import { exitCodeFor } from "./exit.js";
 import { StdinAnswers } from "./stdin-answers.js";
+import { stdoutClosed } from "./stdout.js";
 
 export interface DriveOptions {
   command: string;
@@ -21,15 +22,19 @@ export interface DriveOptions {
 export async function driveRun(handle: RunHandle, options: DriveOptions): Promise<number> {
   const onSigint = () => handle.cancel("cancelled by SIGINT");
   process.on("SIGINT", onSigint);
+  // Nobody reads the events any more (`| head -1`): the run stops rather than going on unseen.
+  const onStdoutClosed = () => handle.cancel("stdout closed");
+  stdoutClosed.addEventListener("abort", onStdoutClosed, { once: true });
   const interactive = !options.json && process.stdin.isTTY === true && process.stdout.isTTY === true;
   const stdin = new StdinAnswers(handle, { command: options.command, json: options.json, step: options.step, interactive });
   try {
+    const transcript = options.json ? undefined : new Transcript();
     for await (const event of options.events ?? handle.events()) {
-      printEvent(event, options.json);
+      printEvent(event, transcript);
       stdin.onEvent(event);
     }
     const result = await handle.wait();
-    if (!options.json && result.status !== "completed" && result.reason) {
+    if (!options.json && result.status !== "completed" && result.reason && !stdoutClosed.aborted) {
       process.stderr.write(
         `hookbox ${options.command}: ${result.status}${result.errorCode ? ` (${printable(result.errorCode)})` : ""}: ${printable(result.reason)}\n`,
       );
@@ -38,10 +43,13 @@ export async function driveRun(handle: RunHandle, options: DriveOptions): Promis
   } finally {
     stdin.close();
     process.off("SIGINT", onSigint);
+    stdoutClosed.removeEventListener("abort", onStdoutClosed);
   }
 }
 
-export function printEvent(event: HookboxEvent, json: boolean): void {
-  const line = json ? JSON.stringify(event) : describeEvent(event);
+/** One event on stdout: JSON Lines, or the human transcript's lines. */
+function printEvent(event: HookboxEvent, transcript: Transcript | undefined): void {
+  if (stdoutClosed.aborted) return;
+  const line = transcript ? transcript.line(event) : JSON.stringify(event);
   if (line !== undefined) process.stdout.write(`${line}\n`);
 }

@@ -1,5 +1,7 @@
 import { HookboxError } from "../errors.js";
 import { shutdownTracing } from "../telemetry/tracing.js";
+import { commandHelp, overview } from "./help.js";
+import { STDOUT_CLOSED_EXIT, stdoutClosed, watchStdout } from "./stdout.js";
 
 type Command = (argv: string[]) => Promise<number>;
 
@@ -16,29 +18,26 @@ const commands: Record<string, () => Promise<Command>> = {
   replay: async () => (await import("./commands/replay.js")).replayCommand,
 };
 
-const usage = `usage: hookbox <command> [options]
-commands:
-  run <script...> --prompt TEXT [options]   run one tool loop
-  check <script...>                         type-check scripts against the hookbox types
-  init DIR                                  create a script project
-  codegen [--check]                         generate key constants and .d.ts from codegen/spec
-  resume --store FILE --session ID          continue an interrupted run
-  sessions --store FILE                     list stored sessions
-  serve --port N --store FILE --config FILE the multi-tenant HTTP server
-  doctor [--json]                           check the sandbox's second wall on this host
-
-  replay --store FILE --scripts FILE...     re-evaluate scripts' hooks against recorded runs`;
-
 export async function main(argv: string[]): Promise<number> {
+  watchStdout();
+  const code = await command(argv);
+  return stdoutClosed.aborted ? STDOUT_CLOSED_EXIT : code;
+}
+
+async function command(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (!name || name === "--help" || name === "-h" || name === "help") {
-    process.stdout.write(`${usage}\n`);
+    (name ? process.stdout : process.stderr).write(`${overview()}\n`);
     return name ? 0 : 2;
   }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!load) {
-    process.stderr.write(`hookbox: unknown command "${name}"\n${usage}\n`);
+    process.stderr.write(`hookbox: unknown command "${name}"\n${overview()}\n`);
     return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    process.stdout.write(`${commandHelp(name)}\n`);
+    return 0;
   }
   try {
     return await (

@@ -30,7 +30,7 @@ export interface RunFlags {
   guardModel?: string;
 }
 
-const spec = {
+export const runFlagSpec = {
   prompt: { type: "string" },
   model: { type: "string" },
   "base-url": { type: "string" },
@@ -64,7 +64,8 @@ const spec = {
   "guard-model": { type: "string" },
 } as const;
 
-function positiveInt(flag: string, value: string | undefined): number | undefined {
+/** A flag's value as a positive integer, or a USAGE error naming the flag. */
+export function positiveInt(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw new HookboxError("USAGE", `--${flag} must be a positive integer, got "${value}"`);
@@ -131,7 +132,7 @@ function parseUserContext(value: string | undefined): RunOptions["userContext"] 
 export function parseRunFlags(argv: string[]): RunFlags {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: spec, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: argv, options: runFlagSpec, allowPositionals: true, strict: true });
   } catch (error) {
     throw new HookboxError("USAGE", (error as Error).message);
   }

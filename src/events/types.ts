@@ -79,8 +79,12 @@ export type EventBody =
       pauseId: string;
       callId: string;
       decision: ApprovalDecision;
+      /** The arguments approved (the edited ones when the reviewer edited them). */
       args?: JsonObject;
+      /** The reviewer's reason (approve or reject), or why the approval timed out. */
       reason?: string;
+      /** Who approved, when the answer said (`approvedBy`). */
+      approvedBy?: string;
     }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
   | CapabilityEvent

@@ -178,7 +178,10 @@ export interface ApprovalAnswer {
   decision: "approve" | "reject";
   /** Edited arguments (approve only); validated against the tool's parameters. */
   args?: JsonObject;
+  /** Why; kept in `approval.resolved` on either decision (and shown to the model on a rejection). */
   reason?: string;
+  /** Who approved (approve only), for the audit trail: kept in `approval.resolved`. */
+  approvedBy?: string;
 }
 
 export type AnswerResult =

@@ -1,4 +1,3 @@
-import type { ApprovalDecision } from "../events/types.js";
 import type { JsonObject } from "../turns/json.js";
 import type { EventLog } from "./event-log.js";
 import type { AnswerResult, ApprovalAnswer, OpenApproval } from "../host/types.js";
@@ -14,7 +13,9 @@ export interface ApprovalRequest extends Omit<OpenApproval, "pauseId" | "deadlin
 
 /** How an approval ended; a cancelled run ends it with the run's abort reason thrown instead. */
 export type ApprovalOutcome =
-  { decision: "approved"; args: JsonObject } | { decision: "rejected"; reason?: string } | { decision: "timeout"; reason: string };
+  | { decision: "approved"; args: JsonObject; reason?: string; approvedBy?: string }
+  | { decision: "rejected"; reason?: string }
+  | { decision: "timeout"; reason: string };
 
 /** Checks edited arguments against the tool's schema: the first violation, or undefined. */
 export type ArgsCheck = (toolName: string, args: JsonObject) => { segments: string[]; message: string } | undefined;
@@ -62,14 +63,13 @@ export class Approvals {
       signal.addEventListener("abort", onAbort, { once: true });
       events.emit({ type: "approval.requested", ...open });
     });
-    const resolved = (decision: ApprovalDecision, extra: { args?: JsonObject; reason?: string }) =>
-      events.emit({ type: "approval.resolved", pauseId: open.pauseId, callId: open.callId, decision, ...extra });
     if (outcome === "cancelled") {
-      resolved("cancelled", {});
+      events.emit({ type: "approval.resolved", pauseId: open.pauseId, callId: open.callId, decision: "cancelled" });
       throw signal.reason;
     }
-    if (outcome.decision === "approved") resolved("approved", { args: outcome.args });
-    else resolved(outcome.decision, outcome.reason !== undefined ? { reason: outcome.reason } : {});
+    // The audit record keeps what the answer said: the arguments approved, the reviewer's reason and name.
+    const { decision, ...said } = outcome;
+    events.emit({ type: "approval.resolved", pauseId: open.pauseId, callId: open.callId, decision, ...said });
     return outcome;
   }
 
@@ -77,8 +77,8 @@ export class Approvals {
   answer(pauseId: string, answer: ApprovalAnswer): AnswerResult {
     const entry = this.pending.get(pauseId);
     if (!entry) return { ok: false, code: "NOT_FOUND", message: `no open approval ${pauseId} in this run` };
+    const reason = answer.reason?.trim();
     if (answer.decision === "reject") {
-      const reason = answer.reason?.trim();
       entry.settle({ decision: "rejected", ...(reason ? { reason } : {}) });
       return { ok: true, decision: "rejected" };
     }
@@ -90,7 +90,8 @@ export class Approvals {
         return { ok: false, code: "TOOL_ARGS", message: `${where} ${issue.message} (tool ${entry.open.name})`, path: issue.segments };
       }
     }
-    entry.settle({ decision: "approved", args });
+    const approvedBy = answer.approvedBy?.trim();
+    entry.settle({ decision: "approved", args, ...(reason ? { reason } : {}), ...(approvedBy ? { approvedBy } : {}) });
     return { ok: true, decision: "approved" };
   }
 }

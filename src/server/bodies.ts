@@ -38,11 +38,18 @@ export const StartRunBody = z.strictObject({
 
 export const ContinueBody = z.strictObject({ pauseId: z.string().min(1).max(200) });
 
-export const ApprovalBody = z.strictObject({
-  decision: z.enum(["approve", "reject"]),
-  args: JsonObjectSchema.optional(),
-  reason: z.string().max(2000).optional(),
-});
+export const ApprovalBody = z
+  .strictObject({
+    decision: z.enum(["approve", "reject"]),
+    args: JsonObjectSchema.optional(),
+    reason: z.string().max(2000).optional(),
+    /** Who approved, kept in the audit event (approve only). */
+    approvedBy: z.string().min(1).max(200).optional(),
+  })
+  .refine((body) => body.decision === "approve" || body.approvedBy === undefined, {
+    message: "approvedBy goes with decision approve",
+    path: ["approvedBy"],
+  });
 
 export const ForkBody = z.strictObject({ runId: z.string().min(1).optional() });
 

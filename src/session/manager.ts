@@ -110,8 +110,12 @@ export class SessionManager implements SessionOwner {
     });
   }
 
-  /** Continues the session's interrupted run (default its latest) from its last committed snapshot. */
-  async resume(sessionId: string, runId?: string): Promise<RunHandle> {
+  /**
+   * Continues the session's interrupted run (`runId`, default its latest) from its last committed snapshot, with
+   * its own options; `approvalTimeoutMs` replaces the run's for the approvals asked from now on.
+   */
+  async resume(sessionId: string, options: { runId?: string; approvalTimeoutMs?: number } = {}): Promise<RunHandle> {
+    const runId = options.runId;
     return this.runs.claim(sessionId, async () => {
       const record = await this.requireSession(sessionId);
       const runs = await this.store.listRuns(sessionId);
@@ -138,7 +142,7 @@ export class SessionManager implements SessionOwner {
           sessionId,
           runId: run.id,
           prompt: run.prompt,
-          options: run.options,
+          options: options.approvalTimeoutMs === undefined ? run.options : { ...run.options, approvalTimeoutMs: options.approvalTimeoutMs },
           // The budget goes on from what the run had used: a restart does not refill it.
           resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations, usage: await this.store.runUsage(run.id) },
         },

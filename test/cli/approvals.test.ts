@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { jsonLines, startCli } from "../helpers/cli.js";
+import { jsonLines, runCli, startCli } from "../helpers/cli.js";
 import { openStore } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { onJsonEvents, refundSteps, writeRefundFixture } from "./approval-fixture.js";
@@ -85,6 +85,17 @@ describe("hookbox run: approvals answered on stdin (--json)", () => {
     expect(audit!.seq).toBeGreaterThan(resolved[0].seq);
   });
 
+  it("approve with a reason and approvedBy: approval.resolved keeps both for the audit trail", async () => {
+    const run = await runAnswering({
+      answer: (r) => [JSON.stringify({ approve: r.pauseId, reason: "known customer", approvedBy: "alice@example.com" })],
+    });
+    expect(run.code).toBe(0);
+    expect(ofType(run.events, "approval.resolved")).toEqual([
+      expect.objectContaining({ decision: "approved", reason: "known customer", approvedBy: "alice@example.com" }),
+    ]);
+    expect(run.stdout).not.toContain("stdin:");
+  });
+
   it("reject: the tool does not run and the model sees a denial carrying the reviewer's reason", async () => {
     const run = await runAnswering({ answer: (r) => [JSON.stringify({ reject: r.pauseId, reason: "customer already refunded" })] });
     expect(run.code).toBe(0);
@@ -111,6 +122,57 @@ describe("hookbox run: approvals answered on stdin (--json)", () => {
     const [requested] = ofType(short.events, "approval.requested");
     expect(requested.deadlineMs - requested.timestampMs).toBeLessThan(1000);
     expect(ofType(short.events, "approval.resolved")[0]).toMatchObject({ decision: "timeout" });
+  });
+
+  it('stdin closed (CI, < /dev/null): every open approval is rejected at once as "stdin closed", not after its timeout', async () => {
+    // Two refunds in one response: two approvals open at once.
+    const steps = [
+      {
+        toolCalls: [
+          { id: "c1", name: "refund", args: { orderId: "A17", amount: 250 } },
+          { id: "c2", name: "refund", args: { orderId: "A18", amount: 300 } },
+        ],
+      },
+      { text: "done" },
+    ];
+    const fixture = writeRefundFixture(steps);
+    const cli = startCli(["run", ...fixture.args, "--json"]);
+    cli.child.stdin.end();
+    const started = Date.now();
+    const result = await cli.done;
+    expect(Date.now() - started).toBeLessThan(60_000); // the default approval timeout is 300 s
+    const events = jsonLines(result.stdout) as HookboxEvent[];
+    expect(result.code, result.stderr).toBe(0);
+    expect(ofType(events, "approval.requested")).toHaveLength(2);
+    expect(ofType(events, "approval.resolved").map((e) => [e.callId, e.decision, e.reason])).toEqual([
+      ["c1", "rejected", "stdin closed"],
+      ["c2", "rejected", "stdin closed"],
+    ]);
+    expect(ofType(events, "tool-started")).toHaveLength(0);
+  });
+
+  it("hookbox resume --approval-timeout-ms bounds the approvals the resumed run asks again", async () => {
+    const fixture = writeRefundFixture();
+    const store = join(fixture.dir, "store.db");
+    const killed = startCli(["run", ...fixture.args, "--json", "--store", store, "--session", "s1"]);
+    onJsonEvents(killed.child, (event) => {
+      if (event.type === "approval.requested") killed.child.kill("SIGKILL");
+    });
+    await killed.done;
+    const refused = await runCli(["resume", "--store", store, "--session", "s1", "--approval-timeout-ms", "soon"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--approval-timeout-ms must be a positive integer, got "soon"');
+
+    const resumed = startCli(["resume", "--store", store, "--session", "s1", "--json", "--approval-timeout-ms", "300"]);
+    const result = await resumed.done; // stdin stays open: only the timeout can end the approval
+    const events = jsonLines(result.stdout) as HookboxEvent[];
+    const [requested] = ofType(events, "approval.requested");
+    expect(requested.deadlineMs - requested.timestampMs).toBeLessThan(1000);
+    expect(ofType(events, "approval.resolved")[0]).toMatchObject({
+      decision: "timeout",
+      reason: "no answer to the approval within 300 ms",
+    });
+    expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
   });
 
   it("SIGINT while an approval is open cancels at once: resolved as cancelled, run cancelled, exit 130", async () => {

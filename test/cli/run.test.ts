@@ -108,7 +108,7 @@ describe("hookbox run: the human transcript shows the run hooks' decisions", () 
       "Where is my order?",
     ]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("cite-order.beforeRun → proceed: prompt rewritten to Where is my order?");
+    expect(r.stdout).toContain("cite-order.beforeRun → rewrite: the model gets the prompt Where is my order?");
     expect(r.stdout).toContain("cite-order.beforeFinish → continue: Your answer must cite the order id");
     expect(r.stdout).toContain("final answer: Order A17 has shipped");
   });

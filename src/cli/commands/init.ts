@@ -13,7 +13,7 @@ export async function initCommand(argv: string[]): Promise<number> {
   const dir = argv[0]!;
   try {
     const result = initProject(resolve(dir));
-    process.stdout.write(`created ${dir}: ${result.files.join(", ")}\nnext: cd ${dir} && hookbox check policy.ts\n`);
+    process.stdout.write(`created ${dir}: ${result.files.join(", ")}\nnext: cd ${dir} && npx hookbox check policy.ts\n`);
     return 0;
   } catch (error) {
     if (!(error instanceof HookboxError)) throw error;

@@ -11,15 +11,17 @@ import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 import { Deployments } from "../../policy/deployments.js";
 import { failUsage } from "../exit.js";
 import { driveRun } from "../drive-run.js";
+import { positiveInt } from "../run-flags.js";
 
-const usage = "usage: hookbox resume --store FILE --session ID [--config FILE] [--json] [--wall auto|required|none]";
+const usage =
+  "usage: hookbox resume --store FILE --session ID [--config FILE] [--json] [--approval-timeout-ms N] [--wall auto|required|none]";
 
 /**
  * `hookbox resume`: continues a session's interrupted run from its last committed snapshot, in this process.
  * Prints the resumed run's events (the ones after the stored interruption) and exits like `hookbox run`.
  */
 export async function resumeCommand(argv: string[]): Promise<number> {
-  let flags: { store: string; session: string; config?: string; json: boolean; wall?: WallMode };
+  let flags: { store: string; session: string; config?: string; json: boolean; approvalTimeoutMs?: number; wall?: WallMode };
   try {
     const { values } = parseArgs({
       args: argv,
@@ -28,6 +30,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
         session: { type: "string" },
         config: { type: "string" },
         json: { type: "boolean" },
+        "approval-timeout-ms": { type: "string" },
         wall: { type: "string" },
       },
       strict: true,
@@ -38,6 +41,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
       session: values.session,
       json: values.json ?? false,
       ...(values.config ? { config: values.config } : {}),
+      approvalTimeoutMs: positiveInt("approval-timeout-ms", values["approval-timeout-ms"]),
       wall: wallModeFlag(values.wall),
     };
   } catch (error) {
@@ -93,7 +97,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
     manager = new SessionManager({ store, runtimeFor: async () => runtime });
     let handle: RunHandle;
     try {
-      handle = await manager.resume(record.id);
+      handle = await manager.resume(record.id, { approvalTimeoutMs: flags.approvalTimeoutMs });
     } catch (error) {
       return failUsage("resume", error);
     }
