@@ -25,6 +25,14 @@ export function emitHostKeys(spec: Spec): string {
     out.push(`export type ${shape.typeName} = z.infer<typeof ${shape.typeName}Schema>;`, "");
   }
 
+  const typed = spec.blockKinds.filter((kind) => kind.payload !== undefined);
+  out.push(
+    "/** The payload schema of each block kind that has one (kinds without one carry any JSON object). */",
+    `export const BlockPayloadSchemas = ${objectLiteral(typed.map((kind) => [kind.value, zodFor(spec, kind.payload!)]))} as const;`,
+    "export type BlockPayloads = { [K in keyof typeof BlockPayloadSchemas]: z.infer<(typeof BlockPayloadSchemas)[K]> };",
+    "",
+  );
+
   for (const family of KEY_FAMILY_NAMES) {
     const keys = spec.keys.filter((key) => key.family === family);
     const entries = keys.map((key): [string, string, string?] => [

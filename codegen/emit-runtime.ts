@@ -21,6 +21,13 @@ export function emitRuntimeConstants(spec: Spec): string {
     "",
   );
 
+  const typed = spec.blockKinds.filter((kind) => kind.payload !== undefined);
+  out.push(
+    "/** The value type of each block kind's payload (a name in VALUE_TYPES). */",
+    `export const BLOCK_PAYLOAD_TYPES: Readonly<Record<string, string>> = Object.freeze(${objectLiteral(typed.map((kind) => [kind.value, quote(kind.payload!)]))});`,
+    "",
+  );
+
   out.push("export interface RuntimeKey {", "  readonly id: string;", "  readonly family: string;", "  readonly type: string;", "}", "");
   const groups = KEY_FAMILY_NAMES.map((family): [string, string] => {
     const keys = spec.keys.filter((key) => key.family === family);

@@ -16,6 +16,11 @@ export interface NamedValue {
   doc?: string;
 }
 
+/** A block kind; `payload` names the object shape its payload has (kinds without one carry any JSON object). */
+export interface BlockKindSpec extends NamedValue {
+  payload?: string;
+}
+
 export interface ShapeField {
   type: string;
   optional: boolean;
@@ -58,7 +63,7 @@ export interface EnumSpec {
 
 export interface Spec {
   namespace: string;
-  blockKinds: NamedValue[];
+  blockKinds: BlockKindSpec[];
   payloadKeys: NamedValue[];
   shapes: Shape[];
   keys: KeySpec[];

@@ -5,6 +5,7 @@ import {
   type EnumSpec,
   type KeyFamilyName,
   type KeyFamilySpec,
+  type BlockKindSpec,
   type KeySpec,
   type NamedValue,
   type Shape,
@@ -55,6 +56,7 @@ export function validateSpec(raw: unknown, file: string): Spec {
   }
   const payloadKeys = namedValues(raw, "payloadKeys", report);
   const shapes = shapeList(raw, report);
+  const kinds = blockPayloads(raw, blockKinds, shapes, report);
   const knownTypes = new Set<string>([...PRIMITIVE_TYPES, ...shapes.map((shape) => shape.name)]);
   const ids = new Map<string, string>();
   const keys = keyList(raw, namespace, knownTypes, ids, report);
@@ -62,7 +64,22 @@ export function validateSpec(raw: unknown, file: string): Spec {
   const enums = enumList(raw, shapes, report);
 
   if (problems.length > 0) throw new CodegenSpecError(file, problems);
-  return { namespace, blockKinds, payloadKeys, shapes, keys, keyFamilies, enums };
+  return { namespace, blockKinds: kinds, payloadKeys, shapes, keys, keyFamilies, enums };
+}
+
+/** Each block kind's `payload`, when given, names an object shape (declared anywhere in `shapes`). */
+function blockPayloads(raw: Raw, kinds: NamedValue[], shapes: Shape[], report: Report): BlockKindSpec[] {
+  const items = (Array.isArray(raw.blockKinds) ? raw.blockKinds : []).filter(isObject);
+  return kinds.map((kind, index) => {
+    const payload = items.find((item) => item.value === kind.value)?.payload;
+    if (payload === undefined) return kind;
+    const shape = typeof payload === "string" ? shapes.find((candidate) => candidate.name === payload) : undefined;
+    if (shape?.kind !== "object") {
+      report(`blockKinds[${index}] ("${kind.value}")`, `payload must name an object shape (got ${JSON.stringify(payload)})`);
+      return kind;
+    }
+    return { ...kind, payload: shape.name };
+  });
 }
 
 type Report = (entry: string, rule: string) => void;

@@ -2,7 +2,7 @@
 
 export const NAMESPACE = "hookbox";
 
-export const BLOCK_KINDS = Object.freeze(["user", "llm_text", "tool_call", "tool_use", "system", "reasoning", "context", "other"] as const);
+export const BLOCK_KINDS = Object.freeze(["user", "llm_text", "tool_call", "tool_use", "system", "reasoning", "context", "provider_tool_call", "provider_tool_result", "source", "file", "custom", "other"] as const);
 export type BlockKind = (typeof BLOCK_KINDS)[number];
 export const BlockKinds = Object.freeze({
   user: "user",
@@ -12,6 +12,11 @@ export const BlockKinds = Object.freeze({
   system: "system",
   reasoning: "reasoning",
   context: "context",
+  providerToolCall: "provider_tool_call",
+  providerToolResult: "provider_tool_result",
+  source: "source",
+  file: "file",
+  custom: "custom",
   other: "other",
 } as const);
 
@@ -24,7 +29,36 @@ export const PayloadKeys = Object.freeze({
   error: "error",
   item: "item",
   restartType: "restart_type",
+  providerMetadata: "provider_metadata",
+  rawArgs: "raw_args",
+  citations: "citations",
+  isError: "is_error",
+  dynamic: "dynamic",
+  sourceType: "source_type",
+  url: "url",
+  title: "title",
+  mediaType: "media_type",
+  filename: "filename",
+  data: "data",
+  reasoning: "reasoning",
+  customKind: "custom_kind",
 } as const);
+
+/** The value type of each block kind's payload (a name in VALUE_TYPES). */
+export const BLOCK_PAYLOAD_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  user: "userPayload",
+  llm_text: "llmTextPayload",
+  tool_call: "toolCallPayload",
+  tool_use: "toolUsePayload",
+  system: "systemPayload",
+  reasoning: "reasoningPayload",
+  context: "contextPayload",
+  provider_tool_call: "providerToolCallPayload",
+  provider_tool_result: "providerToolResultPayload",
+  source: "sourcePayload",
+  file: "filePayload",
+  custom: "customPayload",
+});
 
 export interface RuntimeKey {
   readonly id: string;
@@ -78,9 +112,22 @@ export const VALUE_TYPES: Readonly<Record<string, ValueType>> = deepFreeze({
   "usage": {"kind":"object","fields":{"inputTokens":{"type":"integer","optional":true},"outputTokens":{"type":"integer","optional":true},"totalTokens":{"type":"integer","optional":true}},"extra":false},
   "userContext": {"kind":"object","fields":{"originalUserRequest":{"type":"string","optional":false},"userId":{"type":"string","optional":true},"projectId":{"type":"string","optional":true},"timestampMs":{"type":"number","optional":false}},"extra":true},
   "toolConfig": {"kind":"object","fields":{"enabled":{"type":"boolean","optional":true},"maxIterations":{"type":"integer","optional":true},"maxParallelTools":{"type":"integer","optional":true},"toolTimeoutMs":{"type":"integer","optional":true},"allowedTools":{"type":"string-list","optional":true}},"extra":true},
-  "toolOrigin": {"kind":"enum","values":["host","script"]},
+  "toolOrigin": {"kind":"enum","values":["host","script","provider"]},
   "toolDefinition": {"kind":"object","fields":{"name":{"type":"string","optional":false},"description":{"type":"string","optional":false},"parameters":{"type":"json-object","optional":false},"origin":{"type":"toolOrigin","optional":true}},"extra":false},
   "toolDefinitions": {"kind":"list","items":"toolDefinition"},
+  "toolError": {"kind":"object","fields":{"message":{"type":"string","optional":false},"code":{"type":"string","optional":true}},"extra":false},
+  "userPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false}},"extra":true},
+  "llmTextPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true},"citations":{"type":"json","optional":true}},"extra":true},
+  "toolCallPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"args":{"type":"json-object","optional":false},"raw_args":{"type":"string","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  "toolUsePayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":true},"result":{"type":"json","optional":true},"error":{"type":"toolError","optional":true}},"extra":true},
+  "systemPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false}},"extra":true},
+  "reasoningPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  "contextPayload": {"kind":"object","fields":{"restart_type":{"type":"string","optional":false},"item":{"type":"json","optional":true}},"extra":true},
+  "providerToolCallPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"args":{"type":"json-object","optional":false},"raw_args":{"type":"string","optional":true},"dynamic":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  "providerToolResultPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"result":{"type":"json","optional":false},"is_error":{"type":"boolean","optional":true},"dynamic":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  "sourcePayload": {"kind":"object","fields":{"source_type":{"type":"string","optional":false},"id":{"type":"string","optional":false},"url":{"type":"string","optional":true},"title":{"type":"string","optional":true},"media_type":{"type":"string","optional":true},"filename":{"type":"string","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  "filePayload": {"kind":"object","fields":{"media_type":{"type":"string","optional":false},"data":{"type":"string","optional":true},"url":{"type":"string","optional":true},"reasoning":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  "customPayload": {"kind":"object","fields":{"custom_kind":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
 });
 
 export type ValueType =
@@ -97,7 +144,9 @@ export const ON_HOOK_ERROR = Object.freeze(["fail-closed", "fail-open", "abort-r
 export type OnHookErrorPolicy = (typeof ON_HOOK_ERROR)[number];
 export const RUN_STATUSES = Object.freeze(["completed", "failed", "aborted", "cancelled"] as const);
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export const ERROR_CODES = Object.freeze(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED"] as const);
+export const FINISH_REASONS = Object.freeze(["stop", "length", "content-filter", "tool-calls", "error", "interrupted", "other"] as const);
+export type FinishReason = (typeof FINISH_REASONS)[number];
+export const ERROR_CODES = Object.freeze(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED", "MODEL"] as const);
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export const EVENT_TYPES = Object.freeze(["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-finished"] as const);
 export type EventType = (typeof EVENT_TYPES)[number];

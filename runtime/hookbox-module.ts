@@ -8,6 +8,7 @@ import {
   BlockKinds,
   ERROR_CODES,
   EVENT_TYPES,
+  FINISH_REASONS,
   HOOK_ACTIONS,
   HOOK_NAMES,
   NAMESPACE,
@@ -17,6 +18,7 @@ import {
   keys,
 } from "./constants.gen.js";
 import { contextRestartDisabledKey, deleteKey, getKey, setKey } from "./keys.js";
+import { isBlockKind } from "./blocks.js";
 
 /** Identity at run time: the shape is validated when the script is loaded (and typed by types/hookbox.d.ts). */
 export function defineScript<T>(script: T): T {
@@ -32,6 +34,7 @@ export function createHookboxModule(): Readonly<Record<string, unknown>> {
     setKey,
     deleteKey,
     contextRestartDisabledKey,
+    isBlockKind,
     BlockKinds,
     BLOCK_KINDS,
     PayloadKeys,
@@ -41,6 +44,7 @@ export function createHookboxModule(): Readonly<Record<string, unknown>> {
     RUN_STATUSES,
     ERROR_CODES,
     EVENT_TYPES,
+    FINISH_REASONS,
     NAMESPACE,
   });
 }

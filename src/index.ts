@@ -7,6 +7,7 @@
 
 // Running loops for one tenant.
 export { createTenantRuntime, type TenantRuntimeExtras } from "./host/tenant-runtime.js";
+export type { ProviderTools } from "./engine/infer.js";
 export type {
   TenantConfig,
   TenantRuntime,

@@ -4,7 +4,7 @@
  * Hand-written. Keys, block kinds and enums come from the generated ./turns.d.ts (codegen/spec.json).
  * The host validates the same shapes with zod (src/contracts/hook-returns.ts); test/contracts proves they agree.
  */
-import type { Json, JsonObject, Key, OnHookErrorPolicy, ToolOrigin, Turn, UserContext } from "./turns.js";
+import type { FinishReason, Json, JsonObject, Key, OnHookErrorPolicy, ToolOrigin, Turn, UserContext } from "./turns.js";
 
 export * from "./turns.js";
 
@@ -70,7 +70,15 @@ export interface ToolCallRef {
   id: string;
   name: string;
   args: ToolArgs;
+  /** Who runs the call: the host, a script, or the model's provider ("provider": then `providerExecuted` is true). */
   origin: ToolOrigin;
+  /** The model's argument text when it was not a JSON object: `args` is then `{}` and the call fails with TOOL_ARGS. */
+  rawArgs?: string;
+  /**
+   * The provider ran this call itself (web search, code execution). Hooks observe it: beforeToolCall and
+   * afterToolCall may return nothing or abort; anything else is a contract error.
+   */
+  providerExecuted?: true;
 }
 
 export interface ToolErrorInfo {
@@ -117,6 +125,8 @@ export interface BeforeFinishPayload extends CommonContext {
   phase: "beforeFinish";
   /** The final answer's text ("" when the model gave none). */
   text: string;
+  /** Why the model stopped: "stop", or "length" / "content-filter" when the answer was cut off or refused. */
+  finishReason?: FinishReason;
   /** Inferences made so far in this run. */
   iterations: number;
   /** How many times beforeFinish already sent this run on, and how many it may. */

@@ -18,17 +18,32 @@ export interface Key<T, Id extends string = string, F extends KeyFamily = KeyFam
 
 export declare const NAMESPACE: "hookbox";
 
-export declare const BLOCK_KINDS: readonly ["user", "llm_text", "tool_call", "tool_use", "system", "reasoning", "context", "other"];
+export declare const BLOCK_KINDS: readonly ["user", "llm_text", "tool_call", "tool_use", "system", "reasoning", "context", "provider_tool_call", "provider_tool_result", "source", "file", "custom", "other"];
 export type BlockKind = (typeof BLOCK_KINDS)[number];
 export declare const BlockKinds: {
   readonly user: "user";
+  /** Text the model wrote. */
   readonly llmText: "llm_text";
+  /** A call the model asked the host to run (a host or script tool). */
   readonly toolCall: "tool_call";
+  /** The result of a tool_call, as the model sees it. */
   readonly toolUse: "tool_use";
+  /** Instructions; always sent first, as system text. */
   readonly system: "system";
+  /** The model's reasoning; redacted or encrypted reasoning has its data in provider_metadata. */
   readonly reasoning: "reasoning";
   /** An enrichment item appended by a context restart. */
   readonly context: "context";
+  /** A call the provider ran itself (web search, code execution): hooks observe it, the host never runs it. */
+  readonly providerToolCall: "provider_tool_call";
+  /** The provider's result of a provider_tool_call. */
+  readonly providerToolResult: "provider_tool_result";
+  /** A source the model used (a URL or a document). */
+  readonly source: "source";
+  /** A file the model generated (base64 data or a URL). */
+  readonly file: "file";
+  /** A provider-specific part (custom_kind `provider.type`) kept so it is sent back. */
+  readonly custom: "custom";
   /** Any kind this version does not know reads as other. */
   readonly other: "other";
 };
@@ -42,6 +57,21 @@ export declare const PayloadKeys: {
   readonly error: "error";
   readonly item: "item";
   readonly restartType: "restart_type";
+  /** What the provider attached to the part (signatures, encrypted content, item ids). */
+  readonly providerMetadata: "provider_metadata";
+  /** A call's argument text when it is not a JSON object (args is then {}). */
+  readonly rawArgs: "raw_args";
+  readonly citations: "citations";
+  readonly isError: "is_error";
+  readonly dynamic: "dynamic";
+  readonly sourceType: "source_type";
+  readonly url: "url";
+  readonly title: "title";
+  readonly mediaType: "media_type";
+  readonly filename: "filename";
+  readonly data: "data";
+  readonly reasoning: "reasoning";
+  readonly customKind: "custom_kind";
 };
 export type PayloadKey = (typeof PayloadKeys)[keyof typeof PayloadKeys];
 
@@ -71,7 +101,8 @@ export type ToolConfig = {
   [field: string]: Json | undefined;
 };
 
-export type ToolOrigin = "host" | "script";
+/** Who runs a tool: the host process, a sandboxed script, or the model's provider (provider-run calls). */
+export type ToolOrigin = "host" | "script" | "provider";
 
 /** One tool as the model sees it. */
 export type ToolDefinition = {
@@ -82,6 +113,104 @@ export type ToolDefinition = {
 };
 
 export type ToolDefinitions = ToolDefinition[];
+
+/** Why a tool call failed, as the model sees it. */
+export type ToolError = {
+  message: string;
+  code?: string;
+};
+
+export type UserPayload = {
+  text: string;
+  [field: string]: Json | undefined;
+};
+
+export type LlmTextPayload = {
+  text: string;
+  provider_metadata?: JsonObject;
+  citations?: Json;
+  [field: string]: Json | undefined;
+};
+
+export type ToolCallPayload = {
+  id: string;
+  name: string;
+  args: JsonObject;
+  raw_args?: string;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
+
+export type ToolUsePayload = {
+  id: string;
+  name?: string;
+  result?: Json;
+  error?: ToolError;
+  [field: string]: Json | undefined;
+};
+
+export type SystemPayload = {
+  text: string;
+  [field: string]: Json | undefined;
+};
+
+export type ReasoningPayload = {
+  text: string;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
+
+export type ContextPayload = {
+  restart_type: string;
+  item?: Json;
+  [field: string]: Json | undefined;
+};
+
+export type ProviderToolCallPayload = {
+  id: string;
+  name: string;
+  args: JsonObject;
+  raw_args?: string;
+  dynamic?: boolean;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
+
+export type ProviderToolResultPayload = {
+  id: string;
+  name: string;
+  result: Json;
+  is_error?: boolean;
+  dynamic?: boolean;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
+
+export type SourcePayload = {
+  source_type: string;
+  id: string;
+  url?: string;
+  title?: string;
+  media_type?: string;
+  filename?: string;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
+
+export type FilePayload = {
+  media_type: string;
+  data?: string;
+  url?: string;
+  reasoning?: boolean;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
+
+export type CustomPayload = {
+  custom_kind: string;
+  provider_metadata?: JsonObject;
+  [field: string]: Json | undefined;
+};
 
 /** Every key, by family. */
 export declare const keys: {
@@ -124,7 +253,9 @@ export declare const ON_HOOK_ERROR: readonly ["fail-closed", "fail-open", "abort
 export type OnHookErrorPolicy = (typeof ON_HOOK_ERROR)[number];
 export declare const RUN_STATUSES: readonly ["completed", "failed", "aborted", "cancelled"];
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED"];
+export declare const FINISH_REASONS: readonly ["stop", "length", "content-filter", "tool-calls", "error", "interrupted", "other"];
+export type FinishReason = (typeof FINISH_REASONS)[number];
+export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED", "MODEL"];
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-finished"];
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -137,6 +268,39 @@ export interface Block {
   payload: JsonObject;
   metadata: JsonObject;
 }
+
+/** The payload of each block kind that has a typed one. */
+export interface BlockPayloads {
+  readonly user: UserPayload;
+  /** Text the model wrote. */
+  readonly llm_text: LlmTextPayload;
+  /** A call the model asked the host to run (a host or script tool). */
+  readonly tool_call: ToolCallPayload;
+  /** The result of a tool_call, as the model sees it. */
+  readonly tool_use: ToolUsePayload;
+  /** Instructions; always sent first, as system text. */
+  readonly system: SystemPayload;
+  /** The model's reasoning; redacted or encrypted reasoning has its data in provider_metadata. */
+  readonly reasoning: ReasoningPayload;
+  /** An enrichment item appended by a context restart. */
+  readonly context: ContextPayload;
+  /** A call the provider ran itself (web search, code execution): hooks observe it, the host never runs it. */
+  readonly provider_tool_call: ProviderToolCallPayload;
+  /** The provider's result of a provider_tool_call. */
+  readonly provider_tool_result: ProviderToolResultPayload;
+  /** A source the model used (a URL or a document). */
+  readonly source: SourcePayload;
+  /** A file the model generated (base64 data or a URL). */
+  readonly file: FilePayload;
+  /** A provider-specific part (custom_kind `provider.type`) kept so it is sent back. */
+  readonly custom: CustomPayload;
+}
+
+/** A block of kind `K`, its payload typed. */
+export type BlockOf<K extends keyof BlockPayloads> = Omit<Block, "kind" | "payload"> & { kind: K; payload: BlockPayloads[K] };
+
+/** Narrows a block by its kind: `if (isBlockKind(block, BlockKinds.reasoning)) block.payload.text`. */
+export declare function isBlockKind<K extends keyof BlockPayloads>(block: Block, kind: K): block is Block & BlockOf<K>;
 
 /** The conversation a loop works on; `metadata` and `data` are keyed by key ids (see `keys`). */
 export interface Turn {

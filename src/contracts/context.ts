@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { JsonObjectSchema, JsonSchema, type Json, type JsonObject } from "../turns/json.js";
+import type { FinishReason, ToolOrigin as CallOrigin } from "../turns/keys.gen.js";
 
 /** The user's original, unabridged request, carried to every middleware, tool and hook. */
 export const UserContextSchema = z
@@ -64,7 +65,12 @@ export interface ToolCallRef {
   id: string;
   name: string;
   args: JsonObject;
-  origin: ToolOrigin;
+  /** Who runs the call: "provider" for a call the model's provider ran itself (then providerExecuted is true). */
+  origin: CallOrigin;
+  /** The model's argument text when it was not a JSON object (`args` is then `{}` and the call fails with TOOL_ARGS). */
+  rawArgs?: string;
+  /** The provider ran this call itself (web search, code execution): hooks observe it, the host never runs it. */
+  providerExecuted?: true;
 }
 
 export interface ToolErrorInfo {
@@ -99,6 +105,8 @@ export interface BeforeRunPayload extends CommonContext {
 export interface BeforeFinishPayload extends CommonContext {
   phase: "beforeFinish";
   text: string;
+  /** Why the last inference stopped: `stop`, or `length` / `content-filter` for a cut or refused answer. */
+  finishReason?: FinishReason;
   iterations: number;
   /** How many times beforeFinish already sent the run on (this run), and the bound. */
   continues: number;

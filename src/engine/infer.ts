@@ -1,8 +1,17 @@
-import type { LanguageModelV4, LanguageModelV4CallOptions, LanguageModelV4Content, LanguageModelV4Usage } from "@ai-sdk/provider";
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FunctionTool,
+  LanguageModelV4ProviderTool,
+  LanguageModelV4Usage,
+} from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
+import type { FinishReason } from "../turns/keys.gen.js";
 import { turnToPrompt } from "./prompt.js";
+import { collectStream } from "./stream-answer.js";
 
 export interface ToolDefinition {
   name: string;
@@ -10,87 +19,84 @@ export interface ToolDefinition {
   parameters: JsonObject;
 }
 
+/**
+ * A tool the provider runs itself (OpenAI's web_search, Anthropic's web_fetch), keyed by the name the model
+ * calls it by: the objects the provider packages make (`openai.tools.webSearch({})`), as generateText takes them.
+ */
+export type ProviderTools = Record<string, { type: "provider"; id: `${string}.${string}`; args: Record<string, unknown> }>;
+
 export interface InferenceResult {
+  /** Every part of the answer, in the provider's order, with its provider metadata (answer-blocks.ts keeps them). */
+  content: LanguageModelV4Content[];
+  /** The answer's text parts joined (undefined when it has none). */
   text?: string;
-  reasoning?: string;
-  toolCalls: { id: string; name: string; args: JsonObject }[];
-  finishReason: string;
+  finishReason: FinishReason;
+  /** The provider's own finish reason (`end_turn`, `refusal`, `STOP`, ...). */
+  rawFinishReason?: string;
   usage: { inputTokens?: number; outputTokens?: number; totalTokens?: number };
 }
 
-/** One model call through the AI SDK's LanguageModelV4 interface (any provider plugs in). */
-export async function infer(
-  model: LanguageModelV4,
-  turn: Turn,
-  options: { tools: ToolDefinition[]; signal: AbortSignal; stream?: boolean; maxOutputTokens?: number },
-): Promise<InferenceResult> {
+export interface InferOptions {
+  tools: ToolDefinition[];
+  providerTools?: ProviderTools;
+  signal: AbortSignal;
+  stream?: boolean;
+  maxOutputTokens?: number;
+}
+
+/**
+ * One model call through the AI SDK's LanguageModelV4 interface (any provider plugs in). Streamed or not, the
+ * answer is the same list of content parts.
+ */
+export async function infer(model: LanguageModelV4, turn: Turn, options: InferOptions): Promise<InferenceResult> {
+  const functionTools = options.tools.map((t): LanguageModelV4FunctionTool => ({
+    type: "function",
+    name: t.name,
+    description: t.description,
+    inputSchema: t.parameters as never,
+  }));
+  const providerTools = Object.entries(options.providerTools ?? {}).map(([name, tool]): LanguageModelV4ProviderTool => ({
+    type: "provider",
+    name,
+    id: tool.id,
+    args: tool.args,
+  }));
   const call: LanguageModelV4CallOptions = {
     prompt: turnToPrompt(turn),
     ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
-    tools: options.tools.map((t) => ({ type: "function", name: t.name, description: t.description, inputSchema: t.parameters as never })),
+    tools: [...functionTools, ...providerTools],
+    // What generateText sends when no tool choice is given, so a provider sees the same request from both.
+    toolChoice: { type: "auto" },
     abortSignal: options.signal,
   };
-  const content: LanguageModelV4Content[] = [];
-  let usage: LanguageModelV4Usage | undefined;
-  let finishReason = "stop";
-  if (options.stream) {
-    const { stream } = await model.doStream(call);
-    let text = "";
-    for await (const part of stream as unknown as AsyncIterable<import("@ai-sdk/provider").LanguageModelV4StreamPart>) {
-      if (part.type === "text-delta") text += part.delta;
-      else if (part.type === "tool-call") content.push(part);
-      else if (part.type === "finish") {
-        usage = part.usage;
-        finishReason = part.finishReason.unified;
-      } else if (part.type === "error") throw new HookboxError("ENGINE", `model stream error: ${describe(part.error)}`);
-    }
-    if (text) content.unshift({ type: "text", text });
-  } else {
-    const result = await model.doGenerate(call);
-    content.push(...result.content);
-    usage = result.usage;
-    finishReason = result.finishReason.unified;
+  const answer = options.stream ? await collectStream((await model.doStream(call)).stream, options.signal) : await model.doGenerate(call);
+  const approval = answer.content.find((part) => part.type === "tool-approval-request");
+  if (approval) {
+    throw new HookboxError(
+      "MODEL",
+      `model ${model.provider}:${model.modelId} asked for an approval of a provider-run call (${approval.toolCallId}): hookbox does not answer provider tool approvals; configure the provider tool without approval`,
+    );
   }
-  return collect(content, usage, finishReason);
+  return result(answer.content, answer.usage, answer.finishReason);
 }
 
-function collect(content: LanguageModelV4Content[], usage: LanguageModelV4Usage | undefined, finishReason: string): InferenceResult {
-  const texts: string[] = [];
-  const reasoning: string[] = [];
-  const toolCalls: InferenceResult["toolCalls"] = [];
-  for (const part of content) {
-    if (part.type === "text") texts.push(part.text);
-    else if (part.type === "reasoning") reasoning.push(part.text);
-    else if (part.type === "tool-call")
-      toolCalls.push({ id: part.toolCallId, name: part.toolName, args: parseArgs(part.toolName, part.input) });
-  }
+function result(
+  content: LanguageModelV4Content[],
+  usage: LanguageModelV4Usage | undefined,
+  finishReason: { unified: FinishReason; raw: string | undefined },
+): InferenceResult {
+  const texts = content.flatMap((part) => (part.type === "text" ? [part.text] : []));
   const input = usage?.inputTokens.total;
   const output = usage?.outputTokens.total;
   return {
+    content,
     text: texts.length ? texts.join("") : undefined,
-    reasoning: reasoning.length ? reasoning.join("") : undefined,
-    toolCalls,
-    finishReason,
+    finishReason: finishReason.unified,
+    ...(finishReason.raw !== undefined ? { rawFinishReason: finishReason.raw } : {}),
     usage: {
       ...(input !== undefined ? { inputTokens: input } : {}),
       ...(output !== undefined ? { outputTokens: output } : {}),
       ...(input !== undefined && output !== undefined ? { totalTokens: input + output } : {}),
     },
   };
-}
-
-/** A model's malformed arguments become `{}` plus a marker the argument validation reports to the model. */
-function parseArgs(tool: string, input: string): JsonObject {
-  if (!input.trim()) return {};
-  try {
-    const value: unknown = JSON.parse(input);
-    if (value && typeof value === "object" && !Array.isArray(value)) return value as JsonObject;
-  } catch {
-    /* fall through */
-  }
-  return { __invalid_json__: `arguments for ${tool} are not a JSON object: ${input.slice(0, 200)}` };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error);
 }

@@ -1,5 +1,5 @@
 import type { Json, JsonObject } from "../turns/json.js";
-import type { ErrorCode, RunStatus } from "../turns/keys.gen.js";
+import type { ErrorCode, FinishReason, RunStatus } from "../turns/keys.gen.js";
 import type { ToolOrigin } from "../contracts/context.js";
 import type { RunUsage } from "../host/usage.js";
 import type { ModelRetry } from "../loop/model-call.js";
@@ -16,6 +16,17 @@ export type ApprovalDecision = "approved" | "rejected" | "timeout" | "cancelled"
 
 export type FinalStatus = RunStatus | "interrupted";
 
+/** A call an inference asked for, as events and pauses show it. */
+export type CallSummary = {
+  id: string;
+  name: string;
+  args: JsonObject;
+  /** The model's argument text when it was not a JSON object (`args` is then `{}`). */
+  rawArgs?: string;
+  /** The provider ran the call itself; the host only observes it. */
+  providerExecuted?: true;
+};
+
 export type EventBody =
   | { type: "run-started"; prompt: string; runId: string }
   | { type: "inference-started"; iteration: number }
@@ -23,7 +34,9 @@ export type EventBody =
       type: "inference-finished";
       iteration: number;
       text?: string;
-      toolCalls: { id: string; name: string; args: JsonObject }[];
+      toolCalls: CallSummary[];
+      /** Why the model stopped (absent when a middleware answered without calling the model). */
+      finishReason?: FinishReason;
       /** This inference's tokens and cost (absent in events stored before usage was recorded). */
       usage?: RunUsage;
     }
@@ -53,6 +66,8 @@ export type EventBody =
       durationMs: number;
       result?: Json;
       error?: { message: string; code?: string };
+      /** The provider ran the call; result or error is the provider's. */
+      providerExecuted?: true;
     }
   | { type: "tool-retry"; callId: string; attempt: number; backoffMs: number }
   | { type: "context-restart"; callId: string; restartType: string; applied: boolean }
@@ -61,7 +76,7 @@ export type EventBody =
       pauseId: string;
       phase: "after_inference" | "after_tools";
       deadlineMs: number;
-      pendingToolCalls: { id: string; name: string; args: JsonObject }[];
+      pendingToolCalls: CallSummary[];
     }
   | { type: "debugger.continue"; pauseId: string; reason: "continued" | "timeout" | "cancelled" | "disabled" }
   | {
@@ -94,6 +109,8 @@ export type EventBody =
       reason?: string;
       errorCode?: ErrorCode | string;
       text?: string;
+      /** A completed run: why its last inference stopped (`length` or `content-filter` mean a cut or refused answer). */
+      finishReason?: FinishReason;
       iterations: number;
       /** The whole run's tokens and cost, and the CPU its sandboxed scripts used. */
       usage?: RunUsage & { sandboxCpuMs?: number };

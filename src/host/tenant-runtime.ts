@@ -14,6 +14,7 @@ import {
 } from "../sandbox/api.js";
 import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
+import type { ProviderTools } from "../engine/infer.js";
 import { startLoop, type LoopComponents, type RunAccounting } from "../loop/loop.js";
 import type { EventLog } from "../loop/event-log.js";
 import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
@@ -51,6 +52,11 @@ export interface TenantRuntimeExtras {
   guardModel?: LanguageModelV4 | (() => LanguageModelV4);
   /** As `model`, for the fallback; overrides `config.fallbackModel`. */
   fallbackModel?: LanguageModelV4 | ((completedInferences: number) => LanguageModelV4);
+  /**
+   * Tools the model's provider runs itself, by the name the model calls them (`{ web_search:
+   * openai.tools.webSearch({}) }`, as generateText takes them): hooks observe their calls, the host never runs them.
+   */
+  providerTools?: ProviderTools;
   /** Overrides `config.pricing`. */
   pricing?: Pricing;
   /** Scripts from a deployment (src/policy/deployments.ts): versions, shadows, a sandbox of their own. */
@@ -179,6 +185,7 @@ export async function createTenantRuntime(
         model: newModel(resume?.iterations ?? 0),
         ...(newFallback ? { fallbackModel: newFallback(resume?.iterations ?? 0) } : {}),
         stream: extras.stream,
+        ...(extras.providerTools ? { providerTools: extras.providerTools } : {}),
         components: components(runId, trace),
         trace,
         usage: {

@@ -136,6 +136,8 @@ export interface RunResult {
   reason?: string;
   errorCode?: string;
   text?: string;
+  /** A completed run: why its last inference stopped (`stop`; `length` or `content-filter` for a cut or refused answer). */
+  finishReason?: string;
   iterations: number;
 }
 

@@ -1,7 +1,8 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import type { Turn, Block } from "../turns/turn.js";
-import { BlockMetadataKeys, PayloadKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
-import { infer, type InferenceResult, type ToolDefinition } from "../engine/infer.js";
+import { BlockMetadataKeys, TurnMetadataKeys, type FinishReason } from "../turns/keys.gen.js";
+import { infer, type InferenceResult, type ProviderTools, type ToolDefinition } from "../engine/infer.js";
+import { answerBlock } from "../engine/answer-blocks.js";
 import type { UserContext } from "../contracts/context.js";
 import type { Middleware } from "./middleware-chain.js";
 import { newId } from "./ids.js";
@@ -15,13 +16,15 @@ export interface EngineStepOptions {
   /** Retries per model for 429, 5xx and network errors. */
   retries: number;
   tools: () => ToolDefinition[];
+  /** Tools the provider runs itself; their calls are observed, never run by the host. */
+  providerTools?: ProviderTools;
   signal: AbortSignal;
   stream?: boolean;
   deadlineMs?: number;
   trace: RunTrace;
   onRetry(retry: ModelRetry): void;
   /** Every answer the engine got, with the model that gave it (the loop counts usage from here, not from the turn). */
-  onAnswer(answer: { model: LanguageModelV4; usage: TokenUsage }): void;
+  onAnswer(answer: { model: LanguageModelV4; usage: TokenUsage; finishReason: FinishReason }): void;
 }
 
 /** The innermost link: one model call (retried, then the fallback); the answer is appended as blocks to a copy of the turn. */
@@ -37,40 +40,27 @@ export function engineStep(options: EngineStepOptions) {
           span.retried(retry);
           options.onRetry(retry);
         },
-        call: (candidate) => infer(candidate, turn, { tools: options.tools(), signal: options.signal, stream: options.stream }),
+        call: (candidate) =>
+          infer(candidate, turn, {
+            tools: options.tools(),
+            ...(options.providerTools ? { providerTools: options.providerTools } : {}),
+            signal: options.signal,
+            stream: options.stream,
+          }),
       });
       const usage = { inputTokens: answer.value.usage.inputTokens ?? 0, outputTokens: answer.value.usage.outputTokens ?? 0 };
       span.answered(answer.model.modelId, usage);
-      options.onAnswer({ model: answer.model, usage });
+      options.onAnswer({ model: answer.model, usage, finishReason: answer.value.finishReason });
       return answer;
     });
-    const blocks: Block[] = [];
-    if (result.reasoning)
-      blocks.push({
-        id: newId("blk"),
-        kind: "reasoning",
-        role: "assistant",
-        payload: { [PayloadKeys.text]: result.reasoning },
-        metadata: {},
-      });
-    if (result.text !== undefined) {
-      blocks.push({
-        id: newId("blk"),
-        kind: "llm_text",
-        role: "assistant",
-        payload: { [PayloadKeys.text]: result.text },
-        metadata: { [BlockMetadataKeys.toolCalls.id]: result.toolCalls.length },
-      });
-    }
-    for (const call of result.toolCalls) {
-      blocks.push({
-        id: newId("blk"),
-        kind: "tool_call",
-        role: "assistant",
-        payload: { [PayloadKeys.id]: call.id, [PayloadKeys.name]: call.name, [PayloadKeys.args]: call.args },
-        metadata: {},
-      });
-    }
+    const answered = result.content.flatMap((part) => answerBlock(part) ?? []);
+    const calls = answered.filter((block) => block.kind === "tool_call").length;
+    const blocks: Block[] = answered.map((block) => ({
+      id: newId("blk"),
+      ...block,
+      // Each text block of the answer says how many calls the answer asked the host to run.
+      metadata: block.kind === "llm_text" ? { [BlockMetadataKeys.toolCalls.id]: calls } : {},
+    }));
     const next: Turn = { ...turn, blocks: [...turn.blocks, ...blocks], metadata: { ...turn.metadata } };
     TurnMetadataKeys.usage.set(next.metadata, result.usage);
     TurnMetadataKeys.stopReason.set(next.metadata, result.finishReason);

@@ -1,4 +1,4 @@
-import { HookboxError } from "../errors.js";
+import { hookContractError, HookboxError } from "../errors.js";
 import type {
   AfterToolCallPayload,
   BeforeFinishPayload,
@@ -23,7 +23,9 @@ export type BeforeOutcome =
   | { kind: "blocked"; error: ToolErrorInfo }
   | { kind: "abort"; reason: string; errorCode?: string };
 
-export type AfterOutcome = { kind: "apply"; result?: Json; error?: ToolErrorInfo } | { kind: "abort"; reason: string; errorCode?: string };
+export type AfterOutcome =
+  /** `withheld`: a hook failed fail-closed, so `error` is the failure, not the tool's. */
+  { kind: "apply"; result?: Json; error?: ToolErrorInfo; withheld?: true } | { kind: "abort"; reason: string; errorCode?: string };
 
 export type ErrorOutcome =
   | { kind: "default" }
@@ -173,6 +175,7 @@ export class HookChain {
     let decision;
     try {
       decision = await provider.call("beforeToolCall", current);
+      refuseForProviderCall(current, provider.name, decision);
     } catch (error) {
       const failure = this.fail(provider, "beforeToolCall", callId, error, trace, recheck);
       if (failure.policy === "fail-open") return { kind: "proceed", args };
@@ -285,12 +288,14 @@ export class HookChain {
       let decision;
       try {
         decision = await provider.call("afterToolCall", { ...payload, result, error });
+        refuseForProviderCall(payload, provider.name, decision);
       } catch (failure) {
         const outcome = this.fail(provider, "afterToolCall", payload.call.id, failure, trace);
         if (outcome.policy === "fail-open") continue;
         if (outcome.policy === "abort-run") return { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode };
         // fail-closed: the result is withheld and the model sees an error instead
-        return { kind: "apply", result: undefined, error: { ...outcome.error, message: `result withheld: ${outcome.error.message}` } };
+        const withheld = { ...outcome.error, message: `result withheld: ${outcome.error.message}` };
+        return { kind: "apply", result: undefined, error: withheld, withheld: true };
       }
       this.decided(provider, "afterToolCall", payload.call.id, decision, trace);
       if (!decision) continue;
@@ -384,4 +389,30 @@ export class HookChain {
     if (policy === "abort-run") return { policy, reason: message, errorCode: code };
     return { policy, error: { message, code } };
   }
+}
+
+/**
+ * A provider-run call already happened at the provider: a hook can observe it or end the run, nothing else.
+ * A decision that would run, skip, deny, ask about or rewrite it is outside the contract (HOOK_CONTRACT), so
+ * the script's onHookError decides, as for any failed hook.
+ */
+function refuseForProviderCall(payload: BeforeToolCallPayload | AfterToolCallPayload, script: string, decision: unknown): void {
+  if (payload.call.providerExecuted !== true || decision === undefined || decision === null) return;
+  const returned = decision as { action?: string; args?: unknown; result?: unknown; error?: unknown };
+  if (returned.action === "abort") return;
+  const problem =
+    payload.phase === "beforeToolCall"
+      ? returned.action === "proceed" && returned.args === undefined
+        ? undefined
+        : { path: returned.action === "proceed" ? "$.args" : "$.action", what: `"${returned.action}"` }
+      : returned.result === undefined && returned.error === undefined
+        ? undefined
+        : { path: returned.result !== undefined ? "$.result" : "$.error", what: "a rewrite" };
+  if (!problem) return;
+  throw hookContractError(
+    script,
+    payload.phase,
+    problem.path,
+    `${problem.what} is not allowed for a provider-run call (${payload.call.name}): the provider already ran it; return nothing, or abort`,
+  );
 }

@@ -3,7 +3,7 @@ import { HookboxError } from "../errors.js";
 import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
 import type { ErrorPolicy, RetryBounds, RunPersistence, RunHandle, RunResult, SnapshotPhase, RunBudgets } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
-import { PayloadKeys, TurnDataKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
+import { TurnDataKeys, TurnMetadataKeys, type FinishReason } from "../turns/keys.gen.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
@@ -14,6 +14,8 @@ import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
 import { executeToolCall } from "./tool-call.js";
 import { describeCall, pendingCalls } from "./pending-calls.js";
+import { answerText, observeProviderCalls, providerCalls } from "./provider-calls.js";
+import type { ProviderTools } from "../engine/infer.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { applyRestart, type RestartHandlers } from "./context-restart.js";
 import { runBatch } from "./tool-batch.js";
@@ -69,6 +71,8 @@ export interface LoopOptions {
   model: LanguageModelV4;
   /** Answers once the model's retries are spent. */
   fallbackModel?: LanguageModelV4;
+  /** Tools the provider runs itself (web search, code execution): hooks observe their calls, the host never runs them. */
+  providerTools?: ProviderTools;
   stream?: boolean;
   /** `run`: the run's usage meter and trace, for components that spend tokens too (a script's guard-model calls). */
   components(events: EventLog, run: RunAccounting): Promise<LoopComponents>;
@@ -87,15 +91,6 @@ export interface LoopOptions {
   trace?: RunTrace;
   /** Resume: events continue at this seq; iterations already done, and what they used. */
   resume?: { nextSeq: number; iterations: number; usage?: RunUsage };
-}
-
-function lastText(turn: Turn): string | undefined {
-  for (let i = turn.blocks.length - 1; i >= 0; i--) {
-    const block = turn.blocks[i];
-    if (block.kind === "llm_text") return String(block.payload[PayloadKeys.text] ?? "");
-    if (block.kind === "user") return undefined;
-  }
-  return undefined;
 }
 
 /** Starts the tool loop on `turn` and returns its handle at once. */
@@ -133,6 +128,8 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
   let components: LoopComponents | undefined;
   const trace = options.trace ?? noopRunTrace({});
   const usageMeter = new UsageMeter(options.usage ?? {}, options.resume?.usage);
+  /** Why the run's last model answer stopped (none yet in this process, or a middleware answered). */
+  let lastFinishReason: FinishReason | undefined;
   const budget = new RetryBudget(limits.retry);
   let shadow: ShadowHooks | undefined;
   const snapshot = async (phase: SnapshotPhase) => {
@@ -166,8 +163,17 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     }
     const sandboxCpuMs = components?.sandboxCpuMs?.();
     const usage = { ...usageMeter.total, ...(sandboxCpuMs !== undefined ? { sandboxCpuMs: Math.round(sandboxCpuMs * 1000) / 1000 } : {}) };
-    const text = ending.text ?? (ending.status === "completed" ? lastText(turn) : undefined);
-    const result: RunResult = { ...ending, ...(text !== undefined ? { text } : {}), turn, iterations };
+    const completed = ending.status === "completed";
+    // The answer is the last inference's text only: a refused or empty last answer never shows an earlier one.
+    const text = ending.text ?? (completed ? answerText(turn) : undefined);
+    const finishReason = completed ? lastFinishReason : undefined;
+    const result: RunResult = {
+      ...ending,
+      ...(text !== undefined ? { text } : {}),
+      ...(finishReason !== undefined ? { finishReason } : {}),
+      turn,
+      iterations,
+    };
     try {
       await snapshot("final");
     } catch (error) {
@@ -187,6 +193,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       ...(result.reason !== undefined ? { reason: result.reason } : {}),
       ...(result.errorCode !== undefined ? { errorCode: result.errorCode } : {}),
       ...(result.text !== undefined ? { text: result.text } : {}),
+      ...(finishReason !== undefined ? { finishReason } : {}),
       usage,
     });
     trace.end({ status: result.status, errorCode: result.errorCode, reason: result.reason, usage });
@@ -236,12 +243,14 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     }
     /** What the engine reported for the current inference (none when a middleware answered without a model call). */
     let inferenceUsage: RunUsage | undefined;
+    let inferenceFinish: FinishReason | undefined;
     const chain = composeMiddleware(
       [...components.middleware, userContextMiddleware(options.userContext)],
       engineStep({
         models: options.fallbackModel ? [options.model, options.fallbackModel] : [options.model],
         retries: limits.modelRetries,
         tools: () => registry.definitions(),
+        ...(options.providerTools ? { providerTools: options.providerTools } : {}),
         signal,
         stream: options.stream,
         deadlineMs: options.deadlineMs,
@@ -249,6 +258,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
         onRetry: (retry) => events.emit({ type: "inference-retry", iteration: iterations, ...retry }),
         onAnswer: (answer) => {
           inferenceUsage = usageMeter.record(answer.model.modelId, answer.usage);
+          inferenceFinish = answer.finishReason;
         },
       }),
       context,
@@ -273,6 +283,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
         await snapshot("pre_inference");
         events.emit({ type: "inference-started", iteration: iterations });
         inferenceUsage = undefined;
+        inferenceFinish = undefined;
         const asked = turn;
         turn = await raceAbort(chain(turn), signal);
         pending = pendingCalls(turn);
@@ -281,21 +292,29 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
           meter.checkToolCalls(pending.length);
         }
         meter.measureTurn(turn);
-        const text = lastText(turn);
+        const text = answerText(turn);
+        const observed = providerCalls(turn);
+        lastFinishReason = inferenceFinish;
         // A middleware that answers without calling next() made no model call: it used nothing.
         const usage = inferenceUsage ?? { inputTokens: 0, outputTokens: 0, costUsd: 0 };
         events.emit({
           type: "inference-finished",
           iteration: iterations,
           ...(text !== undefined ? { text } : {}),
-          toolCalls: pending.map(describeCall),
+          toolCalls: [
+            ...observed.map((call) => ({ ...describeCall(call), providerExecuted: true as const })),
+            ...pending.map(describeCall),
+          ],
+          ...(inferenceFinish !== undefined ? { finishReason: inferenceFinish } : {}),
           usage,
         });
         await snapshot("post_inference");
         const over = usageMeter.exceeded();
         if (over) return finish({ status: "failed", reason: over, errorCode: "BUDGET" });
+        const stopped = await observeProviderCalls(observed, { hooks, events, context });
+        if (stopped) return finish(stopped);
         if (pending.length === 0) {
-          const verdict = await finishGuard.check(turn, text ?? "", iterations, context());
+          const verdict = await finishGuard.check(turn, { text: text ?? "", finishReason: inferenceFinish }, iterations, context());
           if (verdict === "continue") continue;
           return finish(verdict);
         }

@@ -57,16 +57,22 @@ export function composeMiddleware(chain: Middleware[], engine: (turn: Turn) => P
       if (index === chain.length) return engine(current);
       const middleware = chain[index];
       let called = false;
+      /** What next() failed with, so a middleware that rethrows it does not make it its own failure. */
+      let nextFailure: { error: unknown } | undefined;
       const next: Next = (nextTurn) => {
         if (called) return Promise.reject(new HookboxError("MIDDLEWARE", `middleware ${middleware.name} called next() twice`));
         called = true;
-        return dispatch(index + 1, nextTurn ?? current);
+        return dispatch(index + 1, nextTurn ?? current).catch((error: unknown) => {
+          nextFailure = { error };
+          throw error;
+        });
       };
       const ctx: MiddlewareContext = { ...context(), timestampMs: Date.now(), middlewareName: middleware.name };
       let returned: unknown;
       try {
         returned = await middleware.run(current, next, ctx);
       } catch (error) {
+        if (nextFailure && isRethrown(error, nextFailure.error)) throw nextFailure.error;
         if (error instanceof HookboxError && error.details.middleware) throw error;
         const code = error instanceof HookboxError ? error.code : "MIDDLEWARE";
         const message = error instanceof Error ? error.message : String(error);
@@ -87,4 +93,19 @@ export function composeMiddleware(chain: Middleware[], engine: (turn: Turn) => P
     };
     return dispatch(0, turn);
   };
+}
+
+/** Longest message the sandbox runtime reports of a thrown error (runtime/guest-errors.ts). */
+const GUEST_MESSAGE_CHARS = 4096;
+
+/**
+ * True when a middleware's failure is the error its next() failed with, passed on: the same object (host
+ * middleware), or, from a script, a throw carrying the same code and message the host gave its next() (the
+ * sandbox turns what a script throws into SCRIPT_ERROR with the thrown code and message in its details). A
+ * script can only claim an error its own next() produced, so a model's failure stays the model's.
+ */
+function isRethrown(error: unknown, original: unknown): boolean {
+  if (error === original) return true;
+  if (!(error instanceof HookboxError) || !(original instanceof HookboxError) || error.code !== "SCRIPT_ERROR") return false;
+  return error.details.errorCode === original.code && error.details.thrownMessage === original.message.slice(0, GUEST_MESSAGE_CHARS);
 }

@@ -1,6 +1,7 @@
 import { APICallError, type LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import { sleep } from "./abortable.js";
+import { ModelStreamError } from "../engine/stream-error.js";
 
 /** A provider failure, as far as retrying it goes. */
 export interface ModelFailure {
@@ -10,6 +11,8 @@ export interface ModelFailure {
   retryable: boolean;
   /** From `Retry-After` / `retry-after-ms`, when the provider sent one. */
   retryAfterMs?: number;
+  /** The failure came inside a streamed answer (after the HTTP 200). */
+  midStream?: boolean;
 }
 
 export interface ModelRetry {
@@ -94,8 +97,23 @@ export async function callModel<T>(options: ModelCallOptions<T>): Promise<{ valu
 
 /** undefined when the error is not the provider's (a scripted model running out, a bug): those are not retried. */
 export function classifyModelError(error: unknown): ModelFailure | undefined {
+  // Inside a stream the provider's own retryable flag decides (Anthropic marks overloaded_error retryable).
+  if (error instanceof ModelStreamError) {
+    return {
+      ...(error.status !== undefined ? { status: error.status } : {}),
+      message: error.message,
+      retryable: error.retryable,
+      midStream: true,
+    };
+  }
   if (!APICallError.isInstance(error)) return undefined;
   const status = error.statusCode;
+  if (status !== undefined && status >= 200 && status < 300) {
+    // The provider answered, then the body broke off (a cut connection is a fetch TypeError): retried like a
+    // network error. A body that arrived whole but could not be read is the provider's fault, not retried.
+    const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+    return { message: `${error.message}${cause}`, retryable: error.cause instanceof TypeError, midStream: true };
+  }
   // Without a status the request never got an answer (connection refused, reset, DNS): the SDK marks those retryable.
   const retryable = status === undefined ? error.isRetryable : status === 408 || status === 409 || status === 429 || status >= 500;
   const retryAfterMs = parseRetryAfter(error.responseHeaders);
@@ -124,9 +142,11 @@ export function parseRetryAfter(headers: Record<string, string> | undefined, now
 }
 
 function modelError({ failure, model }: { failure: ModelFailure; model: LanguageModelV4 }): HookboxError {
-  const what = failure.status !== undefined ? `answered ${failure.status}` : "was unreachable";
+  const status = failure.status !== undefined ? `answered ${failure.status}` : undefined;
+  const what = failure.midStream ? (status ? `${status} in its stream` : "broke off its answer") : (status ?? "was unreachable");
   return new HookboxError("MODEL", `model ${modelName(model)} ${what}: ${failure.message}`, {
     model: modelName(model),
     ...(failure.status !== undefined ? { status: failure.status } : {}),
+    ...(failure.midStream ? { midStream: true } : {}),
   });
 }

@@ -1,9 +1,19 @@
 import type { Block, Turn } from "../turns/turn.js";
 import { PayloadKeys } from "../turns/keys.gen.js";
+import { readCall, type CallFields } from "../turns/calls.js";
 import type { PendingCall } from "./tool-call.js";
 
 /** Blocks a model response is made of; a run of them in the turn is one response. */
-const RESPONSE_KINDS = new Set(["reasoning", "llm_text", "tool_call"]);
+export const RESPONSE_KINDS: ReadonlySet<string> = new Set([
+  "reasoning",
+  "llm_text",
+  "tool_call",
+  "provider_tool_call",
+  "provider_tool_result",
+  "source",
+  "file",
+  "custom",
+]);
 
 /**
  * The calls of the turn's last model response that have no tool_use result yet, in call order.
@@ -26,13 +36,13 @@ export function pendingCalls(turn: Turn): PendingCall[] {
     }
     previous = block;
   }
-  return open.map((block) => ({
-    blockId: block.id,
-    id: String(block.payload[PayloadKeys.id]),
-    name: String(block.payload[PayloadKeys.name]),
-    args: (block.payload[PayloadKeys.args] ?? {}) as PendingCall["args"],
-  }));
+  return open.map((block) => ({ blockId: block.id, ...readCall(block) }));
 }
 
-/** A pending call as events and pauses show it (the block id is the loop's own bookkeeping). */
-export const describeCall = ({ id, name, args }: PendingCall) => ({ id, name, args });
+/** A call as events and pauses show it (the block id is the loop's own bookkeeping). */
+export const describeCall = ({ id, name, args, rawArgs }: CallFields) => ({
+  id,
+  name,
+  args,
+  ...(rawArgs !== undefined ? { rawArgs } : {}),
+});

@@ -1,5 +1,5 @@
 import type { CommonContext, UserContext } from "../contracts/context.js";
-import { PayloadKeys } from "../turns/keys.gen.js";
+import { PayloadKeys, type FinishReason } from "../turns/keys.gen.js";
 import type { Turn } from "../turns/turn.js";
 import type { EventLog } from "./event-log.js";
 import type { RunResult } from "../host/types.js";
@@ -46,12 +46,18 @@ export class FinishGuard {
   ) {}
 
   /** "continue" when the loop must run another inference; otherwise how the run ends. */
-  async check(turn: Turn, text: string, iterations: number, context: CommonContext): Promise<"continue" | Ending> {
+  async check(
+    turn: Turn,
+    answer: { text: string; finishReason?: FinishReason },
+    iterations: number,
+    context: CommonContext,
+  ): Promise<"continue" | Ending> {
     const { maxFinishContinues, maxIterations } = this.bounds;
     const outcome = await this.hooks.beforeFinish({
       ...context,
       phase: "beforeFinish",
-      text,
+      text: answer.text,
+      ...(answer.finishReason !== undefined ? { finishReason: answer.finishReason } : {}),
       iterations,
       continues: this.continues,
       maxFinishContinues,

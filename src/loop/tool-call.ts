@@ -18,6 +18,8 @@ export interface PendingCall {
   id: string;
   name: string;
   args: JsonObject;
+  /** The model's argument text when it was not a JSON object (`args` is then `{}`): the call fails with TOOL_ARGS. */
+  rawArgs?: string;
 }
 
 export type CallOutcome =
@@ -55,7 +57,15 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const { events, hooks, registry } = services;
   const tool = registry.get(call.name);
   const origin = tool?.origin ?? "host";
-  const ref = (args: JsonObject): ToolCallRef => ({ id: call.id, name: call.name, args, origin });
+  // Unparsable arguments stay with the call until a hook (or an approver) gives it arguments of its own.
+  let rawArgs = call.rawArgs;
+  const ref = (args: JsonObject): ToolCallRef => ({
+    id: call.id,
+    name: call.name,
+    args,
+    origin,
+    ...(rawArgs !== undefined ? { rawArgs } : {}),
+  });
   const base = () => ({ ...services.context(), timestampMs: Date.now() });
 
   /** The arguments every beforeToolCall hook let through, or how the call ends instead. */
@@ -75,11 +85,12 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const first = await guarded(call.args, 1, false);
   if ("ends" in first) return first.ends;
   let args = first.args;
+  if (args !== call.args) rawArgs = undefined;
   let attempt = 1;
   for (;;) {
     const started = Date.now();
     // A call refused before its handler (unknown tool, invalid arguments) never started: only tool-finished.
-    const admitted = admitCall(tool, call, args, services.registry);
+    const admitted = admitCall(tool, call, args, rawArgs, services.registry);
     if ("tool" in admitted) events.emit({ type: "tool-started", callId: call.id, name: call.name, args, attempt, origin });
     const outcome: AttemptOutcome = "tool" in admitted ? await runOnce(admitted.tool, call, args, attempt, services) : admitted;
     const durationMs = Date.now() - started;
@@ -105,6 +116,8 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
           await sleep(backoffMs, services.signal);
           services.budget.spend(Date.now() - waitStart);
           attempt += 1;
+          // Arguments a retry gives replace the model's unparsable text.
+          if (decision.kind === "retry" && decision.args) rawArgs = undefined;
           // Arguments a retry brings have passed no guard yet: the whole beforeToolCall chain checks them.
           if (decision.kind === "retry" && decision.args && canonicalJson(decision.args) !== canonicalJson(args)) {
             const checked = await guarded(decision.args, attempt, true);
@@ -140,9 +153,14 @@ function admitCall(
   tool: RegisteredTool | undefined,
   call: PendingCall,
   args: JsonObject,
+  rawArgs: string | undefined,
   registry: ToolRegistry,
 ): { tool: RegisteredTool } | { error: ToolErrorInfo } {
   if (!tool) return { error: { message: `unknown tool "${call.name}"`, code: "UNKNOWN_TOOL" } };
+  if (rawArgs !== undefined) {
+    const shown = rawArgs.length > 200 ? `${rawArgs.slice(0, 200)}...` : rawArgs;
+    return { error: { message: `arguments for ${call.name} are not a JSON object: ${shown}`, code: "TOOL_ARGS" } };
+  }
   const invalid = registry.checkArgs(tool, args);
   if (invalid) return { error: { message: invalid, code: "TOOL_ARGS" } };
   return { tool };

@@ -56,7 +56,6 @@ export class ToolRegistry {
 
   /** Checks args against the tool's `parameters`; returns a message naming the field, or undefined. */
   checkArgs(tool: RegisteredTool, args: JsonObject): string | undefined {
-    if (typeof args.__invalid_json__ === "string") return args.__invalid_json__;
     const issue = this.argsIssue(tool, args);
     if (!issue) return undefined;
     return `invalid arguments for ${tool.name}: ${issue.pointer || "(root)"} ${issue.message}`;

@@ -6,7 +6,7 @@ import { JsonObjectSchema, JsonSchema } from "./json.js";
 
 export const NAMESPACE = "hookbox" as const;
 
-export const BLOCK_KINDS = ["user", "llm_text", "tool_call", "tool_use", "system", "reasoning", "context", "other"] as const;
+export const BLOCK_KINDS = ["user", "llm_text", "tool_call", "tool_use", "system", "reasoning", "context", "provider_tool_call", "provider_tool_result", "source", "file", "custom", "other"] as const;
 export type BlockKind = (typeof BLOCK_KINDS)[number];
 export const BlockKinds = {
   user: "user",
@@ -16,6 +16,11 @@ export const BlockKinds = {
   system: "system",
   reasoning: "reasoning",
   context: "context",
+  providerToolCall: "provider_tool_call",
+  providerToolResult: "provider_tool_result",
+  source: "source",
+  file: "file",
+  custom: "custom",
   other: "other",
 } as const;
 
@@ -28,6 +33,19 @@ export const PayloadKeys = {
   error: "error",
   item: "item",
   restartType: "restart_type",
+  providerMetadata: "provider_metadata",
+  rawArgs: "raw_args",
+  citations: "citations",
+  isError: "is_error",
+  dynamic: "dynamic",
+  sourceType: "source_type",
+  url: "url",
+  title: "title",
+  mediaType: "media_type",
+  filename: "filename",
+  data: "data",
+  reasoning: "reasoning",
+  customKind: "custom_kind",
 } as const;
 export type PayloadKey = (typeof PayloadKeys)[keyof typeof PayloadKeys];
 
@@ -58,7 +76,8 @@ export const ToolConfigSchema = z.object({
 }).catchall(JsonSchema);
 export type ToolConfig = z.infer<typeof ToolConfigSchema>;
 
-export const ToolOriginSchema = z.enum(["host", "script"]);
+/** Who runs a tool: the host process, a sandboxed script, or the model's provider (provider-run calls). */
+export const ToolOriginSchema = z.enum(["host", "script", "provider"]);
 export type ToolOrigin = z.infer<typeof ToolOriginSchema>;
 
 /** One tool as the model sees it. */
@@ -72,6 +91,122 @@ export type ToolDefinition = z.infer<typeof ToolDefinitionSchema>;
 
 export const ToolDefinitionsSchema = z.array(ToolDefinitionSchema);
 export type ToolDefinitions = z.infer<typeof ToolDefinitionsSchema>;
+
+/** Why a tool call failed, as the model sees it. */
+export const ToolErrorSchema = z.strictObject({
+  message: z.string(),
+  code: z.string().optional(),
+});
+export type ToolError = z.infer<typeof ToolErrorSchema>;
+
+export const UserPayloadSchema = z.object({
+  text: z.string(),
+}).catchall(JsonSchema);
+export type UserPayload = z.infer<typeof UserPayloadSchema>;
+
+export const LlmTextPayloadSchema = z.object({
+  text: z.string(),
+  provider_metadata: JsonObjectSchema.optional(),
+  citations: JsonSchema.optional(),
+}).catchall(JsonSchema);
+export type LlmTextPayload = z.infer<typeof LlmTextPayloadSchema>;
+
+export const ToolCallPayloadSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  args: JsonObjectSchema,
+  raw_args: z.string().optional(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type ToolCallPayload = z.infer<typeof ToolCallPayloadSchema>;
+
+export const ToolUsePayloadSchema = z.object({
+  id: z.string(),
+  name: z.string().optional(),
+  result: JsonSchema.optional(),
+  error: ToolErrorSchema.optional(),
+}).catchall(JsonSchema);
+export type ToolUsePayload = z.infer<typeof ToolUsePayloadSchema>;
+
+export const SystemPayloadSchema = z.object({
+  text: z.string(),
+}).catchall(JsonSchema);
+export type SystemPayload = z.infer<typeof SystemPayloadSchema>;
+
+export const ReasoningPayloadSchema = z.object({
+  text: z.string(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type ReasoningPayload = z.infer<typeof ReasoningPayloadSchema>;
+
+export const ContextPayloadSchema = z.object({
+  restart_type: z.string(),
+  item: JsonSchema.optional(),
+}).catchall(JsonSchema);
+export type ContextPayload = z.infer<typeof ContextPayloadSchema>;
+
+export const ProviderToolCallPayloadSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  args: JsonObjectSchema,
+  raw_args: z.string().optional(),
+  dynamic: z.boolean().optional(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type ProviderToolCallPayload = z.infer<typeof ProviderToolCallPayloadSchema>;
+
+export const ProviderToolResultPayloadSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  result: JsonSchema,
+  is_error: z.boolean().optional(),
+  dynamic: z.boolean().optional(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type ProviderToolResultPayload = z.infer<typeof ProviderToolResultPayloadSchema>;
+
+export const SourcePayloadSchema = z.object({
+  source_type: z.string(),
+  id: z.string(),
+  url: z.string().optional(),
+  title: z.string().optional(),
+  media_type: z.string().optional(),
+  filename: z.string().optional(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type SourcePayload = z.infer<typeof SourcePayloadSchema>;
+
+export const FilePayloadSchema = z.object({
+  media_type: z.string(),
+  data: z.string().optional(),
+  url: z.string().optional(),
+  reasoning: z.boolean().optional(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type FilePayload = z.infer<typeof FilePayloadSchema>;
+
+export const CustomPayloadSchema = z.object({
+  custom_kind: z.string(),
+  provider_metadata: JsonObjectSchema.optional(),
+}).catchall(JsonSchema);
+export type CustomPayload = z.infer<typeof CustomPayloadSchema>;
+
+/** The payload schema of each block kind that has one (kinds without one carry any JSON object). */
+export const BlockPayloadSchemas = {
+  user: UserPayloadSchema,
+  llm_text: LlmTextPayloadSchema,
+  tool_call: ToolCallPayloadSchema,
+  tool_use: ToolUsePayloadSchema,
+  system: SystemPayloadSchema,
+  reasoning: ReasoningPayloadSchema,
+  context: ContextPayloadSchema,
+  provider_tool_call: ProviderToolCallPayloadSchema,
+  provider_tool_result: ProviderToolResultPayloadSchema,
+  source: SourcePayloadSchema,
+  file: FilePayloadSchema,
+  custom: CustomPayloadSchema,
+} as const;
+export type BlockPayloads = { [K in keyof typeof BlockPayloadSchemas]: z.infer<(typeof BlockPayloadSchemas)[K]> };
 
 export const TurnDataKeys = {
   toolConfig: new TypedKey("hookbox.tool_config@v1", "turn_data", ToolConfigSchema),
@@ -121,7 +256,9 @@ export const ON_HOOK_ERROR = Object.freeze(["fail-closed", "fail-open", "abort-r
 export type OnHookErrorPolicy = (typeof ON_HOOK_ERROR)[number];
 export const RUN_STATUSES = Object.freeze(["completed", "failed", "aborted", "cancelled"] as const);
 export type RunStatus = (typeof RUN_STATUSES)[number];
-export const ERROR_CODES = Object.freeze(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED"] as const);
+export const FINISH_REASONS = Object.freeze(["stop", "length", "content-filter", "tool-calls", "error", "interrupted", "other"] as const);
+export type FinishReason = (typeof FINISH_REASONS)[number];
+export const ERROR_CODES = Object.freeze(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED", "MODEL"] as const);
 export type ErrorCode = (typeof ERROR_CODES)[number];
 export const EVENT_TYPES = Object.freeze(["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-finished"] as const);
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -39,12 +39,22 @@ describe("codegen spec validation", () => {
     [
       "a duplicate block kind constant",
       (spec: any) => spec.blockKinds.push({ constant: "user", value: "human" }),
-      /^blockKinds\[8\] \("user"\): duplicate constant name/,
+      /^blockKinds\[\d+\] \("user"\): duplicate constant name/,
     ],
     [
       "a duplicate enum constant",
       (spec: any) => spec.enums.push({ constant: "HOOK_NAMES", values: ["x"] }),
-      /^enums\[6\] \("HOOK_NAMES"\): duplicate constant name/,
+      /^enums\[\d+\] \("HOOK_NAMES"\): duplicate constant name/,
+    ],
+    [
+      "a block kind payload that is not an object shape",
+      (spec: any) => (spec.blockKinds[0].payload = "toolOrigin"),
+      /^blockKinds\[0\] \("user"\): payload must name an object shape \(got "toolOrigin"\)/,
+    ],
+    [
+      "a block kind payload naming no shape",
+      (spec: any) => (spec.blockKinds[5].payload = "nothingHere"),
+      /^blockKinds\[5\] \("reasoning"\): payload must name an object shape \(got "nothingHere"\)/,
     ],
     ["an empty namespace", (spec: any) => (spec.namespace = ""), /^namespace: namespace must be a non-empty string/],
     [

@@ -35,6 +35,8 @@ const LOOSENED: Record<string, string> = {
   "ToolCallRef.args": "ToolArgs",
   "*.userContext": "?UserContext",
   "BeforeRunPayload.userContext": "UserContext",
+  // The generated ToolOrigin, which the host reads from keys.gen.ts where zod spells out its union.
+  "ToolCallRef.origin": "ToolOrigin",
 };
 
 function shapes() {

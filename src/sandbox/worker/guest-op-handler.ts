@@ -63,7 +63,11 @@ function errorFromGuest(text: string, call: WorkerCall) {
   const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
   if (typeof parsed.stack === "string") details.stack = parsed.stack;
   if (typeof parsed.path === "string") details.path = parsed.path;
-  if (thrownCode) details.errorCode = thrownCode;
+  if (thrownCode) {
+    details.errorCode = thrownCode;
+    // With the code, the host can tell a rethrown next() error from one the script made (middleware-chain.ts).
+    details.thrownMessage = message;
+  }
   return { code, message: code === "HOOK_CONTRACT" ? message : `${name}: ${message}`, details };
 }
 
