@@ -14,9 +14,15 @@ import { parseCapabilityRequest, type CapabilityRequest } from "./requests.js";
 
 /*
  * One run's capabilities (docs/capabilities.md): validates each request, checks the grant and the run's
- * counts, does the I/O, and reports a `capability` event for every request, refused ones included. What a
- * script receives is JSON; what it sees of a failure is a HookboxError's code and message.
+ * counts, does the I/O, and reports a `capability` event for every request, refused ones included, except
+ * past a per-run count: there the first refusal of each kind is an event and later ones are counted, one
+ * event per script and kind when the run ends (a script looping on a spent quota must not flood the
+ * run's events). What a script receives is JSON; what it sees of a failure is a HookboxError's code and
+ * message.
  */
+
+/** The longest URL a `capability` event carries (the error the script gets names more). */
+export const EVENT_URL_CHARS = 512;
 
 export interface GuardUsage {
   model: string;
@@ -50,34 +56,62 @@ export interface RunCapabilitiesOptions {
 
 type Counted = "fetch" | "kv" | "model";
 
+/** A request past its per-run count. */
+class QuotaSpent extends HookboxError {}
+
 export class RunCapabilities implements CapabilityBroker {
   private readonly counts: Record<Counted, number> = { fetch: 0, kv: 0, model: 0 };
+  /** Refusals past a spent count after the first of their kind, by script and kind: reported at the run's end. */
+  private readonly uncounted = new Map<string, { kind: Counted; script: string; refusals: number }>();
+  private readonly spentReported = new Set<Counted>();
   private guard: LanguageModelV4 | undefined;
 
   constructor(private readonly options: RunCapabilitiesOptions) {}
+
+  /** At the run's end: one event for each script and kind whose refusals past a spent count were counted, not reported. */
+  close(): void {
+    for (const { kind, script, refusals } of this.uncounted.values())
+      this.options.emit({ type: "capability", kind, script, ok: false, durationMs: 0, errorCode: "CAPABILITY_QUOTA", refusals });
+    this.uncounted.clear();
+  }
 
   async serve(request: { script: string; text: string }): Promise<Json> {
     const limits = this.options.limits;
     const parsed = parseCapabilityRequest(request.text, limits.maxRequestBytes + 64 * 1024);
     const started = performance.now();
     const event: CapabilityEvent = { type: "capability", kind: parsed.kind, script: request.script, ok: false, durationMs: 0 };
+    let counted = false;
     try {
       const answer = await this.dispatch(parsed, event);
       event.ok = true;
       return answer;
     } catch (error) {
       event.errorCode = isHookboxError(error) ? error.code : "CAPABILITY_FAILED";
+      if (error instanceof QuotaSpent) counted = this.pastQuota(parsed.kind, request.script);
       throw error;
     } finally {
       event.durationMs = Math.round(performance.now() - started);
-      this.options.emit(event);
+      if (!counted) this.options.emit(event);
     }
+  }
+
+  /** A refusal past a spent count: the first of its kind is reported (false); later ones are counted (true). */
+  private pastQuota(kind: Counted, script: string): boolean {
+    if (!this.spentReported.has(kind)) {
+      this.spentReported.add(kind);
+      return false;
+    }
+    const key = `${kind}\u0000${script}`;
+    const entry = this.uncounted.get(key) ?? { kind, script, refusals: 0 };
+    entry.refusals += 1;
+    this.uncounted.set(key, entry);
+    return true;
   }
 
   private count(kind: Counted, limit: number, what: string): void {
     this.counts[kind] += 1;
     if (this.counts[kind] > limit)
-      throw new HookboxError("CAPABILITY_QUOTA", `${what}: this run already made ${limit} such calls, its limit`, { limit });
+      throw new QuotaSpent("CAPABILITY_QUOTA", `${what}: this run already made ${limit} such calls, its limit`, { limit });
   }
 
   private async dispatch(request: CapabilityRequest, event: CapabilityEvent): Promise<Json> {
@@ -85,12 +119,14 @@ export class RunCapabilities implements CapabilityBroker {
     if (request.kind === "fetch") {
       const method = (request.method ?? "GET").toUpperCase();
       event.method = method;
-      event.url = request.url.slice(0, 2000);
+      event.url = request.url.slice(0, EVENT_URL_CHARS);
       this.count("fetch", limits.maxFetchesPerRun, "ctx.fetch");
       if (this.options.egress === undefined || this.options.egress.length === 0)
-        throw new HookboxError("CAPABILITY_DENIED", `ctx.fetch: ${event.url} is denied: tenant ${this.options.tenant} grants no egress`, {
-          url: event.url,
-        });
+        throw new HookboxError(
+          "CAPABILITY_DENIED",
+          `ctx.fetch: ${request.url.slice(0, 2000)} is denied: tenant ${this.options.tenant} grants no egress`,
+          { url: request.url.slice(0, 2000) },
+        );
       const answer = await brokeredFetch(
         { ...request, method },
         {
@@ -101,7 +137,7 @@ export class RunCapabilities implements CapabilityBroker {
           resolve: this.options.resolveHost ?? systemResolver,
         },
         (url) => {
-          event.url = url.slice(0, 2000);
+          event.url = url.slice(0, EVENT_URL_CHARS);
         },
       );
       event.status = answer.status;

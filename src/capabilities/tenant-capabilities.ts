@@ -79,7 +79,13 @@ export class TenantCapabilities {
       ...(hooks.traceGuard ? { traceGuard: hooks.traceGuard } : {}),
       signal: ended.signal,
     });
-    return { broker, close: () => ended.abort() };
+    return {
+      broker,
+      close: () => {
+        broker.close();
+        ended.abort();
+      },
+    };
   }
 }
 

@@ -134,6 +134,11 @@ export interface CapabilityEvent {
   /** model: the guard model's id, its tokens and their cost (counted in the run's usage and budget). */
   model?: string;
   usage?: { inputTokens: number; outputTokens: number; costUsd: number };
+  /**
+   * A count, not one request: this script's refusals of this kind past the run's spent count, after the first
+   * (which has an event of its own). One such event per script and kind, when the run ends.
+   */
+  refusals?: number;
 }
 
 export type HookboxEvent = EventBase & EventBody;

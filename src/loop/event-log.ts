@@ -1,5 +1,13 @@
 import type { EventBody, HookboxEvent } from "../events/types.js";
 
+export interface EventLogOptions {
+  /** Sees each event before any reader (persistence). */
+  sink?: (event: HookboxEvent) => void;
+  /** Decides whether an event is recorded at all (the run's byte budget); a refused one gets no seq and no reader sees it. */
+  admit?: (event: HookboxEvent) => boolean;
+  firstSeq?: number;
+}
+
 /**
  * The run's event stream: stamps seq (gap-free), time and ids, hands each event to the persistence
  * sink before any reader sees it, and serves replay-then-live async iteration.
@@ -12,17 +20,17 @@ export class EventLog {
 
   constructor(
     private readonly ids: { sessionId: string; inferenceId: string },
-    private readonly sink?: (event: HookboxEvent) => void,
-    firstSeq = 1,
+    private readonly options: EventLogOptions = {},
   ) {
-    this.nextSeq = firstSeq;
+    this.nextSeq = options.firstSeq ?? 1;
   }
 
   emit(body: EventBody): HookboxEvent {
     if (this.closed) throw new Error(`event after run-finished: ${body.type}`);
     const event = { ...body, seq: this.nextSeq, timestampMs: Date.now(), ...this.ids } as HookboxEvent;
+    if (this.options.admit && !this.options.admit(event)) return event;
     this.nextSeq += 1;
-    this.sink?.(event);
+    this.options.sink?.(event);
     this.events.push(event);
     if (event.type === "run-finished") this.closed = true;
     for (const wake of this.waiters) wake();

@@ -99,13 +99,14 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   const meter = new RunBudgetMeter(options.limits.budgets ?? DEFAULT_RUN_BUDGETS, initial);
   const events = new EventLog(
     { sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId },
-    (event) => {
-      meter.count(event);
-      persistence?.onEvent(event);
+    {
+      admit: (event) => meter.admit(event),
+      sink: (event) => persistence?.onEvent(event),
+      firstSeq: options.resume?.nextSeq ?? 1,
     },
-    options.resume?.nextSeq ?? 1,
   );
   const controller = new RunController(options.ids, events);
+  meter.onOverrun = (error) => controller.fail(error);
   const stepper = new Stepper(options.step.enabled, options.step.pauseTimeoutMs, events, controller.signal);
   controller.attachStepper(stepper);
   controller.finishWith(runLoop(initial, options, { events, run: controller, stepper, meter }));
@@ -375,6 +376,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
   } catch (error) {
     if (signal.aborted && run.deadlinePassed)
       return finish({ status: "failed", reason: (signal.reason as Error).message, errorCode: "DEADLINE" });
+    if (signal.aborted && run.failure) return finish({ status: "failed", reason: run.failure.message, errorCode: run.failure.code });
     if (signal.aborted) return finish({ status: "cancelled", reason: run.cancelReason ?? "cancelled" });
     const code = error instanceof HookboxError ? error.code : undefined;
     const message = error instanceof Error ? error.message : String(error);

@@ -15,14 +15,18 @@ export function runBudgetError(message: string, details: Record<string, unknown>
 }
 
 /**
- * Counts a run's bytes as its events are emitted. Emitting never throws (events come from everywhere); the
- * first overrun is kept and the loop raises it at its next check, before the next tool call or snapshot,
- * so at most one phase's output lands beyond the budget.
+ * Counts a run's bytes. Events are admitted one by one: an event that would take the run past
+ * `maxRunBytes` is not recorded (nor any after it, except the run's last, `run-finished`), and the run is
+ * stopped at once through `onOverrun`; emitting never throws (events come from everywhere). The turn's
+ * bytes are measured at phases, and the first overrun is kept for the loop to raise at its next check.
  */
 export class RunBudgetMeter {
   private runBytes = 0;
   private turnBytes: number;
   private overrun?: HookboxError;
+  private eventsRefused = false;
+  /** Told once, at the first event the run's byte budget refuses: the run stops now, not at its next check. */
+  onOverrun?: (error: HookboxError) => void;
 
   constructor(
     readonly budgets: RunBudgets,
@@ -36,10 +40,27 @@ export class RunBudgetMeter {
       });
   }
 
-  /** Called for every event. */
-  count(event: HookboxEvent): void {
-    this.runBytes += JSON.stringify(event).length;
-    this.checkTotals();
+  /** Called for every event before it is recorded: false when it does not fit in the run's byte budget. */
+  admit(event: HookboxEvent): boolean {
+    const bytes = JSON.stringify(event).length;
+    // The run's last event always goes through: a reader must learn how the run ended (and why).
+    if (event.type !== "run-finished" && this.runBytes + bytes > this.budgets.maxRunBytes) {
+      this.refuseEvents(this.runBytes + bytes);
+      return false;
+    }
+    this.runBytes += bytes;
+    return true;
+  }
+
+  private refuseEvents(bytes: number): void {
+    if (this.eventsRefused) return;
+    this.eventsRefused = true;
+    const error = runBudgetError(`the run's events reached ${bytes} bytes, over the run budget of ${this.budgets.maxRunBytes}`, {
+      budget: "maxRunBytes",
+      bytes,
+    });
+    this.overrun ??= error;
+    this.onOverrun?.(this.overrun);
   }
 
   /** After each inference: the middleware chain may have rewritten the whole turn, so it is measured anew. */
@@ -58,12 +79,7 @@ export class RunBudgetMeter {
 
   private checkTotals(): void {
     if (this.overrun) return;
-    if (this.runBytes > this.budgets.maxRunBytes)
-      this.overrun = runBudgetError(`the run's events reached ${this.runBytes} bytes, over the run budget of ${this.budgets.maxRunBytes}`, {
-        budget: "maxRunBytes",
-        bytes: this.runBytes,
-      });
-    else if (this.turnBytes > this.budgets.maxTurnBytes)
+    if (this.turnBytes > this.budgets.maxTurnBytes)
       this.overrun = runBudgetError(
         `the run's turn reached ${this.turnBytes} bytes, over the turn budget of ${this.budgets.maxTurnBytes}`,
         {

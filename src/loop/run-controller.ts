@@ -80,6 +80,16 @@ export class RunController implements RunHandle {
 
   deadlinePassed = false;
 
+  /** Why the run was stopped from outside its loop as a failure (a budget that holds at every event), if it was. */
+  failure?: HookboxError;
+
+  /** Stops the run as failed with `error`: the signal aborts with it, and the loop ends the run with its code. */
+  fail(error: HookboxError): void {
+    if (this.abort.signal.aborted) return;
+    this.failure = error;
+    this.abort.abort(error);
+  }
+
   continue(pauseId: string): boolean {
     return this.stepper?.continue(pauseId) ?? false;
   }

@@ -20,6 +20,7 @@ export async function hookRuntime(options: {
   script: string;
   args: Record<string, string>;
   limits?: TenantConfig["limits"];
+  budgets?: TenantConfig["budgets"];
   capabilities: TenantConfig["capabilities"];
   kv?: KvStore;
   /** More of the runtime's extras (a resolver of the test's own, a guard model instance). */
@@ -34,6 +35,7 @@ export async function hookRuntime(options: {
         file: writeSteps([{ toolCalls: [{ id: "c1", name: "noop", args: options.args }] }, { text: "done" }]),
       },
       ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.budgets ? { budgets: options.budgets } : {}),
       capabilities: options.capabilities,
     },
     options.pool,
