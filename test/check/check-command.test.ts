@@ -90,6 +90,48 @@ describe("hookbox check", () => {
     expect(result.stdout).toMatch(new RegExp(`^${escape(file)}:${lineOf(text, "// BAD")}:\\d+ - error TS2322: `, "m"));
   });
 
+  it("types block payloads by kind: isBlockKind narrows reasoning and provider-run calls", async () => {
+    const typed = `import { BlockKinds, defineScript, isBlockKind, type Block } from "hookbox";
+
+const signature = (block: Block): string | undefined => {
+  if (!isBlockKind(block, BlockKinds.reasoning)) return undefined;
+  const text: string = block.payload.text;
+  const metadata = block.payload.provider_metadata?.anthropic;
+  return typeof metadata === "object" && metadata !== null && !Array.isArray(metadata) ? String(metadata.signature) + text : undefined;
+};
+
+export default defineScript({
+  middleware: [
+    async function audit(turn, next) {
+      const out = await next(turn);
+      for (const block of out.blocks) {
+        if (isBlockKind(block, BlockKinds.providerToolCall)) console.log(block.payload.name.toUpperCase(), block.payload.args);
+        else console.log(signature(block));
+      }
+      return out;
+    },
+  ],
+  hooks: {
+    beforeToolCall(p) { if (p.call.providerExecuted && p.call.origin === "provider") return { action: "abort", reason: p.call.rawArgs ?? "web" }; },
+    beforeFinish(p) { if (p.finishReason === "length") return { action: "continue", message: "go on" }; },
+  },
+});
+`;
+    const good = await capture(() => checkCommand([script("typed.ts", typed)]));
+    expect(good.stdout).toBe("");
+    expect(good.code).toBe(0);
+    const wrong = typed.replace("block.payload.name.toUpperCase()", "block.payload.name.toFixed() // WRONG");
+    const file = script("typed-wrong.ts", wrong);
+    const bad = await capture(() => checkCommand([file]));
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toMatch(
+      new RegExp(
+        `^${escape(file)}:${lineOf(wrong, "// WRONG")}:\\d+ - error TS2551: Property 'toFixed' does not exist on type 'string'`,
+        "m",
+      ),
+    );
+  });
+
   it("reports a middleware that returns nothing", async () => {
     const text = GOOD.replace("      return next(turn);\n", "      await next(turn);\n");
     const result = await capture(() => checkCommand([script("no-return.ts", text)]));

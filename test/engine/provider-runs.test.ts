@@ -258,13 +258,53 @@ describe("stream errors take the HTTP errors' retry path", () => {
   });
 });
 
-describe("model errors keep their identity", () => {
-  let pool: SandboxPool;
-  beforeAll(() => {
-    pool = createSandboxPool();
-  });
-  afterAll(async () => pool.close());
+let pool: SandboxPool;
+beforeAll(() => {
+  pool = createSandboxPool();
+});
+afterAll(async () => pool.close());
 
+describe("scripts see what the provider returned", () => {
+  it("a script middleware reads the reasoning's signature and the provider-run call as typed blocks", async () => {
+    const scripts = writeScripts({
+      "policy.ts": `import { BlockKinds, isBlockKind } from "hookbox";
+export default {
+  middleware: [async function audit(turn, next) {
+    const out = await next(turn);
+    for (const block of out.blocks) {
+      if (isBlockKind(block, BlockKinds.reasoning)) console.log("reasoning " + JSON.stringify(block.payload.provider_metadata));
+      if (isBlockKind(block, BlockKinds.providerToolCall)) console.log("provider call " + block.payload.name + " " + JSON.stringify(block.payload.args));
+      if (isBlockKind(block, BlockKinds.source)) console.log("source " + block.payload.url);
+    }
+    return out;
+  }],
+};`,
+    });
+    const run = await runHookbox({
+      model: anthropic,
+      replies: ["anthropic/web-search.json"],
+      stream: false,
+      scripts,
+      pool,
+      extras: { providerTools: { web_search: createAnthropic(key).tools.webSearch_20250305({}) } as never },
+    });
+    expect(run.result.status, run.result.reason).toBe("completed");
+    const logs = ofType(run.events, "log").map((e) => e.message);
+    expect(logs).toContain('provider call web_search {"query":"Example Shop shipping time"}');
+    expect(logs).toContain("source https://shop.example.com/help/shipping");
+    const thinking = await runHookbox({
+      model: anthropic,
+      replies: ["anthropic/thinking-tool.json", "anthropic/answer.json"],
+      stream: false,
+      scripts,
+      pool,
+    });
+    const signature = json("anthropic/thinking-tool.json").content[0].signature;
+    expect(ofType(thinking.events, "log").map((e) => e.message)).toContain(`reasoning {"anthropic":{"signature":"${signature}"}}`);
+  });
+});
+
+describe("model errors keep their identity", () => {
   const rateLimited = {
     status: 429,
     body: {

@@ -173,3 +173,21 @@ describe.each(cases)("$name", (c) => {
     });
   });
 });
+
+/** Parts a provider sends only when it streams (Anthropic's message_start: the message id, model and usage). */
+const streamOnly = (block: { kind: string; payload: Record<string, unknown> }) =>
+  block.kind === "custom" && block.payload[PayloadKeys.customKind] === "anthropic.message_start";
+
+describe.each(cases)("$name: streamed or not", (c) => {
+  it("gives the same turn (the parts a provider sends only in a stream aside)", async () => {
+    const blocks = async (stream: boolean) => {
+      const run = await runHookbox({ model: c.model, replies: c.files.map((file) => `${file}.${stream ? "sse" : "json"}`), stream });
+      expect(run.result.status, run.result.reason).toBe("completed");
+      return run.result.turn.blocks.map(({ kind, role, payload, metadata }) => ({ kind, role, payload, metadata }));
+    };
+    const generated = await blocks(false);
+    expect(generated.length).toBeGreaterThanOrEqual(4);
+    expect(generated.filter(streamOnly)).toEqual([]);
+    expect((await blocks(true)).filter((block) => !streamOnly(block))).toEqual(generated);
+  });
+});
