@@ -7,7 +7,7 @@ import type { CapabilityEvent } from "../events/types.js";
 import { brokeredFetch } from "./fetch.js";
 import type { EgressRule } from "./egress.js";
 import { systemResolver, type ResolveHost } from "./egress-connect.js";
-import { generateWithGuard } from "./guard-model.js";
+import { generateWithGuard, mostGuardUsage } from "./guard-model.js";
 import type { CapabilityLimits } from "./grants.js";
 import { serveKv } from "./kv.js";
 import { parseCapabilityRequest, type CapabilityRequest } from "./requests.js";
@@ -42,8 +42,11 @@ export interface RunCapabilitiesOptions {
   emit: (event: CapabilityEvent) => void;
   /** Every guard call's tokens, for the run's usage; returns their cost (USD) by the tenant's pricing. */
   onGuardUsage?: (usage: GuardUsage) => { costUsd: number };
-  /** Why the run may not spend more on models (its token or cost budget is used up), or undefined. */
-  guardBudgetSpent?: () => string | undefined;
+  /**
+   * Holds the most a guard call may spend against the run's budget while it is in flight (released when it
+   * is answered or fails); a string says why the run may not spend more (its token or cost budget).
+   */
+  holdGuardBudget?: (model: string, most: { inputTokens: number; outputTokens: number }) => { release(): void } | string;
   /** Wraps each guard call in the run's trace (a span); `answered` records the model and its tokens on it. */
   traceGuard?: <T>(model: string, work: (answered: (usage: GuardUsage) => void) => Promise<T>) => Promise<T>;
   /** Aborted when the run ends: requests in flight stop. */
@@ -154,10 +157,10 @@ export class RunCapabilities implements CapabilityBroker {
     this.count("model", limits.maxModelCallsPerRun, "ctx.model.generate");
     if (this.options.guardModel === undefined)
       throw new HookboxError("CAPABILITY_DENIED", `ctx.model.generate: tenant ${this.options.tenant} has no guardModel granted`);
-    const spent = this.options.guardBudgetSpent?.();
-    if (spent !== undefined) throw new HookboxError("CAPABILITY_QUOTA", `ctx.model.generate: ${spent}`);
     const guard = (this.guard ??= this.options.guardModel());
     event.model = guard.modelId;
+    const hold = this.options.holdGuardBudget?.(guard.modelId, mostGuardUsage(request, limits.maxModelOutputTokens));
+    if (typeof hold === "string") throw new HookboxError("CAPABILITY_QUOTA", `ctx.model.generate: ${hold}`);
     const call = (answered: (usage: GuardUsage) => void) =>
       generateWithGuard(guard, request, { timeoutMs: limits.modelTimeoutMs, signal, maxOutputTokens: limits.maxModelOutputTokens }).then(
         (answer) => {
@@ -165,7 +168,13 @@ export class RunCapabilities implements CapabilityBroker {
           return answer;
         },
       );
-    const answer = this.options.traceGuard ? await this.options.traceGuard(guard.modelId, call) : await call(() => {});
+    let answer: Awaited<ReturnType<typeof call>>;
+    try {
+      answer = this.options.traceGuard ? await this.options.traceGuard(guard.modelId, call) : await call(() => {});
+    } finally {
+      // Given back in the same turn as the spent tokens are recorded: no other call is admitted in between.
+      hold?.release();
+    }
     const costUsd = this.options.onGuardUsage?.({ model: guard.modelId, ...answer.usage }).costUsd ?? 0;
     event.usage = { ...answer.usage, costUsd };
     return answer as unknown as Json;

@@ -43,6 +43,26 @@ function guardTurn(request: GuardRequest): Turn {
   return { id: newId("turn"), blocks, metadata: {}, data: {} };
 }
 
+/** Tokens of framing the host counts for each message (its role and the chat template around it). */
+const TOKENS_PER_MESSAGE = 8;
+
+/**
+ * The most a guard call may spend, held against the run's budget while it is in flight: its output cap, and
+ * for its input one token per UTF-8 byte of every message (a byte-level tokenizer never makes more) plus
+ * framing. Generous on purpose: a held token that is not spent is given back when the call is answered.
+ */
+export function mostGuardUsage(request: GuardRequest, maxOutputTokens: number): { inputTokens: number; outputTokens: number } {
+  const texts = [...(request.messages ?? []).map((message) => message.content), ...(request.prompt !== undefined ? [request.prompt] : [])];
+  return {
+    inputTokens: texts.reduce((sum, text) => sum + Buffer.byteLength(text) + TOKENS_PER_MESSAGE, 0),
+    outputTokens: outputCap(request, maxOutputTokens),
+  };
+}
+
+function outputCap(request: GuardRequest, maxOutputTokens: number): number {
+  return Math.min(request.maxTokens ?? maxOutputTokens, maxOutputTokens);
+}
+
 export async function generateWithGuard(
   model: LanguageModelV4,
   request: GuardRequest,
@@ -53,7 +73,7 @@ export async function generateWithGuard(
     const result = await infer(model, guardTurn(request), {
       tools: [],
       signal: AbortSignal.any([timeout, options.signal]),
-      maxOutputTokens: Math.min(request.maxTokens ?? options.maxOutputTokens, options.maxOutputTokens),
+      maxOutputTokens: outputCap(request, options.maxOutputTokens),
     });
     return {
       text: result.text ?? "",

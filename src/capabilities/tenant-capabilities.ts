@@ -27,7 +27,7 @@ export interface TenantCapabilitiesOptions {
   resolveHost?: ResolveHost;
 }
 
-export type RunCapabilityHooks = Pick<RunCapabilitiesOptions, "emit" | "onGuardUsage" | "guardBudgetSpent" | "traceGuard">;
+export type RunCapabilityHooks = Pick<RunCapabilitiesOptions, "emit" | "onGuardUsage" | "holdGuardBudget" | "traceGuard">;
 
 export class TenantCapabilities {
   private readonly tenant: string;
@@ -75,7 +75,7 @@ export class TenantCapabilities {
         if (!ended.signal.aborted) hooks.emit(event);
       },
       ...(hooks.onGuardUsage ? { onGuardUsage: hooks.onGuardUsage } : {}),
-      ...(hooks.guardBudgetSpent ? { guardBudgetSpent: hooks.guardBudgetSpent } : {}),
+      ...(hooks.holdGuardBudget ? { holdGuardBudget: hooks.holdGuardBudget } : {}),
       ...(hooks.traceGuard ? { traceGuard: hooks.traceGuard } : {}),
       signal: ended.signal,
     });

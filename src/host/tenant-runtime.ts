@@ -127,7 +127,8 @@ export async function createTenantRuntime(
         emit: (event) => events.emit(event),
         // A guard call is counted like an inference of the run: its tokens, its cost by the tenant's pricing.
         onGuardUsage: (usage) => accounting.usage.record(usage.model, usage),
-        guardBudgetSpent: () => accounting.usage.exceeded(),
+        // A guard call in flight holds what it may spend, so parallel calls cannot all pass an unspent budget.
+        holdGuardBudget: (model, most) => accounting.usage.hold(model, most),
         traceGuard: (model, work) => accounting.trace.inference(model, (span) => work((usage) => span.answered(usage.model, usage))),
       });
       const run =

@@ -12,12 +12,20 @@ export function formatUsd(amount: number): string {
   return `$${Number(amount.toFixed(6))}`;
 }
 
+/** What a call in flight holds against the run's budget until it is answered. */
+export interface UsageHold {
+  release(): void;
+}
+
 /**
  * Counts a run's tokens and cost, inference by inference, and says which limit a run went past.
  * A resumed run starts from what the stored run had used, so a restart does not refill the budget.
+ * Calls that run beside each other (a script's guard-model calls) hold what they may spend while in
+ * flight, so they cannot all pass the budget check before any of them has spent.
  */
 export class UsageMeter {
   private used: RunUsage;
+  private held = { tokens: 0, costUsd: 0 };
 
   constructor(
     private readonly limits: UsageLimits,
@@ -40,10 +48,14 @@ export class UsageMeter {
     return Object.hasOwn(pricing, modelId) ? pricing[modelId] : Object.hasOwn(pricing, "*") ? pricing["*"] : undefined;
   }
 
+  private costOf(modelId: string, usage: TokenUsage): number {
+    const price = this.priceOf(modelId);
+    return price ? (usage.inputTokens * price.inputPerMTok + usage.outputTokens * price.outputPerMTok) / 1_000_000 : 0;
+  }
+
   /** Adds one finished inference; returns its usage with its cost. */
   record(modelId: string, usage: TokenUsage): RunUsage {
-    const price = this.priceOf(modelId);
-    const costUsd = price ? (usage.inputTokens * price.inputPerMTok + usage.outputTokens * price.outputPerMTok) / 1_000_000 : 0;
+    const costUsd = this.costOf(modelId, usage);
     this.used = {
       inputTokens: this.used.inputTokens + usage.inputTokens,
       outputTokens: this.used.outputTokens + usage.outputTokens,
@@ -60,6 +72,30 @@ export class UsageMeter {
     if (maxCostUsd !== undefined && this.used.costUsd > maxCostUsd)
       return `the run cost ${formatUsd(this.used.costUsd)}, past its limit maxCostUsd (${formatUsd(maxCostUsd)})`;
     return undefined;
+  }
+
+  /**
+   * Holds `most` (what the call may spend at most) against the budget until released; refused, with the
+   * sentence naming the limit, when what the run spent and what its calls in flight hold are already past
+   * it. Each call is admitted while there is room, so the run ends past its budget by at most one call.
+   */
+  hold(modelId: string, most: TokenUsage): UsageHold | string {
+    const { maxTokens, maxCostUsd } = this.limits;
+    const { tokens, costUsd } = this.held;
+    if (maxTokens !== undefined && this.tokensUsed + tokens > maxTokens)
+      return `the run used ${this.tokensUsed} tokens, and calls in flight may use ${tokens} more, past its limit maxTokens (${maxTokens})`;
+    if (maxCostUsd !== undefined && this.used.costUsd + costUsd > maxCostUsd)
+      return `the run cost ${formatUsd(this.used.costUsd)}, and calls in flight may cost ${formatUsd(costUsd)} more, past its limit maxCostUsd (${formatUsd(maxCostUsd)})`;
+    const hold = { tokens: most.inputTokens + most.outputTokens, costUsd: this.costOf(modelId, most) };
+    this.held = { tokens: tokens + hold.tokens, costUsd: costUsd + hold.costUsd };
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        this.held = { tokens: this.held.tokens - hold.tokens, costUsd: this.held.costUsd - hold.costUsd };
+      },
+    };
   }
 
   /** The `budget` every ctx and hook payload carries. */
