@@ -17,6 +17,9 @@ export interface SupervisorOptions {
   onWorkerRetiring: (worker: WorkerProcess) => void;
 }
 
+/** How far above the host's own memory limit the kernel's ceiling (the worker's cgroup) sits. */
+const CGROUP_MEMORY_MARGIN = 512 * 1048576;
+
 /** How often the host measures a working worker's memory (and how old a measure the budget check may use). */
 const MEMORY_SAMPLE_MS = 100;
 
@@ -136,6 +139,9 @@ export class Supervisor {
       memoryLimitBytes: memoryLimitBytes(this.options.rssBudgetBytes),
       memorySampleMs: MEMORY_SAMPLE_MS,
       onMemorySample: (worker) => this.checkBudget(worker),
+      // The kernel's ceiling (the worker's cgroup, where the host can make one) sits above the host's own
+      // measured limit: the host's kill names the call to blame; the kernel's catches what grows between samples.
+      memoryBytes: memoryLimitBytes(this.options.rssBudgetBytes) + CGROUP_MEMORY_MARGIN,
       onExit: (worker, exit) => {
         this.retiring.delete(worker);
         this.dedicated.delete(worker);

@@ -49,6 +49,8 @@ export interface WorkerProcessOptions {
   memorySampleMs: number;
   /** A memory sample was taken while the worker worked (the supervisor checks its budget). */
   onMemorySample: (worker: WorkerProcess) => void;
+  /** The process's memory ceiling inside the wall (its cgroup's, where the host can make one). */
+  memoryBytes: number;
   onExit: (worker: WorkerProcess, exit: WorkerExit) => void;
 }
 
@@ -113,6 +115,7 @@ export class WorkerProcess {
       // No IPC channel: the frame pipe is the only way in or out, and its end tells the worker we are gone.
       stdio: ["ignore", "pipe", "pipe", "pipe"],
       env: workerEnv(),
+      resources: { memoryBytes: options.memoryBytes, cpu: this.role === "quarantine" ? "low" : "normal" },
     });
     this.pipe = this.child.stdio[3] as Socket;
     // Niced before it starts its threads (they inherit it): bwrap's sandbox processes inherit it from bwrap.

@@ -30,6 +30,8 @@ export interface BwrapOptions {
    * root on the host) and setpriv drops to NOBODY, with no capabilities, before Node starts.
    */
   hostIsRoot: boolean;
+  /** The descriptor bwrap reads the syscall filter from (seccomp/filter.ts); none where the wall has no filter. */
+  seccompFd?: number;
 }
 
 export function bwrapArgs(options: BwrapOptions): string[] {
@@ -46,6 +48,8 @@ export function bwrapArgs(options: BwrapOptions): string[] {
   for (const device of DEVICES) args.push("--dev-bind", device, device);
   args.push("--tmpfs", "/tmp", "--remount-ro", "/tmp", "--remount-ro", "/dev", "--remount-ro", "/");
   args.push("--chdir", "/", "--clearenv");
+  // Installed last, just before the command runs: it holds for setpriv, prlimit, Node and all they start.
+  if (options.seccompFd !== undefined) args.push("--seccomp", String(options.seccompFd));
   for (const [name, value] of Object.entries(options.env)) args.push("--setenv", name, value);
   return args;
 }

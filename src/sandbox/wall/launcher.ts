@@ -1,5 +1,8 @@
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns, type StdioOptions } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { bwrapArgs, setprivArgs } from "./bwrap-args.js";
+import { workerCgroup, type WorkerCgroup } from "./cgroup.js";
+import { prlimitArgs, resourceLimits, type ResourceRequest } from "./limits.js";
 import { permissionFlags } from "./inner-layer.js";
 import { CLOSE_FDS_FLAG, inheritedFds } from "./inherited-fds.js";
 import { innermostPid, killTree } from "./process-tree.js";
@@ -24,6 +27,8 @@ export interface LaunchRequest {
    * i.e. what native code that ignores the permission model faces (the doctor and the wall's tests).
    */
   innerLayer?: boolean;
+  /** The process's resource limits inside the wall (limits.ts; defaults where absent). */
+  resources?: ResourceRequest;
 }
 
 /** Starts every sandbox worker process (and the doctor's probe, the same way). */
@@ -41,9 +46,7 @@ export interface Launcher {
 export function plainLauncher(): Launcher {
   return commandLauncher({
     wall: "none",
-    command: process.execPath,
-    args: (request) => [...(request.nodeArgs ?? []), request.entry, ...(request.args ?? [])],
-    env: (request) => ({ ...process.env, ...request.env }),
+    plan: plainLaunch,
     nodePid: (child) => child.pid,
     kill: (child) => {
       if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
@@ -51,27 +54,70 @@ export function plainLauncher(): Launcher {
   });
 }
 
+/** How one launch runs: the command line, and what to undo once the process is gone. */
+interface LaunchPlan {
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  /** Descriptors the child gets after its stdio, in order (the host closes its copies after the spawn). */
+  extraFds?: number[];
+  /** Called once the process has exited (or failed to start). */
+  cleanup?: () => void;
+}
+
 interface CommandLauncher {
   wall: WallKind;
-  command: string;
-  args: (request: LaunchRequest) => string[];
-  env: (request: LaunchRequest) => NodeJS.ProcessEnv;
+  plan: (request: LaunchRequest) => LaunchPlan;
   nodePid: Launcher["nodePid"];
   kill: Launcher["kill"];
 }
 
-/** A launcher that runs `command` with the arguments and environment it derives from each request. */
+function plainLaunch(request: LaunchRequest): LaunchPlan {
+  return {
+    command: process.execPath,
+    args: [...(request.nodeArgs ?? []), request.entry, ...(request.args ?? [])],
+    env: { ...process.env, ...request.env },
+  };
+}
+
+/** `stdio` as an array, with `extra` descriptors after it. */
+function withExtraFds(stdio: StdioOptions, extra: number[] = []): StdioOptions {
+  const base = Array.isArray(stdio) ? stdio : [stdio, stdio, stdio];
+  return extra.length ? [...base, ...extra] : base;
+}
+
+/** A launcher that runs the command line it plans for each request. */
 function commandLauncher(spec: CommandLauncher): Launcher {
   return {
     wall: spec.wall,
-    launch: (request) => spawn(spec.command, spec.args(request), { stdio: request.stdio, env: spec.env(request) }),
-    launchSync: (request, options) =>
-      spawnSync(spec.command, spec.args(request), {
-        encoding: "utf8",
-        timeout: options.timeoutMs,
-        killSignal: "SIGKILL",
-        env: spec.env(request),
-      }),
+    launch: (request) => {
+      const plan = spec.plan(request);
+      try {
+        const child = spawn(plan.command, plan.args, {
+          stdio: withExtraFds(request.stdio, plan.extraFds),
+          env: plan.env,
+        });
+        if (plan.cleanup) child.once("close", plan.cleanup).once("error", plan.cleanup);
+        return child;
+      } finally {
+        for (const fd of plan.extraFds ?? []) closeSync(fd);
+      }
+    },
+    launchSync: (request, options) => {
+      const plan = spec.plan(request);
+      try {
+        return spawnSync(plan.command, plan.args, {
+          encoding: "utf8",
+          timeout: options.timeoutMs,
+          killSignal: "SIGKILL",
+          stdio: withExtraFds(["ignore", "pipe", "pipe"], plan.extraFds),
+          env: plan.env,
+        });
+      } finally {
+        for (const fd of plan.extraFds ?? []) closeSync(fd);
+        plan.cleanup?.();
+      }
+    },
     nodePid: spec.nodePid,
     kill: spec.kill,
   };
@@ -81,8 +127,18 @@ export interface BubblewrapTools {
   bwrap: string;
   /** Needed when the host runs as root (see bwrap-args.ts). */
   setpriv?: string;
+  /** Sets the resource limits inside (limits.ts); without it the workers run without rlimits (the doctor says so). */
+  prlimit?: string;
   hostIsRoot: boolean;
+  /** The syscall filter's file (seccomp/filter-file.ts); none where the wall has no filter for this architecture. */
+  seccompFile?: string;
 }
+
+/*
+ * Joins the cgroup files given before "--" with the shell's own pid, then becomes the command after it:
+ * bwrap and everything it starts are in the worker's cgroup from their first instruction.
+ */
+const JOIN_CGROUP = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
 
 /** The second wall: bubblewrap around Node, with Node's permission model inside. */
 export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
@@ -90,31 +146,53 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
   const viewFor = (files: string[]): WallView => {
     const key = files.join("\0");
     let view = views.get(key);
-    if (view === undefined) views.set(key, (view = wallView({ files, ...(tools.hostIsRoot ? { setpriv: tools.setpriv } : {}) })));
+    if (view === undefined) {
+      const helpers = { ...(tools.hostIsRoot ? { setpriv: tools.setpriv } : {}), ...(tools.prlimit ? { prlimit: tools.prlimit } : {}) };
+      views.set(key, (view = wallView({ files, ...helpers })));
+    }
     return view;
   };
-  const argv = (request: LaunchRequest): string[] => {
+  const plan = (request: LaunchRequest): LaunchPlan => {
     const view = viewFor([request.entry, ...(request.reads ?? [])]);
     const env: Record<string, string> = { ...view.env, ...request.env };
     const stdioCount = Array.isArray(request.stdio) ? request.stdio.length : 3;
-    const inherited = inheritedFds(stdioCount);
+    // The filter's descriptor comes right after the stdio; bwrap reads it, and Node closes it with the rest.
+    const seccompFd = tools.seccompFile === undefined ? undefined : stdioCount;
+    const extraFds = tools.seccompFile === undefined ? [] : [openSync(tools.seccompFile, "r")];
+    const inherited = inheritedFds(stdioCount + extraFds.length);
+    const closeInside = [...(seccompFd === undefined ? [] : [seccompFd]), ...inherited];
+    const limits = resourceLimits(request.resources);
     const node = [
       INSIDE.node,
       ...(request.innerLayer === false ? [] : permissionFlags(view.readable)),
       ...(request.nodeArgs ?? []),
       view.entries.get(request.entry)!,
       ...(request.args ?? []),
-      ...(inherited.length ? [`${CLOSE_FDS_FLAG}${inherited.join(",")}`] : []),
+      ...(closeInside.length ? [`${CLOSE_FDS_FLAG}${closeInside.join(",")}`] : []),
     ];
     const drop = tools.hostIsRoot ? [INSIDE.setpriv, ...setprivArgs()] : [];
-    return [...bwrapArgs({ view, env, hostIsRoot: tools.hostIsRoot }), ...drop, ...node];
+    const limit = tools.prlimit ? [INSIDE.prlimit, ...prlimitArgs(limits, { sharedUid: tools.hostIsRoot })] : [];
+    const bwrap = [tools.bwrap, ...bwrapArgs({ view, env, hostIsRoot: tools.hostIsRoot, seccompFd }), ...drop, ...limit, ...node];
+    let cgroup: WorkerCgroup | undefined;
+    try {
+      cgroup = workerCgroup(limits);
+    } catch (error) {
+      for (const fd of extraFds) closeSync(fd);
+      throw error;
+    }
+    // bwrap itself gets no host variable either.
+    if (cgroup === undefined) return { command: bwrap[0], args: bwrap.slice(1), env: {}, extraFds };
+    return {
+      command: "/bin/sh",
+      args: ["-c", JOIN_CGROUP, "hookbox-cgroup", ...cgroup.procsFiles, "--", ...bwrap],
+      env: {},
+      extraFds,
+      cleanup: cgroup.remove,
+    };
   };
   return commandLauncher({
     wall: "bubblewrap",
-    command: tools.bwrap,
-    args: argv,
-    // bwrap itself gets no host variable either.
-    env: () => ({}),
+    plan,
     nodePid: (child) => (child.pid === undefined ? undefined : innermostPid(child.pid)),
     kill: (child) => {
       if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) killTree(child.pid);

@@ -1,9 +1,10 @@
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
 import { HookboxError } from "../../errors.js";
-import { bubblewrapLauncher, plainLauncher, type Launcher } from "./launcher.js";
+import { bubblewrapLauncher, plainLauncher, type BubblewrapTools, type Launcher } from "./launcher.js";
 import { NOBODY } from "./bwrap-args.js";
 import { runProbeSync } from "./probe-run.js";
+import { filterFile } from "./seccomp/filter-file.js";
 
 /**
  * `sandbox.wall`: `auto` (default) walls the workers when bubblewrap works here and warns once on stderr
@@ -46,17 +47,33 @@ export function workerLauncher(mode: WallMode = "auto"): Launcher {
   return plainLauncher();
 }
 
-function probeWall(): WallCheck {
-  if (process.platform !== "linux") return { ok: false, reason: `bubblewrap needs Linux (this is ${process.platform})` };
+/** What the wall needs on this host (bwrap; setpriv as root; prlimit and the filter where there are), or why it cannot be had. */
+export function hostWallTools(): BubblewrapTools | { reason: string } {
+  if (process.platform !== "linux") return { reason: `bubblewrap needs Linux (this is ${process.platform})` };
   // HOOKBOX_BWRAP: where bwrap is, when it is not on PATH.
   const given = process.env.HOOKBOX_BWRAP;
   const bwrap = given ? (isExecutable(given) ? given : undefined) : onPath("bwrap");
-  if (bwrap === undefined) return { ok: false, reason: given ? `HOOKBOX_BWRAP=${given} is not an executable` : "bwrap is not installed" };
+  if (bwrap === undefined) return { reason: given ? `HOOKBOX_BWRAP=${given} is not an executable` : "bwrap is not installed" };
   const hostIsRoot = process.getuid?.() === 0;
   const setpriv = hostIsRoot ? onPath("setpriv") : undefined;
   if (hostIsRoot && setpriv === undefined)
-    return { ok: false, reason: "the host runs as root and setpriv (util-linux) is not installed to drop to an unprivileged user" };
-  const launcher = bubblewrapLauncher({ bwrap, hostIsRoot, ...(setpriv ? { setpriv } : {}) });
+    return { reason: "the host runs as root and setpriv (util-linux) is not installed to drop to an unprivileged user" };
+  const prlimit = onPath("prlimit");
+  const filter = filterFile();
+  return {
+    bwrap,
+    hostIsRoot,
+    ...(setpriv ? { setpriv } : {}),
+    ...(prlimit ? { prlimit } : {}),
+    ...(filter ? { seccompFile: filter.path } : {}),
+  };
+}
+
+function probeWall(): WallCheck {
+  const tools = hostWallTools();
+  if ("reason" in tools) return { ok: false, reason: tools.reason };
+  const { hostIsRoot } = tools;
+  const launcher = bubblewrapLauncher(tools);
   try {
     const report = runProbeSync(launcher);
     if (!report.isolatedVm.loads) return { ok: false, reason: `isolated-vm does not load inside the wall: ${report.isolatedVm.error}` };

@@ -7,7 +7,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { connect } from "node:net";
-import type { ProbePlan, ProbeReport, Attempt } from "./probe-report.js";
+import type { ProbePlan, ProbeReport, Attempt, NativeResult, NativeRun, SelfReport } from "./probe-report.js";
 import { closeInheritedFds } from "./inherited-fds.js";
 
 const NAMESPACES = ["pid", "net", "ipc", "uts", "cgroup", "mnt", "user"] as const;
@@ -67,6 +67,41 @@ function isolatedVm(): ProbeReport["isolatedVm"] {
   }
 }
 
+/** The kernel's own account of this process: its seccomp mode and its hard resource limits. */
+function self(): SelfReport | null {
+  let status: string;
+  let limits: string;
+  try {
+    status = readFileSync("/proc/self/status", "utf8");
+    limits = readFileSync("/proc/self/limits", "utf8");
+  } catch {
+    return null;
+  }
+  const field = (name: string) => {
+    const value = new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1];
+    return value === undefined ? null : Number(value);
+  };
+  const hard: SelfReport["limits"] = {};
+  // "Max processes             4096                 4096                 processes"
+  for (const line of limits.split("\n").slice(1)) {
+    const match = /^(.+?)\s{2,}(\S+)\s+(\S+)/.exec(line);
+    if (match) hard[match[1]] = match[3] === "unlimited" ? "unlimited" : Number(match[3]);
+  }
+  return { seccomp: field("Seccomp"), seccompFilters: field("Seccomp_filters"), noNewPrivs: field("NoNewPrivs"), limits: hard };
+}
+
+function runNative(run: NativeRun): NativeResult {
+  const child = spawnSync(run.path, run.args, { encoding: "utf8", timeout: run.timeoutMs ?? 10_000, killSignal: "SIGKILL" });
+  return {
+    target: [run.path, ...run.args].join(" "),
+    status: child.status,
+    signal: child.signal,
+    stdout: (child.stdout ?? "").slice(0, 4000),
+    stderr: (child.stderr ?? "").slice(0, 2000),
+    ...(child.error ? { error: describe(child.error) } : {}),
+  };
+}
+
 async function probe(plan: ProbePlan): Promise<ProbeReport> {
   const namespaces: Record<string, string | null> = {};
   for (const name of NAMESPACES) {
@@ -85,6 +120,7 @@ async function probe(plan: ProbePlan): Promise<ProbeReport> {
     v8: process.versions.v8,
     permissionModel: typeof process.permission?.has === "function",
     isolatedVm: isolatedVm(),
+    self: self(),
     reads: (plan.reads ?? []).map((path) => attempt(path, () => readFileSync(path, "utf8"))),
     writes: (plan.writes ?? []).map((path) => attempt(path, () => writeFileSync(path, "written by the wall probe"))),
     ...(plan.port !== undefined ? { connect: await connectTo(plan.port) } : {}),
@@ -98,6 +134,7 @@ async function probe(plan: ProbePlan): Promise<ProbeReport> {
           }),
         }
       : {}),
+    ...(plan.natives ? { natives: plan.natives.map(runNative) } : {}),
   };
 }
 

@@ -9,6 +9,34 @@ export interface ProbePlan {
   port?: number;
   /** Try to start a child process. */
   spawn?: boolean;
+  /** Native programs to run inside (paths inside the wall; only without the permission model, which refuses it). */
+  natives?: NativeRun[];
+}
+
+export interface NativeRun {
+  path: string;
+  args: string[];
+  timeoutMs?: number;
+}
+
+export interface NativeResult {
+  target: string;
+  /** Exit code, or null when a signal ended it. */
+  status: number | null;
+  signal: string | null;
+  stdout: string;
+  stderr: string;
+  error?: string;
+}
+
+/** What the kernel says of the process itself (/proc/self/status and /proc/self/limits). */
+export interface SelfReport {
+  /** 0 none, 1 strict, 2 filter. */
+  seccomp: number | null;
+  seccompFilters: number | null;
+  noNewPrivs: number | null;
+  /** Hard limits by /proc/self/limits name ("Max processes"...): a number, or "unlimited". */
+  limits: Record<string, number | "unlimited">;
 }
 
 export interface Attempt {
@@ -34,4 +62,7 @@ export interface ProbeReport {
   writes: Attempt[];
   connect?: Attempt;
   spawn?: Attempt;
+  /** Null where the permission model refused to read /proc/self. */
+  self: SelfReport | null;
+  natives?: NativeResult[];
 }

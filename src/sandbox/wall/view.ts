@@ -14,6 +14,7 @@ export const INSIDE = {
   root: "/hookbox",
   node: "/hookbox/bin/node",
   setpriv: "/hookbox/bin/setpriv",
+  prlimit: "/hookbox/bin/prlimit",
   packageJson: "/hookbox/package.json",
   dist: "/hookbox/dist",
   modules: "/hookbox/node_modules",
@@ -41,6 +42,8 @@ export interface ViewRequest {
   files: string[];
   /** A tool run before Node inside (setpriv, when the host is root): bound at INSIDE.setpriv with its libraries. */
   setpriv?: string;
+  /** The tool that sets the resource limits before Node inside (limits.ts): bound at INSIDE.prlimit with its libraries. */
+  prlimit?: string;
 }
 
 /** Packages the worker loads at run time: isolated-vm, and what its entry requires to find its native file. */
@@ -76,6 +79,10 @@ export function wallView(request: ViewRequest): WallView {
   if (request.setpriv) {
     add(request.setpriv, INSIDE.setpriv, false);
     binaries.push(request.setpriv);
+  }
+  if (request.prlimit) {
+    add(request.prlimit, INSIDE.prlimit, false);
+    binaries.push(request.prlimit);
   }
   for (const library of sharedLibraries(binaries)) add(library, library, false);
   return { binds, readable, entries, env: nativeLibc(packages.addon) };
