@@ -98,7 +98,10 @@ export async function createTenantRuntime(
   };
   const deployment = extras.deployment;
   const sandboxTenant = deployment?.sandboxTenant ?? config.name;
-  const isolation = config.isolation ? { isolation: config.isolation } : undefined;
+  const isolation =
+    config.isolation || config.cordon
+      ? { ...(config.isolation ? { isolation: config.isolation } : {}), ...(config.cordon ? { cordon: config.cordon } : {}) }
+      : undefined;
   const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(sandboxTenant, config.limits, isolation) : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs

@@ -112,6 +112,8 @@ export interface TenantConfig {
   limits?: Partial<SandboxLimits>;
   /** "process-per-tenant": this tenant's isolates get a worker process of their own (default: the pool's, "shared"). */
   isolation?: Isolation;
+  /** The tier the tenant's isolates are placed by: tenants of two cordons never share a worker (default "default"). */
+  cordon?: string;
   /** What the tenant's scripts may reach through ctx.fetch, ctx.kv and ctx.model (docs/capabilities.md). */
   capabilities?: CapabilityGrants;
   /** Defaults for every run of this tenant. */

@@ -70,6 +70,11 @@ export type Isolation = "shared" | "process-per-tenant";
 export interface TenantSandboxOptions {
   /** "process-per-tenant": the tenant's isolates never share a worker process with another tenant's (default: the pool's). */
   isolation?: Isolation;
+  /**
+   * The tier the operator puts the tenant in (e.g. "free", "paid", "trusted"; default "default"): tenants of two
+   * cordons never share a worker process, so a worker taken over reaches only tenants of its own cordon.
+   */
+  cordon?: string;
 }
 
 export interface SandboxPool {

@@ -13,20 +13,27 @@ export interface PlacedTenant extends Evictable {
 
 /**
  * Where one tenant's isolate lives: its worker process, assigned by the supervisor on first use and again
- * when the tenant must move (its worker retires, the tenant was quarantined, or its isolation mode changed).
+ * when the tenant must move (its worker retires, the tenant was quarantined, or its isolation mode or cordon
+ * changed).
  * A tenant moves only when nothing of it runs on its worker; leaving a worker disposes its isolate there.
  */
 export class TenantPlacement {
   private current: WorkerProcess | undefined;
   private quarantined = false;
+  /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
+  isolation: Isolation;
+  /** Set by the pool, as the isolation is: the tenant only ever shares a worker with tenants of its cordon. */
+  cordon: string;
 
   constructor(
     private readonly placed: PlacedTenant,
-    /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
-    public isolation: Isolation,
+    where: { isolation: Isolation; cordon: string },
     private readonly supervisor: Supervisor,
     private readonly live: LiveIsolates,
-  ) {}
+  ) {
+    this.isolation = where.isolation;
+    this.cordon = where.cordon;
+  }
 
   get worker(): WorkerProcess | undefined {
     return this.current;
@@ -44,7 +51,11 @@ export class TenantPlacement {
       if (!this.shouldMove(current) || this.placed.hasPlacedCallbacks()) return this.used(current);
       this.leave();
     }
-    this.current = this.supervisor.assign(this.placed.tenant, { quarantined: this.quarantined, isolation: this.isolation });
+    this.current = this.supervisor.assign(this.placed.tenant, {
+      quarantined: this.quarantined,
+      isolation: this.isolation,
+      cordon: this.cordon,
+    });
     return this.used(this.current);
   }
 
@@ -87,9 +98,10 @@ export class TenantPlacement {
     return worker;
   }
 
-  /** Retiring workers are left; so are shared ones once quarantined, and workers of the other isolation mode. */
+  /** Retiring workers are left; so are shared ones once quarantined, and workers of another isolation mode or cordon. */
   private shouldMove(worker: WorkerProcess): boolean {
     if (worker.retiring || (this.quarantined && worker.role !== "quarantine")) return true;
+    if (this.supervisor.cordon(worker) !== this.cordon) return true;
     return this.supervisor.isDedicated(worker) !== (this.isolation === "process-per-tenant");
   }
 }

@@ -9,6 +9,7 @@ import {
 import { defaultWorkerPath } from "./paths.js";
 import { DEFAULT_EVICTION, LiveIsolates } from "./live-isolates.js";
 import { Supervisor } from "./supervisor.js";
+import { checkCordon, checkMaxTenantsPerWorker, DEFAULT_CORDON, DEFAULT_MAX_TENANTS_PER_WORKER } from "./blast-radius.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
 import { workerLauncher, type WallMode } from "./wall/mode.js";
 import type { WallKind } from "./wall/launcher.js";
@@ -39,6 +40,11 @@ export interface SandboxPoolOptions {
   workerPath?: string;
   /** Default isolation of the pool's tenants (default "shared"); `pool.tenant()` may set it per tenant. */
   isolation?: Isolation;
+  /**
+   * A shared worker holds at most this many tenants (default 64): what one worker taken over can reach. A
+   * cordon whose workers are all full gets another. `pool.tenant(name, limits, { cordon })` keeps tiers apart.
+   */
+  maxTenantsPerWorker?: number;
   /** A tenant's isolate unused for this long is disposed, ms (default 300000; 0: never by age). */
   idleMs?: number;
   /** At most this many tenants keep a live isolate; beyond it the least recently used idle ones are disposed (default 2000). */
@@ -59,6 +65,10 @@ export interface PoolStats {
   evictions: number;
   /** Live worker processes, process-per-tenant ones included. */
   workers: number;
+  /** The cap on tenants per shared worker (the blast radius of a worker taken over). */
+  maxTenantsPerWorker: number;
+  /** Each live shared worker's tenant count, with its cordon and role: none above the cap. */
+  tenantsPerWorker: { cordon: string; role: "normal" | "quarantine"; tenants: number }[];
 }
 
 export interface WorkerInfo {
@@ -68,6 +78,8 @@ export interface WorkerInfo {
   launchedPid: number | undefined;
   role: "normal" | "quarantine";
   isolation: Isolation;
+  /** The cordon whose tenants it serves (only those). */
+  cordon: string;
   tenants: string[];
   /** Isolates the worker itself reported holding with its last reply. */
   isolates: number;
@@ -102,6 +114,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
   const tenants = new Map<string, TenantSandboxImpl>();
   const launcher = workerLauncher(options.wall);
   const maxPayloadBytes = options.maxPayloadBytes ?? 8 * 1048576;
+  const maxTenantsPerWorker = options.maxTenantsPerWorker ?? DEFAULT_MAX_TENANTS_PER_WORKER;
+  checkMaxTenantsPerWorker(maxTenantsPerWorker);
   const supervisor = new Supervisor({
     workerPath: options.workerPath ?? defaultWorkerPath(),
     launcher,
@@ -110,6 +124,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     rssBudgetBytes: (options.workerRssBudgetMb ?? 1024) * 1048576,
     // A reply carries a few payloads at most (each bounded by maxPayloadBytes in the worker) and bounded logs.
     maxFrameBytes: 4 * maxPayloadBytes + 1048576,
+    maxTenantsPerWorker,
     onWorkerLost: (worker, exit) => {
       for (const tenant of tenants.values()) tenant.onWorkerLost(worker, exit);
     },
@@ -136,14 +151,17 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
   return {
     wall: launcher.wall,
     tenant(name: string, limits?: Partial<SandboxLimits>, given?: TenantSandboxOptions): TenantSandbox {
+      if (given?.cordon !== undefined) checkCordon(given.cordon);
       let tenant = tenants.get(name);
       if (tenant === undefined) {
         const isolation = given?.isolation ?? options.isolation ?? "shared";
-        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, isolation, tenantOptions);
+        const where = { isolation, cordon: given?.cordon ?? DEFAULT_CORDON };
+        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, where, tenantOptions);
         tenants.set(name, tenant);
       } else {
         if (limits !== undefined) tenant.limits = { ...tenant.limits, ...limits };
         if (given?.isolation !== undefined) tenant.isolation = given.isolation;
+        if (given?.cordon !== undefined) tenant.cordon = given.cordon;
       }
       return tenant;
     },
@@ -157,6 +175,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         launchedPid: worker.pid,
         role: worker.role,
         isolation: supervisor.isDedicated(worker) ? "process-per-tenant" : "shared",
+        cordon: supervisor.cordon(worker),
         tenants: [...worker.tenants],
         isolates: worker.lastIsolates,
         rssBytes: worker.rssBytes,
@@ -165,7 +184,15 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       }));
     },
     stats(): PoolStats {
-      return { liveIsolates: live.size, tenants: tenants.size, evictions: live.evictions, workers: supervisor.workers().length };
+      const shared = supervisor.workers().filter((worker) => !supervisor.isDedicated(worker));
+      return {
+        liveIsolates: live.size,
+        tenants: tenants.size,
+        evictions: live.evictions,
+        workers: supervisor.workers().length,
+        maxTenantsPerWorker,
+        tenantsPerWorker: shared.map((worker) => ({ cordon: supervisor.cordon(worker), role: worker.role, tenants: worker.tenants.size })),
+      };
     },
     async close(): Promise<void> {
       live.close();

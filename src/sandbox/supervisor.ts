@@ -2,6 +2,7 @@ import type { Isolation } from "./api.js";
 import type { WorkerExit } from "./worker-exit.js";
 import { WorkerProcess, type WorkerRole } from "./worker-process.js";
 import type { Launcher } from "./wall/launcher.js";
+import { DEFAULT_CORDON } from "./blast-radius.js";
 
 export interface SupervisorOptions {
   workerPath: string;
@@ -11,6 +12,8 @@ export interface SupervisorOptions {
   rssBudgetBytes: number;
   /** Largest frame a worker may send (worker-process.ts). */
   maxFrameBytes: number;
+  /** A shared worker never holds more tenants than this. */
+  maxTenantsPerWorker: number;
   /** A worker went away: its tenants must fail their callbacks in flight on it. */
   onWorkerLost: (worker: WorkerProcess, exit: WorkerExit) => void;
   /** A worker is over its RSS budget: idle tenants should leave it so it can be replaced. */
@@ -32,57 +35,76 @@ function memoryLimitBytes(budgetBytes: number): number {
   return budgetBytes + Math.max(budgetBytes, 256 * 1048576);
 }
 
+/** Where a tenant may be placed: its standing, its isolation mode and its cordon. */
+export interface Assignment {
+  quarantined: boolean;
+  isolation: Isolation;
+  /** Tenants of two cordons never share a worker process (docs/sandbox.md, "Blast radius"). */
+  cordon: string;
+}
+
 /**
- * Owns the sandbox worker processes: a small pool for tenants in good standing and one quarantine worker
- * (lowest CPU priority) for tenants that broke a limit, so their loops and memory bombs never share a
- * process with well-behaved tenants. Dead or retired workers are replaced lazily, on the next assignment.
+ * Owns the sandbox worker processes. Shared workers come in groups, one per cordon and standing: a cordon's
+ * tenants in good standing spread over `workers` processes (an empty slot gets a fresh worker before any
+ * live one gets crowded), and over more when all of those hold `maxTenantsPerWorker`; its tenants that broke
+ * a limit share a quarantine worker (lowest CPU priority), so their loops and memory bombs never share a
+ * process with well-behaved tenants. No worker ever holds tenants of two cordons or more than the cap, so a
+ * process taken over reaches at most that many tenants, all of its own cordon. Dead or retired workers are
+ * replaced lazily, on the next assignment; a worker beyond its group's base count leaves once it is empty.
  * A `process-per-tenant` tenant gets a worker of its own (at quarantine priority once it broke a limit),
  * which exits when the tenant leaves it.
  */
 export class Supervisor {
-  private readonly slots: (WorkerProcess | undefined)[];
-  private quarantine: WorkerProcess | undefined;
+  /** Shared workers by group (`normal:<cordon>` or `quarantine:<cordon>`). */
+  private readonly groups = new Map<string, WorkerProcess[]>();
+  private readonly groupOf = new Map<WorkerProcess, string>();
+  private readonly cordonOf = new Map<WorkerProcess, string>();
   private readonly retiring = new Set<WorkerProcess>();
   private readonly dedicated = new Set<WorkerProcess>();
   private closed = false;
 
-  constructor(private readonly options: SupervisorOptions) {
-    this.slots = new Array<WorkerProcess | undefined>(Math.max(1, options.workers)).fill(undefined);
-  }
+  constructor(private readonly options: SupervisorOptions) {}
 
-  /** Starts the pool's workers now instead of on first use. */
+  /** Starts the default cordon's workers now instead of on first use. */
   prewarm(): void {
-    for (let i = 0; i < this.slots.length; i++) this.slots[i] ??= this.spawn("normal");
+    const group = this.group("normal", DEFAULT_CORDON);
+    while (group.length < this.baseCount("normal")) this.join(group, "normal", DEFAULT_CORDON);
   }
 
-  assign(tenant: string, options: { quarantined: boolean; isolation: Isolation }): WorkerProcess {
+  assign(tenant: string, options: Assignment): WorkerProcess {
     if (this.closed) throw new Error("sandbox pool is closed");
-    const { quarantined } = options;
+    const role: WorkerRole = options.quarantined ? "quarantine" : "normal";
     let worker: WorkerProcess;
     if (options.isolation === "process-per-tenant") {
-      worker = this.spawn(quarantined ? "quarantine" : "normal");
+      worker = this.spawn(role, options.cordon);
       this.dedicated.add(worker);
-    } else if (quarantined) {
-      if (this.quarantine === undefined || !this.quarantine.alive || this.quarantine.retiring) this.quarantine = this.spawn("quarantine");
-      worker = this.quarantine;
     } else {
-      for (let i = 0; i < this.slots.length; i++) {
-        const slot = this.slots[i];
-        if (slot !== undefined && (!slot.alive || slot.retiring)) this.slots[i] = undefined;
-      }
-      // An empty slot gets a fresh worker before any live worker gets crowded.
-      const empty = this.slots.findIndex((slot) => slot === undefined);
-      if (empty !== -1) worker = this.slots[empty] = this.spawn("normal");
-      else worker = (this.slots as WorkerProcess[]).reduce((least, slot) => (slot.tenants.size < least.tenants.size ? slot : least));
+      const group = this.group(role, options.cordon);
+      const open = group.filter((member) => member.alive && !member.retiring && member.tenants.size < this.options.maxTenantsPerWorker);
+      // An empty slot gets a fresh worker before any live worker gets crowded; a full group grows.
+      worker =
+        this.liveCount(group) < this.baseCount(role) || open.length === 0
+          ? this.join(group, role, options.cordon)
+          : open.reduce((least, member) => (member.tenants.size < least.tenants.size ? member : least));
     }
     worker.tenants.add(tenant);
     return worker;
+  }
+
+  /** The cordon `worker` serves. */
+  cordon(worker: WorkerProcess): string {
+    return this.cordonOf.get(worker) ?? DEFAULT_CORDON;
   }
 
   release(tenant: string, worker: WorkerProcess): void {
     worker.tenants.delete(tenant);
     if (this.dedicated.has(worker) && worker.tenants.size === 0) {
       worker.kill({ reason: "retired", detail: `its tenant ${tenant} left it` });
+      return;
+    }
+    const group = this.groups.get(this.groupOf.get(worker) ?? "");
+    if (group !== undefined && worker.tenants.size === 0 && worker.inFlight === 0 && this.liveCount(group) > this.baseCount(worker.role)) {
+      worker.kill({ reason: "retired", detail: "its group has more workers than it needs" });
       return;
     }
     this.reapIfDone(worker);
@@ -109,8 +131,8 @@ export class Supervisor {
 
   workers(): WorkerProcess[] {
     // A retiring process-per-tenant worker is in two sets: list it once.
-    const all = new Set([...this.slots, this.quarantine, ...this.retiring, ...this.dedicated]);
-    return [...all].filter((worker): worker is WorkerProcess => worker !== undefined && worker.alive);
+    const all = new Set([...[...this.groups.values()].flat(), ...this.retiring, ...this.dedicated]);
+    return [...all].filter((worker) => worker.alive);
   }
 
   async close(): Promise<void> {
@@ -129,8 +151,32 @@ export class Supervisor {
     }
   }
 
-  private spawn(role: WorkerRole): WorkerProcess {
-    return new WorkerProcess({
+  private group(role: WorkerRole, cordon: string): WorkerProcess[] {
+    const key = `${role}:${cordon}`;
+    let group = this.groups.get(key);
+    if (group === undefined) this.groups.set(key, (group = []));
+    return group;
+  }
+
+  /** Workers of a group that still take tenants (dead and retiring ones are dropped from it here). */
+  private liveCount(group: WorkerProcess[]): number {
+    for (let i = group.length - 1; i >= 0; i--) if (!group[i].alive || group[i].retiring) group.splice(i, 1);
+    return group.length;
+  }
+
+  private baseCount(role: WorkerRole): number {
+    return role === "quarantine" ? 1 : Math.max(1, this.options.workers);
+  }
+
+  private join(group: WorkerProcess[], role: WorkerRole, cordon: string): WorkerProcess {
+    const worker = this.spawn(role, cordon);
+    group.push(worker);
+    this.groupOf.set(worker, `${role}:${cordon}`);
+    return worker;
+  }
+
+  private spawn(role: WorkerRole, cordon: string): WorkerProcess {
+    const worker = new WorkerProcess({
       path: this.options.workerPath,
       launcher: this.options.launcher,
       role,
@@ -145,8 +191,14 @@ export class Supervisor {
       onExit: (worker, exit) => {
         this.retiring.delete(worker);
         this.dedicated.delete(worker);
+        const group = this.groups.get(this.groupOf.get(worker) ?? "");
+        if (group?.includes(worker)) group.splice(group.indexOf(worker), 1);
+        this.groupOf.delete(worker);
         if (!this.closed) this.options.onWorkerLost(worker, exit);
+        this.cordonOf.delete(worker);
       },
     });
+    this.cordonOf.set(worker, cordon);
+    return worker;
   }
 }

@@ -56,14 +56,14 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
   constructor(
     readonly tenant: string,
     limits: SandboxLimits,
-    isolation: Isolation,
+    where: { isolation: Isolation; cordon: string },
     private readonly options: TenantOptions,
   ) {
     this.limits = limits;
     this.admission = new Admission(tenant, options, this.scripts, this.resultUse);
     this.placement = new TenantPlacement(
       { tenant, hasPlacedCallbacks: () => this.callbacks.anyPlaced(), evictIfIdle: () => this.evictIfIdle() },
-      isolation,
+      where,
       options.supervisor,
       options.live,
     );
@@ -86,6 +86,15 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
 
   set isolation(isolation: Isolation) {
     this.placement.isolation = isolation;
+  }
+
+  /** Set by the pool, as the isolation is. */
+  get cordon(): string {
+    return this.placement.cordon;
+  }
+
+  set cordon(cordon: string) {
+    this.placement.cordon = cordon;
   }
 
   async load(sources: ScriptSource[]): Promise<ScriptManifest[]> {

@@ -88,6 +88,11 @@ const TenantSchema = z.strictObject({
   limits: LimitsSchema.optional(),
   /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
   isolation: z.enum(["shared", "process-per-tenant"]).optional(),
+  /** The tier the tenant is in ("free", "paid", "trusted"...; default "default"): two cordons never share a worker. */
+  cordon: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be 1-64 letters, digits, '_', '.', '-'")
+    .optional(),
   /** URL prefixes ctx.fetch may reach, with host-side headers. */
   egress: z.array(EgressEntrySchema).optional(),
   /** The model ctx.model.generate calls; "run" is the tenant's own model. */
@@ -110,6 +115,8 @@ const ConfigSchema = z.strictObject({
       idleMs: z.number().int().nonnegative().optional(),
       /** Tenants with a live isolate, at most (default 2000; least recently used idle ones go first). */
       maxLiveIsolates: positiveInt.optional(),
+      /** Tenants a shared sandbox worker holds, at most (default 64): the blast radius of a worker taken over. */
+      maxTenantsPerWorker: positiveInt.optional(),
       /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
       wall: z.enum(WALL_MODES).optional(),
       /** Client connections open at once (default and ceiling: three quarters of the descriptor limit). */
@@ -142,6 +149,7 @@ export interface ServerConfig {
   /** The sandbox pool's eviction options (docs/sandbox.md); unset: the pool's defaults. */
   idleMs?: number;
   maxLiveIsolates?: number;
+  maxTenantsPerWorker?: number;
   /** Absent: the pool's default ("auto"). */
   wall?: WallMode;
   /** Absent: derived from the descriptor limit (src/server/connections.ts). */
@@ -198,6 +206,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (tenant.fallbackModel) config.fallbackModel = modelSpec(file, base, tenant.fallbackModel, `${at}.fallbackModel`);
     if (tenant.pricing) config.pricing = tenant.pricing;
     if (tenant.isolation) config.isolation = tenant.isolation;
+    if (tenant.cordon) config.cordon = tenant.cordon;
     if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
     const limits = tenant.limits ?? {};
     const sandbox: Partial<SandboxLimits> = {};
@@ -241,6 +250,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     drainMs: server.drainMs ?? 1000,
     ...(server.idleMs !== undefined ? { idleMs: server.idleMs } : {}),
     ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
+    ...(server.maxTenantsPerWorker !== undefined ? { maxTenantsPerWorker: server.maxTenantsPerWorker } : {}),
     ...(server.wall ? { wall: server.wall } : {}),
     ...(server.maxConnections !== undefined ? { maxConnections: server.maxConnections } : {}),
     ...(server.requestTimeoutMs !== undefined ? { requestTimeoutMs: server.requestTimeoutMs } : {}),

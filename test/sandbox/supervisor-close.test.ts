@@ -25,6 +25,7 @@ function supervisor(launcher: Launcher): Supervisor {
     workers: 2,
     graceMs: 500,
     rssBudgetBytes: 1 << 30,
+    maxTenantsPerWorker: 64,
     maxFrameBytes: 1 << 24,
     onWorkerLost: () => undefined,
     onWorkerRetiring: () => undefined,

@@ -47,7 +47,20 @@ it("reads isolation per tenant and the eviction options of the server block", ()
   expect(config).toMatchObject({ idleMs: 60000, maxLiveIsolates: 50 });
 });
 
+it("reads a cordon per tenant and maxTenantsPerWorker from the server block", () => {
+  const written = fixture((c) => {
+    c.tenants[0].cordon = "free";
+    c.tenants[2].cordon = "paid";
+    c.server = { maxTenantsPerWorker: 16 };
+  });
+  const config = loadServerConfig(written.config);
+  expect(config.tenants.map((t) => t.config.cordon)).toEqual(["free", undefined, "paid"]);
+  expect(config.maxTenantsPerWorker).toBe(16);
+});
+
 it.each([
+  ["a cordon that is not a name", (c: any) => (c.tenants[1].cordon = "free tier"), /tenants\[1\]\.cordon: /],
+  ["a zero maxTenantsPerWorker", (c: any) => (c.server = { maxTenantsPerWorker: 0 }), /server\.maxTenantsPerWorker: /],
   ["an unknown isolation", (c: any) => (c.tenants[2].isolation = "vm-per-tenant"), /tenants\[2\]\.isolation: /],
   ["a negative idleMs", (c: any) => (c.server = { idleMs: -1 }), /server\.idleMs: /],
   ["a zero maxLiveIsolates", (c: any) => (c.server = { maxLiveIsolates: 0 }), /server\.maxLiveIsolates: /],

@@ -37,6 +37,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       wall: flags.wall ?? config.wall,
       ...(config.idleMs !== undefined ? { idleMs: config.idleMs } : {}),
       ...(config.maxLiveIsolates !== undefined ? { maxLiveIsolates: config.maxLiveIsolates } : {}),
+      ...(config.maxTenantsPerWorker !== undefined ? { maxTenantsPerWorker: config.maxTenantsPerWorker } : {}),
     });
   } catch (error) {
     await store.close();

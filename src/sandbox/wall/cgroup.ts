@@ -129,13 +129,12 @@ function settings(version: 1 | 2, controllers: Controller[], limits: ResourceLim
   }
   if (controllers.includes("pids")) out.push(["pids.max", String(limits.processes)]);
   // A worker may use as much of a busy machine as one process per core would (its start-up and GC are
-  // multi-threaded, and one process's share made tenant loads time out on a loaded host); the quarantine
-  // worker about what nice 19 gives a process against nice 0.
-  const cores = availableParallelism();
+  // multi-threaded, and one process's share made tenant loads time out on a loaded host). The quarantine
+  // worker gets a quarter of that: it loses to the others when the machine is busy, but still starts and
+  // answers on a machine loaded by other users (a nice-19-like 1.5% share starved it to death there).
+  const weight = (normal: number) => Math.max(1, Math.round((low ? normal / 4 : normal) * availableParallelism()));
   if (controllers.includes("cpu"))
-    out.push(
-      version === 2 ? ["cpu.weight", String(low ? 1 : Math.min(10_000, 100 * cores))] : ["cpu.shares", String(low ? 15 : 1024 * cores)],
-    );
+    out.push(version === 2 ? ["cpu.weight", String(Math.min(10_000, weight(100)))] : ["cpu.shares", String(weight(1024))]);
   return out;
 }
 

@@ -8,6 +8,18 @@ import { checkWall, type WallMode } from "./mode.js";
 import { NOBODY } from "./bwrap-args.js";
 import { runProbe } from "./probe-run.js";
 import type { Attempt, ProbeReport } from "./probe-report.js";
+import type { ChildProcess } from "node:child_process";
+import {
+  cgroupCheck,
+  cordonsCheck,
+  filterCheck,
+  limitsCheck,
+  measureCgroup,
+  userNamespaceCheck,
+  type CgroupMeasure,
+  type DoctorCheck,
+} from "./doctor-depth.js";
+import { onPath } from "./mode.js";
 
 /*
  * `hookbox doctor`: what the second wall holds on this host, measured by the wall probe started through the
@@ -22,11 +34,7 @@ const WALL_VARIABLES = new Set(["PWD", "LIBC", "HOOKBOX_WORKER_POLL_US"]);
 const CANARY = "HOOKBOX_DOCTOR_CANARY";
 const NAMESPACES = ["pid", "net", "ipc", "uts", "cgroup", "mnt"];
 
-export interface DoctorCheck {
-  name: string;
-  ok: boolean;
-  detail: string;
-}
+export type { DoctorCheck };
 
 export interface DoctorReport {
   ok: boolean;
@@ -54,8 +62,27 @@ export async function runDoctor(mode: WallMode): Promise<DoctorReport> {
   try {
     const plan = { reads: bait.reads, writes: bait.writes, port: bait.port, spawn: true };
     const asWorker = await runProbe(launcher, plan);
-    const outerOnly = await runProbe(launcher, plan, { innerLayer: false });
-    return report({ mode, launcher, wallUnavailable, asWorker, outerOnly, bait });
+    // As native code: try a user namespace with util-linux's unshare, and let the host look at the process's cgroup.
+    const unshare = launcher.wall === "bubblewrap" ? onPath("unshare") : undefined;
+    const natives = unshare ? [{ path: "/hookbox/dist/unshare", args: ["--user", "/hookbox/bin/node", "--version"] }] : [];
+    let cgroup: CgroupMeasure | undefined;
+    const outerOnly = await runProbe(
+      launcher,
+      { ...plan, natives, pauseMs: 300 },
+      {
+        innerLayer: false,
+        binds: unshare ? [unshare] : [],
+        started: (child) => void watchCgroup(launcher, child).then((measure) => (cgroup = measure)),
+      },
+    );
+    const depth = [
+      filterCheck(outerOnly.self),
+      userNamespaceCheck(outerOnly.natives?.[0]),
+      limitsCheck(outerOnly.self),
+      cgroupCheck(cgroup),
+      cordonsCheck(),
+    ];
+    return report({ mode, launcher, wallUnavailable, asWorker, outerOnly, bait, depth });
   } finally {
     await bait.remove();
   }
@@ -68,6 +95,8 @@ interface Findings {
   asWorker: ProbeReport;
   outerOnly: ProbeReport;
   bait: Bait;
+  /** The wall in depth (doctor-depth.ts). */
+  depth: DoctorCheck[];
 }
 
 function report(findings: Findings): DoctorReport {
@@ -122,6 +151,7 @@ function report(findings: Findings): DoctorReport {
     attemptsCheck("host-files", "host files", asWorker.reads, outerOnly.reads),
     attemptsCheck("writes", "writing files", asWorker.writes, outerOnly.writes),
     spawnCheck(asWorker.spawn!, outerOnly.spawn!),
+    ...findings.depth,
   ];
   return {
     ok: checks.every((check) => check.ok),
@@ -135,6 +165,19 @@ function report(findings: Findings): DoctorReport {
     env: asWorker.env,
     checks,
   };
+}
+
+/** The cgroup of the walled Node process `child` runs, read from the host once that process is there. */
+async function watchCgroup(launcher: Launcher, child: ChildProcess): Promise<CgroupMeasure | undefined> {
+  for (let waited = 0; waited < 3000 && child.exitCode === null; waited += 20) {
+    const pid = launcher.nodePid(child);
+    if (pid !== undefined && pid !== child.pid) {
+      const measure = measureCgroup(pid);
+      if (measure?.dirs.length) return measure;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return undefined;
 }
 
 /** Holds when every attempt failed both with the workers' flags and with bubblewrap alone. */

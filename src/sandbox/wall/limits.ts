@@ -27,7 +27,8 @@ export interface ResourceLimits {
  */
 export const DEFAULT_PROCESSES = 128;
 export const DEFAULT_OPEN_FILES = 256;
-export const DEFAULT_MEMORY_BYTES = 2048 * 1048576;
+/** What a worker gets with the default workerRssBudgetMb (supervisor.ts): the probe is launched with it too. */
+export const DEFAULT_MEMORY_BYTES = 2560 * 1048576;
 
 /*
  * RLIMIT_NPROC counts every process of the real uid. With the host unprivileged, each worker has a user

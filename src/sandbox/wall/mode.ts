@@ -84,7 +84,8 @@ function probeWall(): WallCheck {
   }
 }
 
-function onPath(name: string): string | undefined {
+/** `name` on PATH or in the usual system directories. */
+export function onPath(name: string): string | undefined {
   const dirs = [...(process.env.PATH ?? "").split(delimiter), "/usr/bin", "/bin", "/usr/sbin", "/sbin"];
   return dirs.map((dir) => join(dir, name)).find((candidate) => candidate.startsWith("/") && isExecutable(candidate));
 }

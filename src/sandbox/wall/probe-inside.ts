@@ -140,4 +140,6 @@ async function probe(plan: ProbePlan): Promise<ProbeReport> {
 
 closeInheritedFds(); // as the worker does first (inherited-fds.ts)
 const plan = JSON.parse(process.argv[2] ?? "{}") as ProbePlan;
-process.stdout.write(`${JSON.stringify(await probe(plan))}\n`);
+const report = await probe(plan);
+if (plan.pauseMs) await new Promise((resolve) => setTimeout(resolve, plan.pauseMs));
+process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -9,6 +9,8 @@ export interface ProbePlan {
   port?: number;
   /** Try to start a child process. */
   spawn?: boolean;
+  /** Wait this long before reporting, ms (so the host can look at the process from outside). */
+  pauseMs?: number;
   /** Native programs to run inside (paths inside the wall; only without the permission model, which refuses it). */
   natives?: NativeRun[];
 }

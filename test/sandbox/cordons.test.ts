@@ -1,0 +1,118 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
+import type { SandboxRun } from "../../src/sandbox/api.js";
+import { beforePayload, script } from "./helpers.js";
+
+/*
+ * The blast radius in shared mode (docs/sandbox.md, "Blast radius"): a shared worker never holds more than
+ * maxTenantsPerWorker tenants, and tenants of two cordons never share a worker, quarantine included.
+ * Asserted on the pool's workers and on the tenant names the workers were given.
+ */
+
+const pools: SupervisedSandboxPool[] = [];
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.close()));
+});
+
+function newPool(options: SandboxPoolOptions): SupervisedSandboxPool {
+  const pool = createSandboxPool(options);
+  pools.push(pool);
+  return pool;
+}
+
+const policy = script(
+  "policy",
+  `export default { hooks: { beforeToolCall(p) { if (p.call.name === "spin") { for (;;) {} } return { action: "proceed", args: { seen: p.call.name } }; } } };`,
+);
+
+async function tenantRun(pool: SupervisedSandboxPool, name: string, cordon?: string): Promise<SandboxRun> {
+  const sandbox = pool.tenant(name, { cpuMs: 5000, wallMs: 10_000 }, cordon ? { cordon } : undefined);
+  return sandbox.openRun({ runId: `run-${name}`, scripts: await sandbox.load([policy]) });
+}
+
+async function served(run: SandboxRun, name = "ping"): Promise<void> {
+  expect(await run.callHook("policy", "beforeToolCall", beforePayload(name))).toEqual({ action: "proceed", args: { seen: name } });
+}
+
+/** Every live worker's cordon and tenants; asserts no worker mixes cordons (by the tenants' names' prefix). */
+function layout(pool: SupervisedSandboxPool) {
+  return pool.workers().map((worker) => {
+    const cordons = new Set(worker.tenants.map((tenant) => tenant.split("-")[0]));
+    expect(cordons.size, `worker ${worker.pid} holds tenants of ${[...cordons].join(", ")}`).toBeLessThanOrEqual(1);
+    if (cordons.size) expect(worker.cordon).toBe([...cordons][0]);
+    return { cordon: worker.cordon, role: worker.role, tenants: worker.tenants.length };
+  });
+}
+
+describe("maxTenantsPerWorker", () => {
+  it("no shared worker holds more; a full pool grows, every tenant is served, and stats() reports the radius", async () => {
+    const pool = newPool({ workers: 1, maxTenantsPerWorker: 3 });
+    const runs = [];
+    for (let i = 0; i < 8; i++) runs.push(await tenantRun(pool, `default-${i}`));
+    for (const run of runs) await served(run);
+    const workers = layout(pool);
+    expect(workers.map((worker) => worker.tenants).sort()).toEqual([2, 3, 3]);
+    const stats = pool.stats();
+    expect(stats.maxTenantsPerWorker).toBe(3);
+    expect(stats.tenantsPerWorker.map((worker) => worker.tenants).sort()).toEqual([2, 3, 3]);
+  });
+
+  it("a worker beyond the pool's count leaves once its tenants have gone", async () => {
+    const pool = newPool({ workers: 1, maxTenantsPerWorker: 2 });
+    for (let i = 0; i < 3; i++) await served(await tenantRun(pool, `default-${i}`));
+    expect(pool.workers()).toHaveLength(2);
+    pool.drop!("default-2");
+    await expect.poll(() => pool.workers().length, { timeout: 5000 }).toBe(1);
+    expect(pool.workers()[0].tenants.sort()).toEqual(["default-0", "default-1"]);
+  });
+
+  it("refuses a cap that is not a positive integer", () => {
+    expect(() => createSandboxPool({ maxTenantsPerWorker: 0 })).toThrowError(/maxTenantsPerWorker: expected a positive integer/);
+  });
+});
+
+describe("cordons", () => {
+  it("tenants of two cordons never share a worker, even with room to spare", async () => {
+    const pool = newPool({ workers: 2 });
+    const runs = [];
+    for (let i = 0; i < 6; i++) runs.push(await tenantRun(pool, i % 2 ? `paid-${i}` : `free-${i}`, i % 2 ? "paid" : "free"));
+    for (const run of runs) await served(run);
+    const workers = layout(pool);
+    expect(workers.filter((worker) => worker.cordon === "free")).toHaveLength(2);
+    expect(workers.filter((worker) => worker.cordon === "paid")).toHaveLength(2);
+    expect(pool.stats().tenantsPerWorker.every((worker) => worker.cordon === "free" || worker.cordon === "paid")).toBe(true);
+  });
+
+  it("a quarantined tenant goes to its own cordon's quarantine worker", async () => {
+    const pool = newPool({ workers: 1, killGraceMs: 200 });
+    const free = await tenantRun(pool, "free-a", "free");
+    const paid = await tenantRun(pool, "paid-a", "paid");
+    pool.tenant("free-a", { cpuMs: 50, wallMs: 300 });
+    pool.tenant("paid-a", { cpuMs: 50, wallMs: 300 });
+    for (const run of [free, paid]) await expect(run.callHook("policy", "beforeToolCall", beforePayload("spin"))).rejects.toThrow();
+    await served(free);
+    await served(paid);
+    const quarantine = layout(pool).filter((worker) => worker.role === "quarantine");
+    expect(quarantine.map((worker) => worker.cordon).sort()).toEqual(["free", "paid"]);
+  });
+
+  it("a tenant whose cordon changes moves to a worker of its new cordon once idle", async () => {
+    const pool = newPool({ workers: 1 });
+    const run = await tenantRun(pool, "free-mover", "free");
+    await served(await tenantRun(pool, "paid-b", "paid"));
+    await served(run);
+    const before = pool.workers().find((worker) => worker.tenants.includes("free-mover"))!;
+    pool.tenant("free-mover", undefined, { cordon: "paid" });
+    await served(run);
+    const after = pool.workers().find((worker) => worker.tenants.includes("free-mover"))!;
+    expect(after.cordon).toBe("paid");
+    expect(after.pid).not.toBe(before.pid);
+    expect(after.tenants.sort()).toEqual(["free-mover", "paid-b"]);
+  });
+
+  it("refuses a cordon that is not a name, saying which", () => {
+    const pool = newPool({ workers: 1 });
+    expect(() => pool.tenant("x", undefined, { cordon: "" })).toThrowError(/cordon "": expected 1-64 letters/);
+    expect(() => pool.tenant("x", undefined, { cordon: "a b" })).toThrowError(/cordon "a b"/);
+  });
+});
