@@ -1,7 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
+import { describe, expect, it } from "vitest";
+import { createSandboxPool, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
 import type { SandboxRun } from "../../src/sandbox/api.js";
-import { beforePayload, script } from "./helpers.js";
+import { beforePayload, script, poolsClosedAfterEach } from "./helpers.js";
 
 /*
  * The blast radius in shared mode (docs/sandbox.md, "Blast radius"): a shared worker never holds more than
@@ -9,16 +9,7 @@ import { beforePayload, script } from "./helpers.js";
  * Asserted on the pool's workers and on the tenant names the workers were given.
  */
 
-const pools: SupervisedSandboxPool[] = [];
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.close()));
-});
-
-function newPool(options: SandboxPoolOptions): SupervisedSandboxPool {
-  const pool = createSandboxPool(options);
-  pools.push(pool);
-  return pool;
-}
+const newPool = poolsClosedAfterEach();
 
 const policy = script(
   "policy",

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import type { BeforeToolCallPayload, HookPayload, ToolContext, MiddlewareContext } from "../../src/contracts/context.js";
 import type { Turn } from "../../src/turns/turn.js";
+import { afterEach } from "vitest";
+import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
 
 export const scriptDir = mkdtempSync(join(tmpdir(), "hookbox-sandbox-test-"));
 
@@ -71,4 +73,17 @@ export async function rejection(promise: Promise<unknown>): Promise<{ code: stri
     if (e.code === undefined) throw error;
     return { code: e.code, message: e.message, details: e.details ?? {} };
   }
+}
+
+/** A pool factory for a test file: every pool it made is closed after each test. */
+export function poolsClosedAfterEach(): (options: SandboxPoolOptions) => SupervisedSandboxPool {
+  const pools: SupervisedSandboxPool[] = [];
+  afterEach(async () => {
+    await Promise.all(pools.splice(0).map((pool) => pool.close()));
+  });
+  return (options) => {
+    const pool = createSandboxPool(options);
+    pools.push(pool);
+    return pool;
+  };
 }

@@ -1,24 +1,15 @@
 import { readFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
-import { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool } from "../../src/sandbox/index.js";
+import { describe, expect, it } from "vitest";
+import { type SupervisedSandboxPool } from "../../src/sandbox/index.js";
 import type { SandboxRun } from "../../src/sandbox/api.js";
-import { beforePayload, middlewareCtx, script, toolCtx, turn } from "./helpers.js";
+import { beforePayload, middlewareCtx, script, toolCtx, turn, poolsClosedAfterEach } from "./helpers.js";
 
 /*
  * Tenants apart: process-per-tenant isolation and idle eviction (docs/sandbox.md, "Tenants apart"),
  * asserted on the real worker processes and on what the workers themselves report.
  */
 
-const pools: SupervisedSandboxPool[] = [];
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.close()));
-});
-
-function newPool(options: SandboxPoolOptions): SupervisedSandboxPool {
-  const pool = createSandboxPool(options);
-  pools.push(pool);
-  return pool;
-}
+const newPool = poolsClosedAfterEach();
 
 const policy = script(
   "policy",
