@@ -77,8 +77,13 @@ export class Transcript {
       case "inference-finished": {
         const lines = [];
         if (event.text) lines.push(`  model: ${printableLines(event.text, "         ")}`);
-        for (const call of event.toolCalls) lines.push(`  model calls ${p(call.name)}(${short(call.args)}) [${p(call.id)}]`);
+        for (const call of event.toolCalls) {
+          const args = call.rawArgs !== undefined ? `unparsable: ${short(call.rawArgs)}` : short(call.args);
+          lines.push(`  ${call.providerExecuted ? "provider ran" : "model calls"} ${p(call.name)}(${args}) [${p(call.id)}]`);
+        }
         if (lines.length === 0) lines.push("  model: (no text)");
+        const stopped = event.finishReason && STOPPED[event.finishReason];
+        if (stopped) lines.push(`  model stopped: ${stopped}`);
         if (event.usage && (event.usage.inputTokens || event.usage.outputTokens)) lines.push(`  usage: ${usageLine(event.usage)}`);
         return lines.join("\n");
       }
@@ -97,10 +102,13 @@ export class Transcript {
       }
       case "tool-started":
         return `    ${event.origin} tool ${p(event.name)}(${short(event.args)}) attempt ${event.attempt}`;
-      case "tool-finished":
+      case "tool-finished": {
+        const name = event.providerExecuted ? `${p(event.name)} (run by the provider)` : p(event.name);
+        const took = event.providerExecuted ? "" : ` in ${event.durationMs} ms`;
         return event.error
-          ? `    ✗ ${p(event.name)} failed in ${event.durationMs} ms: ${p(event.error.message)}`
-          : `    ✓ ${p(event.name)} → ${short(event.result)} (${event.durationMs} ms)`;
+          ? `    ✗ ${name} failed${took}: ${p(event.error.message)}`
+          : `    ✓ ${name} → ${short(event.result)}${took ? ` (${event.durationMs} ms)` : ""}`;
+      }
       case "tool-retry":
         return `    ↻ retry ${p(event.callId)} as attempt ${event.attempt} after ${event.backoffMs} ms`;
       case "context-restart":
@@ -114,11 +122,20 @@ export class Transcript {
       case "run-finished": {
         const used = event.usage && (event.usage.inputTokens || event.usage.outputTokens || event.usage.sandboxCpuMs);
         const usage = used ? `\n  usage: ${usageLine(event.usage!)}` : "";
-        return `\n■ ${event.status}${event.errorCode ? ` (${p(event.errorCode)})` : ""}${event.reason ? `: ${p(event.reason)}` : ""} after ${event.iterations} inference(s)${event.text ? `\n  final answer: ${printableLines(event.text, "                ")}` : ""}${usage}`;
+        const stopped = event.finishReason && STOPPED[event.finishReason] ? ` (the last answer was ${STOPPED[event.finishReason]})` : "";
+        return `\n■ ${event.status}${stopped}${event.errorCode ? ` (${p(event.errorCode)})` : ""}${event.reason ? `: ${p(event.reason)}` : ""} after ${event.iterations} inference(s)${event.text ? `\n  final answer: ${printableLines(event.text, "                ")}` : ""}${usage}`;
       }
     }
   }
 }
+
+/** Finish reasons a reader must not miss: the answer is not the model's whole, ordinary answer. */
+const STOPPED: Partial<Record<string, string>> = {
+  length: "cut off at the token limit",
+  "content-filter": "refused or filtered by the provider",
+  error: "stopped by an error",
+  other: "stopped for a reason the provider did not name",
+};
 
 /** What an afterToolCall return (`{result?, error?}`) did to the call (docs/script-api.md, "What hooks may return"). */
 function afterToolCallEffect(decision: Record<string, unknown>, call: { result?: unknown; error?: ToolError } | undefined): string {

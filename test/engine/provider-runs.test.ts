@@ -397,6 +397,20 @@ describe("openai-compatible with a DeepSeek reasoner (what --model openai-compat
     }
   });
 
+  it("the CLI's transcript says when the last answer was cut off", async () => {
+    const server = await startRecordedServer(["openai/chat/length.json"]);
+    try {
+      const r = await runCli(["run", "--model", "openai-compatible:gpt-4o-mini", "--base-url", server.url, "--prompt", "Total of A17?"], {
+        env: { OPENAI_API_KEY: "test-key" },
+      });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain("model stopped: cut off at the token limit");
+      expect(r.stdout).toContain("■ completed (the last answer was cut off at the token limit)");
+    } finally {
+      await server.close();
+    }
+  });
+
   it("streaming through the library keeps the streamed reasoning and sends it back", async () => {
     const server = await startRecordedServer(["deepseek/reasoning-tool.sse", "deepseek/answer.sse"]);
     try {
