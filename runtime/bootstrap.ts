@@ -4,11 +4,12 @@
  * Everything that leaves the isolate is a string made here: bounded JSON, or a JSON error description.
  */
 import { installConsole } from "./console.js";
-import { describeThrown } from "./guest-errors.js";
+import { describeThrown, unreadable } from "./guest-errors.js";
+import { refuseResizableArrayBuffers } from "./array-buffers.js";
 import type { HostChannel, RuntimeLimits } from "./host-channel.js";
 import { createHookboxModule } from "./hookbox-module.js";
 import { createCallbacks } from "./callbacks.js";
-import { DefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
+import { isDefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
 import { JSONParse, JSONStringify, ReflectApply, globalObject } from "./primordials.js";
 import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
@@ -17,6 +18,7 @@ import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js
 delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
 delete (globalObject as Record<string, unknown>).Atomics;
 delete (globalObject as Record<string, unknown>).WebAssembly;
+refuseResizableArrayBuffers();
 
 /** The runtime's entry point: the worker calls it with one `RuntimeOpCall` (wire/guest-ops.ts), spread. */
 export type Dispatcher = (...call: RuntimeOpCall) => string | undefined;
@@ -45,20 +47,38 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
       loaded = script;
       return JSONStringify({ ok: true, manifest });
     } catch (thrown) {
-      if (thrown instanceof DefinitionError) return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: thrown.message } });
+      if (isDefinitionError(thrown)) return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: thrown.message } });
       return JSONStringify({ ok: false, error: JSONParse(describeThrown(thrown, "SCRIPT_LOAD")) });
     }
   }
 
-  // The tuple destructured in the parameter list narrows each op's arguments to its own types, with no cast.
+  /*
+   * Nothing a script throws leaves dispatch: isolated-vm would read a value thrown out of the isolate (its
+   * message, its stack: getters, traps) after the call's timeout stopped counting. Each op catches what
+   * its own handling let through, without touching it.
+   * The tuple destructured in the parameter list narrows each op's arguments to its own types, with no cast.
+   */
   return function dispatch(...[op, a, b, c, d, e]: RuntimeOpCall): string | undefined {
     switch (op) {
       case "register":
-        return register(a);
+        try {
+          return register(a);
+        } catch {
+          return '{"ok":false,"error":' + unreadable("SCRIPT_LOAD") + "}";
+        }
       case "call":
-        return callbacks.start(a, b, c, d, e);
+        try {
+          return callbacks.start(a, b, c, d, e);
+        } catch {
+          callbacks.forget(a);
+          return "-" + unreadable("SCRIPT_ERROR");
+        }
       case "resume":
-        callbacks.resume(a, b, c, d);
+        try {
+          callbacks.resume(a, b, c, d);
+        } catch {
+          // the callback is then neither settled nor waiting: the worker fails it as never settling
+        }
         return undefined;
       case "forget":
         callbacks.forget(a);

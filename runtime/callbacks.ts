@@ -19,7 +19,7 @@ type Call = RuntimeOps["call"];
 type Resume = RuntimeOps["resume"];
 import { lazyJson, type LazyJson } from "./lazy-json.js";
 import { attachCapabilities } from "./capabilities.js";
-import { GuestDataError, toBoundedJson } from "./serialize.js";
+import { isGuestDataError, toBoundedJson } from "./serialize.js";
 
 interface PendingRequest {
   requestId: number;
@@ -93,10 +93,9 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
         try {
           text = toBoundedJson(turn, limits.maxPayloadBytes);
         } catch (thrown) {
-          const problem =
-            thrown instanceof GuestDataError
-              ? "next(turn): turn" + StringPrototypeSlice(thrown.path, 1) + " " + thrown.problem
-              : "next(turn): the turn could not be serialized";
+          const problem = isGuestDataError(thrown)
+            ? "next(turn): turn" + StringPrototypeSlice(thrown.path, 1) + " " + thrown.problem
+            : "next(turn): the turn could not be serialized";
           return PromiseReject(guestError(problem, "HOOK_CONTRACT"));
         }
       }

@@ -6,7 +6,7 @@
  */
 import { guestError } from "./guest-errors.js";
 import { JSONParse, ObjectCreate, ObjectFreeze, PromiseReject, PromisePrototypeThen, defineData, defineHidden } from "./primordials.js";
-import { GuestDataError, toBoundedJson } from "./serialize.js";
+import { isGuestDataError, toBoundedJson } from "./serialize.js";
 
 /**
  * The largest request that leaves the isolate: a 1 MiB fetch body (the most a tenant may allow) plus room
@@ -23,9 +23,9 @@ function ask(askHost: AskHost, what: string, request: Record<string, unknown>, m
   try {
     text = toBoundedJson(request, maxBytes < MAX_REQUEST_CHARS ? maxBytes : MAX_REQUEST_CHARS);
   } catch (thrown) {
-    if (thrown instanceof GuestDataError && thrown.problem.indexOf("-byte limit") !== -1)
+    if (isGuestDataError(thrown) && thrown.problem.indexOf("-byte limit") !== -1)
       return PromiseReject(guestError(what + ": the request exceeds " + MAX_REQUEST_CHARS + " characters", "CAPABILITY_QUOTA"));
-    const problem = thrown instanceof GuestDataError ? thrown.path + " " + thrown.problem : "could not be serialized";
+    const problem = isGuestDataError(thrown) ? thrown.path + " " + thrown.problem : "could not be serialized";
     return PromiseReject(guestError(what + ": the request " + problem, "CAPABILITY_INVALID"));
   }
   return askHost(text);

@@ -1,8 +1,6 @@
 import { ErrorCtor, JSONStringify, ObjectDefineProperty, StringCtor, StringPrototypeSlice } from "./primordials.js";
-import { GuestDataError } from "./serialize.js";
-
-const MAX_MESSAGE = 4096;
-const MAX_STACK = 16384;
+import { isGuestDataError } from "./serialize.js";
+import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../src/sandbox/wire/error-limits.js";
 
 /** Reads one property of a thrown value without letting a hostile getter or toString escape the timed segment. */
 function readString(read: () => unknown, max: number): string | undefined {
@@ -15,25 +13,39 @@ function readString(read: () => unknown, max: number): string | undefined {
   }
 }
 
-/** JSON text describing what a script threw: `{code, name, message, stack?, path?}`. */
+/**
+ * JSON text describing what a script threw: `{code, name, message, stack?, path?}`, every text clipped. It
+ * never throws and reads the value only here, inside the segment that caught it, under the call's time limit:
+ * a getter, a `toString` or a proxy trap that throws is read as nothing, one that loops is ended by the timeout.
+ */
 export function describeThrown(thrown: unknown, code = "SCRIPT_ERROR"): string {
-  if (thrown instanceof GuestDataError) {
-    return JSONStringify({ code: "HOOK_CONTRACT", message: thrown.problem, path: thrown.path });
+  try {
+    if (isGuestDataError(thrown)) return JSONStringify({ code: "HOOK_CONTRACT", message: thrown.problem, path: thrown.path });
+    if (thrown !== null && (typeof thrown === "object" || typeof thrown === "function")) {
+      const error = thrown as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
+      const name = readString(() => error.name, 200) ?? "Error";
+      const message =
+        readString(() => error.message, MAX_ERROR_MESSAGE_CHARS) ??
+        readString(() => thrown, MAX_ERROR_MESSAGE_CHARS) ??
+        "(unprintable value)";
+      const stack = readString(() => error.stack, MAX_ERROR_STACK_CHARS);
+      // A capability error's code (CAPABILITY_DENIED, ...) is kept so the host's error names it.
+      const errorCode = readString(() => error.code, 64);
+      return JSONStringify({ code, name, message, stack, errorCode });
+    }
+    return JSONStringify({
+      code,
+      name: "Error",
+      message: "threw a non-error value: " + (readString(() => thrown, MAX_ERROR_MESSAGE_CHARS) ?? typeof thrown),
+    });
+  } catch {
+    return unreadable(code);
   }
-  if (thrown !== null && (typeof thrown === "object" || typeof thrown === "function")) {
-    const error = thrown as { name?: unknown; message?: unknown; stack?: unknown };
-    const name = readString(() => error.name, 200) ?? "Error";
-    const message = readString(() => error.message, MAX_MESSAGE) ?? readString(() => thrown, MAX_MESSAGE) ?? "(unprintable value)";
-    const stack = readString(() => error.stack, MAX_STACK);
-    // A capability error's code (CAPABILITY_DENIED, ...) is kept so the host's error names it.
-    const errorCode = readString(() => (error as { code?: unknown }).code, 64);
-    return JSONStringify({ code, name, message, stack, errorCode });
-  }
-  return JSONStringify({
-    code,
-    name: "Error",
-    message: "threw a non-error value: " + (readString(() => thrown, MAX_MESSAGE) ?? typeof thrown),
-  });
+}
+
+/** What is said of a thrown value nothing could be read from (the catch never touches the value). */
+export function unreadable(code: string): string {
+  return '{"code":' + JSONStringify(code) + ',"name":"Error","message":"threw a value that could not be read"}';
 }
 
 /** An Error for the script, built by runtime code: carries a code and no host paths. */

@@ -17,6 +17,7 @@ export const ReflectGetPrototypeOf = Reflect.getPrototypeOf;
 export const ReflectSetPrototypeOf = Reflect.setPrototypeOf;
 export const ReflectIsExtensible = Reflect.isExtensible;
 export const ReflectPreventExtensions = Reflect.preventExtensions;
+export const ReflectConstruct = Reflect.construct;
 export const ProxyCtor = Proxy;
 const uncurry =
   <T, A extends unknown[], R>(method: (this: T, ...args: A) => R) =>
@@ -37,6 +38,8 @@ export const StringPrototypeSlice = uncurry(String.prototype.slice);
 export const StringPrototypeIncludes = uncurry(String.prototype.includes);
 export const NumberIsFinite = Number.isFinite;
 export const ErrorCtor = Error;
+export const RangeErrorCtor = RangeError;
+export const TypeErrorCtor = TypeError;
 export const PromiseCtor = Promise;
 const promiseResolve = Promise.resolve;
 export const PromiseResolve = (value: unknown): Promise<unknown> => ReflectApply(promiseResolve, PromiseCtor, [value]);

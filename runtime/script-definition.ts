@@ -8,12 +8,20 @@ import {
   defineData,
   dict,
 } from "./primordials.js";
-import { GuestDataError, toBoundedJson } from "./serialize.js";
+import { isGuestDataError, toBoundedJson } from "./serialize.js";
+import { isOwn, markOwn } from "./own-errors.js";
 import { SCHEMA_LIMITS } from "../src/schema/limits.js";
 
 /** Thrown while reading a script's default export: becomes SCRIPT_LOAD with this message. */
 export class DefinitionError {
-  constructor(readonly message: string) {}
+  constructor(readonly message: string) {
+    markOwn(this);
+  }
+}
+
+/** Whether `thrown` is a DefinitionError, without running anything of a script's (own-errors.ts). */
+export function isDefinitionError(thrown: unknown): thrown is DefinitionError {
+  return isOwn(thrown) && thrown instanceof DefinitionError;
 }
 
 type Fn = (...args: unknown[]) => unknown;
@@ -128,7 +136,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
           maxSchemaBytes < SCHEMA_LIMITS.maxSchemaBytes ? maxSchemaBytes : SCHEMA_LIMITS.maxSchemaBytes,
         );
       } catch (error) {
-        if (error instanceof GuestDataError) fail(where + ".parameters" + StringPrototypeSlice(error.path, 1) + " " + error.problem);
+        if (isGuestDataError(error)) fail(where + ".parameters" + StringPrototypeSlice(error.path, 1) + " " + error.problem);
         throw error;
       }
     }

@@ -1,4 +1,5 @@
 import type { LazyJson } from "./lazy-json.js";
+import { isOwn, markOwn } from "./own-errors.js";
 import {
   ArrayIsArray,
   JSONStringify,
@@ -17,7 +18,14 @@ export class GuestDataError {
   constructor(
     readonly path: string,
     readonly problem: string,
-  ) {}
+  ) {
+    markOwn(this);
+  }
+}
+
+/** Whether `thrown` is a GuestDataError, without running anything of a script's (own-errors.ts). */
+export function isGuestDataError(thrown: unknown): thrown is GuestDataError {
+  return isOwn(thrown) && thrown instanceof GuestDataError;
 }
 
 const MAX_DEPTH = 100;

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { WorkerMessage } from "./wire/protocol.js";
+import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "./wire/error-limits.js";
 
 /*
  * What the host accepts from a sandbox worker. The worker runs guest code: after a V8 escape its messages
@@ -10,10 +11,33 @@ import type { WorkerMessage } from "./wire/protocol.js";
  */
 
 const callId = z.number().int().nonnegative();
+
+/** A text field kept, cut to `max` characters (a worker's error text ends in events, spans and prompts). */
+const clipped = (max: number) =>
+  z.string().transform((text) => (text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`));
+
+/**
+ * An error a worker reports: only the codes a worker's failures have (a taken-over worker must not report
+ * CANCELLED or a host error), the message clipped, and only the details the host reads, each bounded.
+ */
 const SerializedErrorSchema = z.object({
-  code: z.string(),
-  message: z.string(),
-  details: z.record(z.string(), z.unknown()).optional(),
+  code: z.enum(["SCRIPT_ERROR", "SCRIPT_LOAD", "HOOK_CONTRACT", "SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED"]),
+  message: clipped(MAX_ERROR_MESSAGE_CHARS),
+  details: z
+    .object({
+      script: clipped(1024),
+      kind: clipped(64),
+      target: clipped(1024),
+      stack: clipped(MAX_ERROR_STACK_CHARS),
+      path: clipped(MAX_ERROR_MESSAGE_CHARS),
+      errorCode: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/),
+      thrownMessage: clipped(MAX_ERROR_MESSAGE_CHARS),
+      limit: z.enum(["cpu", "wall"]),
+      limitMs: z.number(),
+      limitMb: z.number(),
+    })
+    .partial()
+    .optional(),
 });
 
 const CallbackOutcomeSchema = z.discriminatedUnion("type", [

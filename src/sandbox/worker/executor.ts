@@ -1,5 +1,5 @@
 import { decodeSettlement, settleCall, type Collector, type WorkerCall } from "./guest-op-handler.js";
-import { Failure, isTimeoutError } from "./failure.js";
+import { Failure, isTimeoutError, messageOf } from "./failure.js";
 import type { RuntimeOpCall } from "../wire/guest-ops.js";
 
 export type Breach = "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY" | undefined;
@@ -52,12 +52,7 @@ export function runSegment(call: WorkerCall, args: RuntimeOpCall, collector: Col
   if (call.finished) return undefined;
   if (thrown !== undefined) {
     if (isTimeoutError(thrown) || call.cpuMs > call.cpuLimitMs) return fail(call, collector, calls, timeoutFailure(call));
-    return fail(
-      call,
-      collector,
-      calls,
-      new Failure("SANDBOX_CRASHED", `${describe(call)}: sandbox error: ${String((thrown as Error)?.message ?? thrown)}`),
-    );
+    return fail(call, collector, calls, new Failure("SANDBOX_CRASHED", `${describe(call)}: sandbox error: ${messageOf(thrown)}`));
   }
   if (call.cpuMs > call.cpuLimitMs) return fail(call, collector, calls, timeoutFailure(call));
   if (call.pendingRequests > 0) return undefined;

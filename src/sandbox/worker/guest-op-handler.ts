@@ -1,6 +1,8 @@
 import type { CallbackOutcome, LogRecord } from "../wire/protocol.js";
 import type { DecodedSettlement, GuestLogLevel, GuestOpHandler, GuestOps } from "../wire/guest-ops.js";
 import type { LogLimiter } from "./log-limiter.js";
+import { clipText } from "./failure.js";
+import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../wire/error-limits.js";
 import type { ScriptContext } from "./script-context.js";
 
 /** What guest code reported during the current exec message. */
@@ -58,16 +60,16 @@ function errorFromGuest(text: string, call: WorkerCall) {
   }
   const code = parsed.code === "HOOK_CONTRACT" ? "HOOK_CONTRACT" : "SCRIPT_ERROR";
   const thrownCode = typeof parsed.errorCode === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(parsed.errorCode) ? parsed.errorCode : undefined;
-  const name = (typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : "");
-  const message = typeof parsed.message === "string" ? parsed.message : "failed";
+  const message = typeof parsed.message === "string" ? clipText(parsed.message, MAX_ERROR_MESSAGE_CHARS) : "failed";
   const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
-  if (typeof parsed.stack === "string") details.stack = parsed.stack;
-  if (typeof parsed.path === "string") details.path = parsed.path;
+  if (typeof parsed.stack === "string") details.stack = clipText(parsed.stack, MAX_ERROR_STACK_CHARS);
+  if (typeof parsed.path === "string") details.path = clipText(parsed.path, MAX_ERROR_MESSAGE_CHARS);
   if (thrownCode) {
     details.errorCode = thrownCode;
     // With the code, the host can tell a rethrown next() error from one the script made (middleware-chain.ts).
     details.thrownMessage = message;
   }
+  const name = clipText((typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : ""), 200);
   return { code, message: code === "HOOK_CONTRACT" ? message : `${name}: ${message}`, details };
 }
 

@@ -12,7 +12,8 @@ import { encodeFrame, FrameReader, readAvailable, writeFrame } from "../wire/fra
 import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../wire/protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
-import { Failure } from "./failure.js";
+import { clipText, Failure, messageOf } from "./failure.js";
+import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../wire/error-limits.js";
 import { createGuestOpHandler, type Collector, type WorkerCall } from "./guest-op-handler.js";
 import { LogLimiter } from "./log-limiter.js";
 import { watchParent } from "./parent-watch.js";
@@ -113,13 +114,13 @@ function handleLoad(message: LoadMessage, reply: DoneMessage): void {
         ok: false,
         error: {
           code: "SCRIPT_LOAD",
-          message: String(error.message ?? "failed to load"),
-          details: error.stack ? { stack: error.stack } : {},
+          message: clipText(String(error.message ?? "failed to load"), MAX_ERROR_MESSAGE_CHARS),
+          details: typeof error.stack === "string" ? { stack: clipText(error.stack, MAX_ERROR_STACK_CHARS) } : {},
         },
       };
     }
   } catch (error) {
-    const failure = error instanceof Failure ? error : new Failure("SCRIPT_LOAD", String((error as Error)?.message ?? error));
+    const failure = error instanceof Failure ? error : new Failure("SCRIPT_LOAD", messageOf(error));
     reply.load = { ok: false, error: failure.serialize() };
     if (failure.code === "SANDBOX_TIMEOUT" || failure.code === "SANDBOX_MEMORY") reply.breach = failure.code;
   } finally {
@@ -155,7 +156,7 @@ function handleCall(message: CallMessage, reply: DoneMessage, sink: Collector): 
     limits = limitsFor(message);
     context = contextFor(message, limits);
   } catch (error) {
-    const failure = error instanceof Failure ? error : new Failure("SANDBOX_CRASHED", String((error as Error)?.message ?? error));
+    const failure = error instanceof Failure ? error : new Failure("SANDBOX_CRASHED", messageOf(error));
     sink.outcomes.push({ type: "failed", callId: message.callId, error: failure.serialize() });
     return failure.code === "SANDBOX_TIMEOUT" || failure.code === "SANDBOX_MEMORY" ? failure.code : undefined;
   }
@@ -212,7 +213,7 @@ function onMessage(message: HostMessage): void {
     else reply.breach = handleResume(message, sink);
   } catch (error) {
     // A bug of ours must not hang the host: fail whatever this message was about.
-    const serialized = { code: "SANDBOX_CRASHED", message: `sandbox worker error: ${String((error as Error)?.message ?? error)}` };
+    const serialized = { code: "SANDBOX_CRASHED", message: `sandbox worker error: ${messageOf(error)}` };
     if (message.type === "load") reply.load = { ok: false, error: serialized };
     else sink.outcomes.push({ type: "failed", callId: message.callId, error: serialized });
   } finally {
