@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { hookboxBin, repoRoot } from "../helpers/cli.js";
@@ -8,6 +8,7 @@ import { api, startServe } from "../server/serve-process.js";
 import { writeFixture } from "../server/fixture.js";
 import { descendants, waitUntil } from "../server/processes.js";
 import { wallLauncher } from "../helpers/wall.js";
+import { createSandboxPool } from "../../src/sandbox/index.js";
 
 /*
  * From the host, while a script runs: the real `hookbox serve` (its store, its config, tenant keys and a
@@ -110,35 +111,95 @@ describe("the second wall from outside", () => {
     }
   });
 
-  it("a descriptor the host inherited without close-on-exec does not reach the process running a script", async () => {
+  it("a worker's mount table: every mount point is a path of the wall's own, and the only host paths it names are the files bound in", async () => {
+    wallLauncher();
+    const pool = createSandboxPool({ workers: 1, prewarm: true, wall: "auto" });
+    try {
+      let pid: number | undefined;
+      await waitUntil(
+        () => (pid = pool.workers()[0]?.pid) !== undefined && readCmdline(pid).startsWith("/hookbox/bin/node "),
+        10_000,
+        "the walled worker to start",
+      );
+      // What /proc/self/mountinfo says inside: the mount point (field 5) and, for a bind, its source path on
+      // the host, relative to the root of the filesystem it lies on (field 4).
+      const mounts = readFileSync(`/proc/${pid}/mountinfo`, "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => {
+          const fields = line.split(" ");
+          return { source: fields[3]!, point: fields[4]!, type: fields[fields.indexOf("-") + 1]! };
+        });
+      const insidePaths = /^\/$|^\/hookbox(\/|$)|^\/proc(\/|$)|^\/dev(\/|$)|^\/tmp$|^\/(usr\/)?lib(32|64|x32)?\//;
+      for (const mount of mounts) expect(mount.point, `mount point ${mount.point}`).toMatch(insidePaths);
+      // hookbox's own files, where they lie on this host; the rest may only be system files (libraries, setpriv).
+      const own = [
+        process.execPath,
+        join(repoRoot, "package.json"),
+        join(repoRoot, "dist/sandbox-worker.js"),
+        join(repoRoot, "dist/runtime.js"),
+      ]
+        .concat(["isolated-vm", "node-gyp-build"].map((name) => join(repoRoot, "node_modules", name)))
+        .map((path) => realpathSync(path));
+      const binds = mounts.filter((mount) => mount.source !== "/" && !["proc", "devtmpfs", "tmpfs"].includes(mount.type));
+      expect(binds.length).toBeGreaterThan(0);
+      for (const bind of binds) {
+        const ours = own.some((path) => path.endsWith(bind.source));
+        expect(ours || /^\/(usr\/)?(lib(32|64|x32)?|s?bin)\//.test(bind.source), `the host path ${bind.source} at ${bind.point}`).toBe(
+          true,
+        );
+      }
+      // And each of hookbox's own files is there under /hookbox, named by its host path: what docs/sandbox.md says.
+      for (const path of own)
+        expect(
+          binds.some((bind) => path.endsWith(bind.source) && bind.point.startsWith("/hookbox/")),
+          path,
+        ).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("a descriptor the host holds without close-on-exec is closed by the worker process running the script", async () => {
     wallLauncher();
     const dir = mkdtempSync(join(tmpdir(), "hookbox-wall-fd-"));
     const leak = join(dir, "host-log.txt");
     writeFileSync(
       join(dir, "spin.ts"),
-      `export default { tools: [{ name: "work", description: "spins", handler() { const end = Date.now() + 4000; while (Date.now() < end) {} return {}; } }] };`,
+      `export default { tools: [{ name: "work", description: "spins", handler() { const end = Date.now() + 20000; while (Date.now() < end) {} return {}; } }] };`,
     );
     writeFileSync(
       join(dir, "model.json"),
       JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "work", args: {} }] }, { text: "done" }] }),
     );
-    // The host's parent leaves fd 7 open on a host file (as a careless supervisor or shell would).
+    // The host's parent leaves fd 100 open on a host file (as a careless supervisor or shell would). Node marks
+    // the descriptors it inherits close-on-exec only up to the first gap past fd 15: fd 100 stays inheritable.
     const host = spawn(
       "bash",
       [
         "-c",
-        'exec 7>>"$LEAK"; exec "$NODE" "$BIN" run "$DIR/spin.ts" --model "scripted:$DIR/model.json" --prompt go --cpu-ms 20000 --wall-ms 20000',
+        'exec 100>>"$LEAK"; exec "$NODE" "$BIN" run "$DIR/spin.ts" --model "scripted:$DIR/model.json" --prompt go --cpu-ms 30000 --wall-ms 30000',
       ],
       { cwd: repoRoot, env: { ...process.env, LEAK: leak, NODE: process.execPath, BIN: hookboxBin, DIR: dir } },
     );
+    let stdout = "";
+    host.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => host.on("exit", (code) => resolve(code)));
     try {
-      await waitUntil(() => descendants(host.pid!).some((pid) => readCmd(pid) === "/hookbox/bin/node"), 10_000, "the walled worker");
-      const worker = descendants(host.pid!).find((pid) => readCmd(pid) === "/hookbox/bin/node")!;
-      expect(readlinkSync(`/proc/${host.pid}/fd/7`)).toBe(leak); // the host holds it
-      const targets = readdirSync(`/proc/${worker}/fd`).map((fd) => readlinkSync(`/proc/${worker}/fd/${fd}`));
-      expect(targets).not.toContain(leak);
-      expect(existsSync(`/proc/${worker}/fd/7`) && readlinkSync(`/proc/${worker}/fd/7`) === leak).toBe(false);
+      // The tool starts once its worker answered the script's load: by then the worker ran everything it runs at start.
+      await waitUntil(() => stdout.includes("tool work("), 20_000, "the tool to start");
+      // The Node process inside the wall running the worker entry (not bwrap, whose arguments name it too).
+      const worker = descendants(host.pid!).find(
+        (pid) => readCmdline(pid).startsWith("/hookbox/bin/node ") && readCmdline(pid).includes("/hookbox/dist/sandbox-worker.js"),
+      );
+      expect(worker, "the walled worker process").toBeDefined();
+      // The premise: the host holds the descriptor without close-on-exec, so the worker inherits it through
+      // bwrap, and the host names it for the worker to close...
+      expect(readlinkSync(`/proc/${host.pid}/fd/100`)).toBe(leak);
+      expect(Number.parseInt(/^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${host.pid}/fdinfo/100`, "utf8"))![1], 8) & 0o2000000).toBe(0);
+      expect(readCmdline(worker!)).toMatch(/--hookbox-close-fds=(\d+,)*100(,|\s|$)/);
+      // ...and the worker closed it before running anything of a script's.
+      expect(fdTargets(worker!)).not.toContain(leak);
     } finally {
       host.kill("SIGKILL");
       await exited;
@@ -146,9 +207,20 @@ describe("the second wall from outside", () => {
   });
 });
 
-function readCmd(pid: number): string {
+/** Where each descriptor of `pid` points. */
+function fdTargets(pid: number): string[] {
+  return readdirSync(`/proc/${pid}/fd`).map((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      return "";
+    }
+  });
+}
+
+function readCmdline(pid: number): string {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
   } catch {
     return "";
   }
