@@ -68,7 +68,26 @@ export type { KvStore, KvPage, KvSetOptions, KvListOptions } from "./store/kv.js
 export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
 export type { Session, CreateSessionOptions } from "./session/session.js";
 export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./store/index.js";
-export type { Store, SessionRecord, RunRecord, SnapshotRecord, PauseRecord, SessionSummary, StoredRunStatus } from "./store/index.js";
+export type {
+  Store,
+  SessionRecord,
+  RunRecord,
+  SnapshotRecord,
+  PauseRecord,
+  SessionSummary,
+  StoredRunStatus,
+  RunWrite,
+  RunWriteResult,
+  EventWrite,
+  HookCallWrite,
+  SnapshotWrite,
+  SnapshotInfo,
+  StoredTurn,
+  SessionHistory,
+  TurnLayout,
+  LogSegment,
+  TurnPiece,
+} from "./store/index.js";
 export type { UsageTotals } from "./store/usage.js";
 
 // Traces (OpenTelemetry, when an OTLP endpoint is set).

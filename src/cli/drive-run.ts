@@ -2,6 +2,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle } from "../host/types.js";
 import { Transcript } from "./transcript.js";
 import { printable } from "./terminal-text.js";
+import { eventJson } from "../events/event-json.js";
 import { exitCodeFor } from "./exit.js";
 import { StdinAnswers } from "./stdin-answers.js";
 import { stdoutClosed } from "./stdout.js";
@@ -47,9 +48,9 @@ export async function driveRun(handle: RunHandle, options: DriveOptions): Promis
   }
 }
 
-/** One event on stdout: JSON Lines, or the human transcript's lines. */
+/** One event on stdout: JSON Lines (the event's own text, as stored and streamed), or the human transcript's lines. */
 function printEvent(event: HookboxEvent, transcript: Transcript | undefined): void {
   if (stdoutClosed.aborted) return;
-  const line = transcript ? transcript.line(event) : JSON.stringify(event);
+  const line = transcript ? transcript.line(event) : eventJson(event);
   if (line !== undefined) process.stdout.write(`${line}\n`);
 }

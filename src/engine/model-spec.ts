@@ -32,8 +32,8 @@ export function parseModelFlag(
 export function modelFactory(spec: ModelSpec): (resumeAfterIterations?: number) => LanguageModelV4 {
   if (spec.kind === "scripted") {
     const steps = loadScriptedSteps(spec.file);
-    // A resumed run continues with the step after the inferences it already finished.
-    return (resumeAfterIterations = 0) => new ScriptedModel(steps.slice(resumeAfterIterations));
+    // A resumed run continues with the step after the inferences it already finished. Nothing reads its calls.
+    return (resumeAfterIterations = 0) => new ScriptedModel(steps.slice(resumeAfterIterations), "scripted", { keepCalls: 0 });
   }
   const apiKeyEnv = spec.apiKeyEnv ?? "OPENAI_API_KEY";
   const provider = createOpenAICompatible({ name: "openai-compatible", baseURL: spec.baseUrl, apiKey: process.env[apiKeyEnv] });

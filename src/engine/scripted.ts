@@ -51,21 +51,34 @@ function stepUsage(step: ScriptedStep): LanguageModelV4Usage {
   };
 }
 
+export interface ScriptedModelOptions {
+  /** How many of the latest calls' options `calls` keeps, for a test to see what the model saw (default 32; 0: none). */
+  keepCalls?: number;
+}
+
 /**
  * The offline, deterministic engine: each inference consumes the next step. It implements the AI SDK's
- * LanguageModelV4 like any provider, and records every call's options so tests can see what the model saw.
+ * LanguageModelV4 like any provider, and keeps the latest calls' options (a bounded number: a long run's
+ * prompts are not kept) so tests can see what the model saw. A `scripted:` model spec keeps none.
  */
 export class ScriptedModel implements LanguageModelV4 {
   readonly specificationVersion = "v4" as const;
   readonly provider = "hookbox.scripted";
   readonly supportedUrls = {};
+  /** The latest calls' options, oldest first (at most `keepCalls`). */
   readonly calls: LanguageModelV4CallOptions[] = [];
+  /** Every call made, kept or not. */
+  callCount = 0;
   private next = 0;
+  private readonly keepCalls: number;
 
   constructor(
     private readonly steps: ScriptedStep[],
     readonly modelId = "scripted",
-  ) {}
+    options: ScriptedModelOptions = {},
+  ) {
+    this.keepCalls = options.keepCalls ?? 32;
+  }
 
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     const step = await this.take(options);
@@ -101,7 +114,11 @@ export class ScriptedModel implements LanguageModelV4 {
   }
 
   private async take(options: LanguageModelV4CallOptions): Promise<ScriptedStep> {
-    this.calls.push(options);
+    this.callCount += 1;
+    if (this.keepCalls > 0) {
+      this.calls.push(options);
+      if (this.calls.length > this.keepCalls) this.calls.shift();
+    }
     const step = this.steps[this.next];
     if (!step) {
       throw new HookboxError("ENGINE", `scripted model ran out of steps: inference ${this.next + 1} but the file has ${this.steps.length}`);

@@ -2,7 +2,7 @@ import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
 import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
-import type { Turn } from "../turns/turn.js";
+import type { Block, Turn } from "../turns/turn.js";
 import { PayloadKeys } from "../turns/keys.gen.js";
 import {
   DEFAULT_SANDBOX_LIMITS,
@@ -227,11 +227,11 @@ function modelSource(
   return spec ? modelFactory(spec) : undefined;
 }
 
+/** The session's history (its blocks shared, never copied: they are immutable) and the run's user message. */
 function newTurn(history: Turn | undefined, prompt: string): Turn {
-  const base: Turn = history ? structuredClone(history) : { id: newId("turn"), blocks: [], metadata: {}, data: {} };
-  base.id = newId("turn");
-  base.blocks.push({ id: newId("blk"), kind: "user", role: "user", payload: { [PayloadKeys.text]: prompt }, metadata: {} });
-  return base;
+  const user: Block = { id: newId("blk"), kind: "user", role: "user", payload: { [PayloadKeys.text]: prompt }, metadata: {} };
+  if (!history) return { id: newId("turn"), blocks: [user], metadata: {}, data: {} };
+  return { ...history, id: newId("turn"), blocks: [...history.blocks, user], metadata: { ...history.metadata }, data: { ...history.data } };
 }
 
 function hostTool(tool: HostModule["tools"][number]): RegisteredTool {

@@ -68,10 +68,15 @@ export interface RunOptions {
 
 /** Durable side of a run: everything here is awaited/called before the loop moves on. */
 export interface RunPersistence {
-  /** Called at every phase boundary; the loop does not start the next phase until it resolves. */
+  /**
+   * Called at every phase boundary; the loop does not start the next phase until it resolves. What it keeps of
+   * `turn` it reads before it returns: the loop goes on with the same turn object (its blocks never change).
+   */
   onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
   /** Called for every event, in seq order, before it is delivered to readers. */
   onEvent(event: HookboxEvent): void;
+  /** Resolves once every event handed to `onEvent` is committed or refused: the loop awaits it after its final event. */
+  settled?(): Promise<void>;
   /** Called once per hook chain evaluation, active or shadow (what replay and the shadow report read). */
   onHookCall?(verdict: ChainVerdict): void;
   /**

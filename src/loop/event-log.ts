@@ -1,4 +1,5 @@
 import type { EventBody, HookboxEvent } from "../events/types.js";
+import { eventJson } from "../events/event-json.js";
 
 export interface EventLogOptions {
   /** Sees each event before any reader (persistence). */
@@ -29,6 +30,8 @@ export class EventLog {
     if (this.closed) throw new Error(`event after run-finished: ${body.type}`);
     const event = { ...body, seq: this.nextSeq, timestampMs: Date.now(), ...this.ids } as HookboxEvent;
     if (this.options.admit && !this.options.admit(event)) return event;
+    // Its JSON text is made once (by the budget's admission, or here): the store, stream readers and --json use it.
+    eventJson(event);
     this.nextSeq += 1;
     this.options.sink?.(event);
     this.events.push(event);

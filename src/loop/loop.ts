@@ -124,7 +124,9 @@ interface RunParts {
 async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepper, meter }: RunParts): Promise<RunResult> {
   const { limits, ids } = options;
   const signal = run.signal;
-  let turn: Turn = structuredClone(initial);
+  // Blocks are immutable once in a turn (src/turns/block-json.ts): the run shares them with its history and
+  // owns only its block list and its metadata and data bags.
+  let turn: Turn = { ...initial, blocks: initial.blocks.slice(), metadata: { ...initial.metadata }, data: { ...initial.data } };
   let iterations = options.resume?.iterations ?? 0;
   let components: LoopComponents | undefined;
   const trace = options.trace ?? noopRunTrace({});
@@ -136,7 +138,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
   const snapshot = async (phase: SnapshotPhase) => {
     // An over-budget turn is never committed: the last snapshot within budget stays the session's history.
     meter.check();
-    await options.persistence?.onSnapshot(phase, structuredClone(turn));
+    await options.persistence?.onSnapshot(phase, turn);
   };
   const context = (): CommonContext => ({
     sessionId: ids.sessionId,
@@ -198,6 +200,8 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       usage,
     });
     trace.end({ status: result.status, errorCode: result.errorCode, reason: result.reason, usage });
+    // The run is over once its final event is committed: a caller of wait() may start the session's next run.
+    await options.persistence?.settled?.();
     return result;
   };
 

@@ -21,20 +21,22 @@ export const RESPONSE_KINDS: ReadonlySet<string> = new Set([
  * Call ids are only unique within one response: scripted models and some OpenAI-compatible servers number
  * calls per response (`c1` in every response), so a result is matched to a call of the same response, never
  * to an earlier response's call with the same id. Calls of earlier responses are never pending: each
- * response's calls are answered (or the run ended) before the next inference.
+ * response's calls are answered (or the run ended) before the next inference. So only the turn's tail is
+ * read: back from the end to the start of the last response, whatever the length of the history before it.
  */
 export function pendingCalls(turn: Turn): PendingCall[] {
-  let open: Block[] = [];
-  let previous: Block | undefined;
-  for (const block of turn.blocks) {
-    const startsResponse = RESPONSE_KINDS.has(block.kind) && !(previous && RESPONSE_KINDS.has(previous.kind));
-    if (startsResponse) open = [];
-    if (block.kind === "tool_call") open.push(block);
-    if (block.kind === "tool_use") {
-      const answered = open.findIndex((call) => call.payload[PayloadKeys.id] === block.payload[PayloadKeys.id]);
-      if (answered >= 0) open.splice(answered, 1);
-    }
-    previous = block;
+  const blocks = turn.blocks;
+  let end = blocks.length;
+  while (end > 0 && !RESPONSE_KINDS.has(blocks[end - 1].kind)) end--;
+  let start = end;
+  while (start > 0 && RESPONSE_KINDS.has(blocks[start - 1].kind)) start--;
+  const open: Block[] = [];
+  for (let index = start; index < end; index++) if (blocks[index].kind === "tool_call") open.push(blocks[index]);
+  for (let index = end; index < blocks.length && open.length > 0; index++) {
+    const block = blocks[index];
+    if (block.kind !== "tool_use") continue;
+    const answered = open.findIndex((call) => call.payload[PayloadKeys.id] === block.payload[PayloadKeys.id]);
+    if (answered >= 0) open.splice(answered, 1);
   }
   return open.map((block) => ({ blockId: block.id, ...readCall(block) }));
 }

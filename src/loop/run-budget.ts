@@ -2,6 +2,8 @@ import { HookboxError } from "../errors.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { Block, Turn } from "../turns/turn.js";
 import type { RunBudgets } from "../host/types.js";
+import { eventJson } from "../events/event-json.js";
+import { blockJson } from "../turns/block-json.js";
 
 export const DEFAULT_RUN_BUDGETS: RunBudgets = {
   maxRunBytes: 16 * 1024 * 1024,
@@ -27,12 +29,15 @@ export class RunBudgetMeter {
   private eventsRefused = false;
   /** Told once, at the first event the run's byte budget refuses: the run stops now, not at its next check. */
   onOverrun?: (error: HookboxError) => void;
+  /** The blocks last measured (own list) and the sum of their JSON lengths: a turn is measured by what changed. */
+  private readonly measured: Block[] = [];
+  private measuredBytes = 0;
 
   constructor(
     readonly budgets: RunBudgets,
     startTurn: Turn,
   ) {
-    this.turnBytes = JSON.stringify(startTurn).length;
+    this.turnBytes = this.measure(startTurn);
     if (this.turnBytes > budgets.maxTurnBytes)
       this.overrun = runBudgetError(`the run's starting turn is ${this.turnBytes} bytes, over the turn budget of ${budgets.maxTurnBytes}`, {
         budget: "maxTurnBytes",
@@ -42,7 +47,7 @@ export class RunBudgetMeter {
 
   /** Called for every event before it is recorded: false when it does not fit in the run's byte budget. */
   admit(event: HookboxEvent): boolean {
-    const bytes = JSON.stringify(event).length;
+    const bytes = eventJson(event).length;
     // The run's last event always goes through: a reader must learn how the run ended (and why).
     if (event.type !== "run-finished" && this.runBytes + bytes > this.budgets.maxRunBytes) {
       this.refuseEvents(this.runBytes + bytes);
@@ -63,15 +68,34 @@ export class RunBudgetMeter {
     this.onOverrun?.(this.overrun);
   }
 
-  /** After each inference: the middleware chain may have rewritten the whole turn, so it is measured anew. */
+  /** After each inference: the middleware chain may have rewritten the turn, so it is measured again. */
   measureTurn(turn: Turn): void {
-    this.turnBytes = JSON.stringify(turn).length;
+    this.turnBytes = this.measure(turn);
     this.checkTotals();
+  }
+
+  /**
+   * The turn's JSON length (what JSON.stringify(turn).length is), from the blocks that changed since the last
+   * measure: blocks are compared as objects up to the first difference, and each block's text is made once.
+   */
+  private measure(turn: Turn): number {
+    const blocks = turn.blocks;
+    const before = this.measured;
+    const shared = Math.min(before.length, blocks.length);
+    let kept = 0;
+    while (kept < shared && blocks[kept] === before[kept]) kept++;
+    for (let index = kept; index < before.length; index++) this.measuredBytes -= blockJson(before[index]).length;
+    before.length = kept;
+    for (let index = kept; index < blocks.length; index++) {
+      this.measuredBytes += blockJson(blocks[index]).length;
+      before.push(blocks[index]);
+    }
+    return JSON.stringify({ ...turn, blocks: [] }).length + this.measuredBytes + Math.max(0, blocks.length - 1);
   }
 
   /** A tool call's final block (after its hooks) as it joins the turn: throws when it alone is over the per-result budget. */
   addResultBlock(tool: string, block: Block): void {
-    const bytes = JSON.stringify(block).length;
+    const bytes = blockJson(block).length;
     checkToolResultSize(tool, bytes, this.budgets.maxToolResultBytes);
     this.turnBytes += bytes;
     this.checkTotals();

@@ -22,10 +22,11 @@ export async function guardRunStart(
   const outcome = await hooks.beforeRun({ ...payload, phase: "beforeRun" });
   if (outcome.kind === "deny") return { status: "aborted", reason: outcome.reason, errorCode: outcome.errorCode };
   if (outcome.prompt === payload.prompt) return undefined;
+  // Blocks are immutable once in a turn: the rewritten message replaces the user block.
   for (let i = turn.blocks.length - 1; i >= 0; i--) {
     const block = turn.blocks[i];
     if (block.kind !== "user") continue;
-    block.payload[PayloadKeys.text] = outcome.prompt;
+    turn.blocks[i] = { ...block, payload: { ...block.payload, [PayloadKeys.text]: outcome.prompt } };
     break;
   }
   return undefined;

@@ -1,10 +1,19 @@
-import { HookboxError, isHookboxError } from "../errors.js";
+import { HookboxError } from "../errors.js";
+import type { AnswerResult, ApprovalAnswer, RunHandle, RunResult, StartRunRequest, TenantRuntime } from "../host/types.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { RunHandle, RunResult, StartRunRequest, TenantRuntime } from "../host/types.js";
+import { readRunEvents } from "./read-events.js";
 import type { Block } from "../turns/turn.js";
 import type { Store } from "../store/types.js";
-import { StoredRunPersistence } from "./persistence.js";
+import { StoredRunPersistence, type StoredRunPersistenceOptions } from "./persistence.js";
 import { RunFeed } from "./run-feed.js";
+
+/** What a run is launched with: its runtime and request, its journal, and what its writer starts from. */
+export interface LaunchOptions {
+  runtime: TenantRuntime;
+  request: Omit<StartRunRequest, "persistence"> & { runId: string };
+  journal: Map<string, Block>;
+  persistence: Pick<StoredRunPersistenceOptions, "tenant" | "maxTenantBytes" | "from" | "onFinalTurn">;
+}
 
 interface LiveRun {
   runId: string;
@@ -77,8 +86,16 @@ export class LiveRuns {
     if (runs.length > 0) await withTimeout(Promise.all(runs.map((run) => run.done)), 2000);
   }
 
+  /** Resolves once the session's run, if it has handed over its final event, has had it committed (the session is then free). */
+  async settleEnding(sessionId: string): Promise<void> {
+    const entry = this.busy.get(sessionId);
+    if (entry && entry !== "starting" && entry.persistence.ending) await entry.persistence.settled();
+  }
+
   /** Runs `start` unless the session already has an active run here (SESSION_BUSY); the session is busy meanwhile. */
   async claim(sessionId: string, start: () => Promise<RunHandle>): Promise<RunHandle> {
+    // A run that has finished but whose final event is still being committed is not kept busy for that.
+    await this.settleEnding(sessionId);
     const entry = this.busy.get(sessionId);
     if (entry) {
       const runId = entry === "starting" ? "being started" : entry.runId;
@@ -98,18 +115,21 @@ export class LiveRuns {
   }
 
   /** Starts a run on `runtime` with stored persistence; the session stays busy until its final event is committed. */
-  launch(
-    runtime: TenantRuntime,
-    request: Omit<StartRunRequest, "persistence"> & { runId: string },
-    journal: Map<string, Block>,
-    quota: { maxTenantBytes?: number } = {},
-  ): RunHandle {
+  launch(launch: LaunchOptions): RunHandle {
+    const { runtime, request } = launch;
     const feed = new RunFeed();
     const run: LiveRun = {
       runId: request.runId,
       sessionId: request.sessionId,
       feed,
-      persistence: new StoredRunPersistence({ store: this.store, runId: request.runId, feed, committedToolResults: journal, ...quota }),
+      persistence: new StoredRunPersistence({
+        ...launch.persistence,
+        store: this.store,
+        runId: request.runId,
+        sessionId: request.sessionId,
+        feed,
+        committedToolResults: launch.journal,
+      }),
     };
     // The session is free for its next run as soon as the final event is committed.
     feed.subscribe((event) => {
@@ -126,7 +146,10 @@ export class LiveRuns {
       void this.store.markInterrupted(run.runId, `the run could not start: ${(error as Error)?.message ?? String(error)}`);
       throw error;
     }
-    run.handle = handle;
+    // Readers of the handle get events once committed, as every other reader of the session does.
+    run.handle = handle = new CommittedEventsHandle(handle, (fromSeq) =>
+      readRunEvents({ store: this.store, runId: run.runId, afterSeq: fromSeq - 1, feed: () => this.feed(run.runId) }),
+    );
     // The loop catches its own failures; a rejection here is a host bug. It fails this run (HOST_FAULT), is
     // logged once, and never escapes as an unhandled rejection that could take the process down.
     run.done = handle
@@ -150,48 +173,56 @@ export class LiveRuns {
     result: (Pick<RunResult, "status" | "reason" | "errorCode"> & { iterations?: number }) | undefined,
   ): Promise<void> {
     if (this.live.get(run.runId) === run) {
-      const stored = await this.store.getRun(run.runId).catch(() => undefined);
-      if (stored?.status === "running") {
-        const event: HookboxEvent = {
-          type: "run-finished",
-          seq: stored.lastSeq + 1,
-          timestampMs: Date.now(),
-          sessionId: run.sessionId,
-          inferenceId: stored.inferenceId,
-          status: result?.status ?? "failed",
-          iterations: result?.iterations ?? stored.iterations,
-          ...(result?.reason ? { reason: result.reason } : {}),
-          ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
-        };
-        await this.store.appendEvent(run.runId, event).then(
-          () => run.feed.publish(event),
-          (error: unknown) => {
-            // Readers still learn how the run ended; a full store takes the same event once it has room.
-            run.feed.publish(event);
-            if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(run.runId, event);
-          },
-        );
-      }
+      await run.persistence.closeRun(result);
       this.live.delete(run.runId);
     }
     this.release(run);
   }
 
-  /**
-   * Writes a run's final event once the full store has room again, retrying with a growing pause (at most
-   * 30 s), so the stored run ends as its readers saw it end. Stops on any other failure; a process that exits
-   * first leaves the run `running`, and the next store open marks it interrupted.
-   */
-  private storeWhenRoom(runId: string, event: HookboxEvent, waitMs = 1000): void {
-    setTimeout(() => {
-      this.store.appendEvent(runId, event).catch((error: unknown) => {
-        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(runId, event, Math.min(waitMs * 2, 30_000));
-      });
-    }, waitMs).unref();
-  }
-
   private release(run: LiveRun): void {
     if (this.busy.get(run.sessionId) === run) this.busy.delete(run.sessionId);
+  }
+}
+
+/**
+ * A run's handle whose `events()` yields each event once it is committed (read from the store, then the run's
+ * feed), so whoever follows a stored run (`hookbox run --store`, a library caller) never sees an event that a
+ * crash could still lose. Everything else is the loop's own handle.
+ */
+class CommittedEventsHandle implements RunHandle {
+  constructor(
+    private readonly inner: RunHandle,
+    private readonly committedEvents: (fromSeq: number) => AsyncIterable<HookboxEvent>,
+  ) {}
+  get runId() {
+    return this.inner.runId;
+  }
+  get sessionId() {
+    return this.inner.sessionId;
+  }
+  get inferenceId() {
+    return this.inner.inferenceId;
+  }
+  get pauseId() {
+    return this.inner.pauseId;
+  }
+  get openApprovals() {
+    return this.inner.openApprovals;
+  }
+  events(fromSeq = 1): AsyncIterable<HookboxEvent> {
+    return this.committedEvents(fromSeq);
+  }
+  wait(): Promise<RunResult> {
+    return this.inner.wait();
+  }
+  cancel(reason?: string): void {
+    this.inner.cancel(reason);
+  }
+  continue(pauseId: string): boolean {
+    return this.inner.continue(pauseId);
+  }
+  answerApproval(pauseId: string, answer: ApprovalAnswer): AnswerResult {
+    return this.inner.answerApproval(pauseId, answer);
   }
 }
 

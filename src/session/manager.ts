@@ -24,11 +24,12 @@ import type { Turn } from "../turns/turn.js";
 import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
-import { LiveRuns } from "./live-runs.js";
+import { LiveRuns, type LaunchOptions } from "./live-runs.js";
 import { readRunEvents, readRunEventTexts } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions, type SessionOwner } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
+import { DEFAULT_HISTORY_CACHE, ownCopy, SessionHistories, type HistoryCacheLimits, type StartingTurn } from "./histories.js";
 
 export type { SessionView } from "./describe.js";
 
@@ -41,6 +42,8 @@ export interface SessionManagerOptions {
   runtimeFor(tenant: string, session: SessionRecord, run?: RunRecord): Promise<TenantRuntime>;
   /** The tenant's store quota in bytes (none: unlimited); sessions, runs and every run write respect it. */
   storeQuota?(tenant: string): number | undefined;
+  /** How many sessions' latest turns this process keeps to start their next runs from (src/session/histories.ts). */
+  historyCache?: HistoryCacheLimits;
 }
 
 export class SessionManager implements SessionOwner {
@@ -48,12 +51,14 @@ export class SessionManager implements SessionOwner {
   private readonly runtimeFor: SessionManagerOptions["runtimeFor"];
   private readonly runs: LiveRuns;
   private readonly storeQuota: (tenant: string) => number | undefined;
+  private readonly histories: SessionHistories;
 
   constructor(options: SessionManagerOptions) {
     this.store = options.store;
     this.runtimeFor = options.runtimeFor;
     this.storeQuota = options.storeQuota ?? (() => undefined);
     this.runs = new LiveRuns(options.store);
+    this.histories = new SessionHistories(options.store, options.historyCache ?? DEFAULT_HISTORY_CACHE);
   }
 
   async create(options: CreateSessionOptions): Promise<Session> {
@@ -81,9 +86,10 @@ export class SessionManager implements SessionOwner {
     return this.runs.claim(sessionId, async () => {
       const record = await this.requireSession(sessionId);
       const runtime = await this.runtimeFor(record.tenant, record);
-      const history = await this.history(sessionId);
+      const history = await this.histories.load(sessionId);
       const runId = newId("run");
       const merged = mergeRunOptions(record.defaults, options);
+      const quota = this.quota(record.tenant);
       await this.store.createRun(
         {
           id: runId,
@@ -99,14 +105,14 @@ export class SessionManager implements SessionOwner {
           ownerInstance: thisProcessInstance(),
           ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
         },
-        this.quota(record.tenant),
+        quota,
       );
-      return this.runs.launch(
+      return this.runs.launch({
         runtime,
-        { sessionId, runId, prompt, ...(history ? { history } : {}), options: merged },
-        new Map(),
-        this.quota(record.tenant),
-      );
+        request: { sessionId, runId, prompt, ...(history ? { history: history.turn } : {}), options: merged },
+        journal: new Map(),
+        persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0 }),
+      });
     });
   }
 
@@ -130,15 +136,17 @@ export class SessionManager implements SessionOwner {
         );
       }
       const runtime = await this.runtimeFor(record.tenant, record, run);
-      const snapshot = await this.store.latestSnapshot(run.id);
+      const snapshot = await this.store.latestSnapshotInfo(run.id);
       const journal = await this.store.listToolResults(run.id);
-      const turn = snapshot?.turn ?? withUserMessage(await this.historyBefore(record, runs, run.id), run);
+      // Cut off before its first snapshot, the run starts again from its history plus its user message.
+      const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(sessionId, run.id);
+      const turn = snapshot && start ? start.turn : withUserMessage(start?.turn, run);
       const iterations = snapshot?.iterations ?? 0;
       const inferenceId = run.inferenceId || newId("inf");
       await this.store.reopenRun(run.id, { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations });
-      return this.runs.launch(
+      return this.runs.launch({
         runtime,
-        {
+        request: {
           sessionId,
           runId: run.id,
           prompt: run.prompt,
@@ -147,9 +155,29 @@ export class SessionManager implements SessionOwner {
           resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations, usage: await this.store.runUsage(run.id) },
         },
         journal,
-        this.quota(record.tenant),
-      );
+        persistence: this.writerOptions(record, start, {
+          snapshotIndex: snapshot?.index ?? 0,
+          lastSeq: run.lastSeq,
+          iterations,
+          inferenceId,
+        }),
+      });
     });
+  }
+
+  /** What a run's writer starts from: the stored turn it continues, its own position, and where to leave its final turn. */
+  private writerOptions(
+    record: SessionRecord,
+    start: StartingTurn | undefined,
+    from: { snapshotIndex: number; lastSeq: number; iterations: number; inferenceId?: string },
+  ): LaunchOptions["persistence"] {
+    const committed = ownCopy(start?.committed);
+    return {
+      tenant: record.tenant,
+      ...this.quota(record.tenant),
+      from: { ...from, ...(committed ? { turn: committed } : {}) },
+      onFinalTurn: (snapshot, turn) => this.histories.remember(record.id, snapshot, turn),
+    };
   }
 
   async fork(sessionId: string, options: { runId?: string; sessionId?: string } = {}): Promise<Session> {
@@ -158,7 +186,8 @@ export class SessionManager implements SessionOwner {
     const run = options.runId ? runs.find((candidate) => candidate.id === options.runId) : runs.at(-1);
     if (options.runId && !run)
       throw new HookboxError("NOT_FOUND", `session ${sessionId} has no run ${options.runId}`, { sessionId, runId: options.runId });
-    const turn = run ? (await this.store.latestSnapshot(run.id))?.turn : source.initialTurn;
+    // The fork refers to its source's blocks where they are: nothing of the history is copied.
+    const stored = run ? (await this.store.latestSnapshotInfo(run.id))?.stored : (await this.store.sessionHistory(sessionId))?.stored;
     const record: SessionRecord = {
       id: options.sessionId ?? newId("sess"),
       tenant: source.tenant,
@@ -166,7 +195,8 @@ export class SessionManager implements SessionOwner {
       defaults: source.defaults,
       createdMs: Date.now(),
       ...(run ? { forkedFrom: { sessionId, runId: run.id } } : {}),
-      ...(turn ? { initialTurn: turn } : {}),
+      ...(stored && "layout" in stored ? { base: stored.layout } : {}),
+      ...(stored && "turnJson" in stored ? { initialTurn: JSON.parse(stored.turnJson) as Turn } : {}),
     };
     await this.store.createSession(record, this.quota(record.tenant));
     return new Session(this, record);
@@ -174,8 +204,8 @@ export class SessionManager implements SessionOwner {
 
   /** The conversation the next run continues: the latest run's last committed turn, or a fork's starting turn. */
   async history(sessionId: string): Promise<Turn | undefined> {
-    const record = await this.requireSession(sessionId);
-    return this.historyBefore(record, await this.store.listRuns(sessionId));
+    await this.requireSession(sessionId);
+    return (await this.histories.load(sessionId))?.turn;
   }
 
   activeRun(sessionId: string): RunHandle | undefined {
@@ -199,6 +229,7 @@ export class SessionManager implements SessionOwner {
 
   /** The session and one page of its runs (src/session/describe.ts); only the latest run carries its turn. */
   async describe(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<SessionView | undefined> {
+    await this.runs.settleEnding(sessionId);
     const described = await describeSession({ store: this.store, sessionId, busy: this.runs.isBusy(sessionId), page });
     if (!described) return undefined;
     const { view, turnJson } = described;
@@ -208,6 +239,7 @@ export class SessionManager implements SessionOwner {
 
   /** The same view as JSON text, the turn passed on as stored: what the HTTP API answers. */
   async describeJson(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<string | undefined> {
+    await this.runs.settleEnding(sessionId);
     const described = await describeSession({ store: this.store, sessionId, busy: this.runs.isBusy(sessionId), page });
     return described && sessionViewJson(described.view, described.turnJson);
   }
@@ -239,15 +271,6 @@ export class SessionManager implements SessionOwner {
     const record = await this.store.getSession(sessionId);
     if (!record) throw new HookboxError("NOT_FOUND", `no session ${sessionId} in store ${this.store.location}`, { sessionId });
     return record;
-  }
-
-  private async historyBefore(record: SessionRecord, runs: RunRecord[], beforeRunId?: string): Promise<Turn | undefined> {
-    const end = beforeRunId ? runs.findIndex((run) => run.id === beforeRunId) : runs.length;
-    for (let i = end - 1; i >= 0; i--) {
-      const snapshot = await this.store.latestSnapshot(runs[i].id);
-      if (snapshot) return snapshot.turn;
-    }
-    return record.initialTurn;
   }
 }
 

@@ -1,44 +1,79 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase, RunPersistence, ChainVerdict } from "../host/types.js";
-import type { Store, WriteOptions } from "../store/types.js";
+import type { SnapshotPhase, RunPersistence, ChainVerdict, RunResult } from "../host/types.js";
+import type { RunWrite, Store } from "../store/types.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { RunFeed } from "./run-feed.js";
 import type { JsonObject } from "../turns/json.js";
+import { eventJson } from "../events/event-json.js";
+import { hookCallWrite } from "../store/row-bytes.js";
+import { committedTurn, planTurn, type CommittedTurn } from "../store/turn-plan.js";
 
 /**
- * The RunPersistence a session hands the loop: each event is written to the store as the loop emits it
- * and only then published to live readers; each snapshot is awaited before the loop's next phase.
+ * The RunPersistence a session hands the loop. Each event is written to the store as the loop emits it and
+ * only then published to live readers; each snapshot is awaited before the loop's next phase. It keeps what
+ * it wrote in memory (the turn's blocks and where they are, the committed seq, the inferences finished), so a
+ * snapshot sends only the blocks new since the last one and nothing is read back from the store.
  * A failed event write fails the next snapshot, so the loop stops instead of running on unrecorded.
  * `freeze()` (drain, interrupt) makes later writes no-ops: the store keeps the run as last committed.
  */
 export interface StoredRunPersistenceOptions {
   store: Store;
   runId: string;
+  sessionId: string;
+  tenant: string;
   feed: RunFeed;
   committedToolResults?: Map<string, Block>;
   /** The tenant's store quota: a write over it fails the run with STORE_QUOTA (the final event is always written). */
   maxTenantBytes?: number;
+  /** Where the run starts: the turn it continues as stored (none: its first snapshot writes every block). */
+  from?: {
+    turn?: CommittedTurn;
+    /** The run's own latest snapshot (a resumed run), 0 for a new run. */
+    snapshotIndex: number;
+    /** Event seq and inferences already committed, and the inference id (a resumed run's). */
+    lastSeq: number;
+    iterations: number;
+    inferenceId?: string;
+  };
+  /** Told each final snapshot as committed: the session's next run starts from it (src/session/histories.ts). */
+  onFinalTurn?(snapshot: { runId: string; index: number }, turn: CommittedTurn): void;
 }
 
 export class StoredRunPersistence implements RunPersistence {
   private failure: unknown;
   private frozen = false;
   readonly journal: NonNullable<RunPersistence["journal"]>;
-  private readonly store: Store;
-  private readonly runId: string;
-  private readonly feed: RunFeed;
-  private readonly quota: WriteOptions;
+  private readonly options: StoredRunPersistenceOptions;
+  private readonly owner: Pick<RunWrite, "runId" | "sessionId" | "tenant">;
+  private committed: CommittedTurn | undefined;
+  private snapshotIndex: number;
+  /** The run's snapshots store the turn's head only when it changed. */
+  private storedHead: string | undefined;
+  private issuedSeq: number;
+  private committedSeq: number;
+  private iterations: number;
+  private inferenceId: string;
+  private ended = false;
+  /** A final event was handed over (its write may still be in flight). */
+  ending = false;
+  private writes: Promise<unknown> = Promise.resolve();
 
   constructor(options: StoredRunPersistenceOptions) {
-    ({ store: this.store, runId: this.runId, feed: this.feed } = options);
-    this.quota = options.maxTenantBytes !== undefined ? { maxTenantBytes: options.maxTenantBytes } : {};
+    this.options = options;
+    const { runId, sessionId, tenant } = options;
+    this.owner = { runId, sessionId, tenant };
+    this.inferenceId = options.from?.inferenceId ?? "";
+    this.committed = options.from?.turn;
+    this.snapshotIndex = options.from?.snapshotIndex ?? 0;
+    this.issuedSeq = this.committedSeq = options.from?.lastSeq ?? 0;
+    this.iterations = options.from?.iterations ?? 0;
     const results = options.committedToolResults ?? new Map<string, Block>();
     this.journal = {
       lookup: (callId) => results.get(callId),
       record: async (callId, toolUse) => {
         if (this.frozen) return;
-        await this.store.recordToolResult(this.runId, callId, toolUse, this.quota);
+        await this.write({ toolResults: [{ callId, blockJson: JSON.stringify(toolUse) }] });
         results.set(callId, toolUse);
       },
     };
@@ -47,9 +82,12 @@ export class StoredRunPersistence implements RunPersistence {
   // Arrow properties: the loop may call these detached from the object.
   readonly onEvent = (event: HookboxEvent): void => {
     if (this.frozen || this.failure) return;
-    // SQLite commits inside this call; a networked store commits in call order before the next snapshot.
-    this.store.appendEvent(this.runId, event, this.quota).then(
-      () => this.feed.publish(event),
+    this.issuedSeq = event.seq;
+    this.inferenceId ||= event.inferenceId;
+    if (event.type === "inference-finished") this.iterations += 1;
+    if (event.type === "run-finished" && event.status !== "interrupted") this.ending = true;
+    this.write({ events: [{ event, json: eventJson(event) }] }).then(
+      () => this.committedEvent(event),
       (error: unknown) => {
         if (event.type === "run-finished" && isHookboxError(error) && error.code === "STORE_QUOTA") return this.endOverQuota(event, error);
         this.failure ??= error;
@@ -60,14 +98,9 @@ export class StoredRunPersistence implements RunPersistence {
   readonly onHookCall = (verdict: ChainVerdict): void => {
     if (this.frozen || this.failure) return;
     const { payload, ...rest } = verdict;
-    const written = this.store.recordHookCall(
-      {
-        runId: this.runId,
-        ...rest,
-        ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }),
-      },
-      this.quota,
-    );
+    const written = this.write({
+      hookCalls: [hookCallWrite({ ...rest, ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }) })],
+    });
     // A shadow record that cannot be written (over the quota too) is lost, never the run's failure; an active
     // one (what replay and provenance read) fails the next snapshot, so the run ends with the store's error.
     written.catch((error: unknown) => {
@@ -78,13 +111,108 @@ export class StoredRunPersistence implements RunPersistence {
   readonly onSnapshot = async (phase: SnapshotPhase, turn: Turn): Promise<void> => {
     if (this.frozen) return;
     if (this.failure) throw this.persistError(this.failure);
+    // Planned now: the turn is read before the loop goes on.
+    const plan = planTurn(this.committed, turn);
+    const index = this.snapshotIndex + 1;
+    let segments;
     try {
-      await this.store.saveSnapshot(this.runId, phase, turn, phase === "final" ? {} : this.quota);
+      const written = await this.write(
+        {
+          snapshot: {
+            phase,
+            index,
+            pieces: plan.pieces,
+            ...(plan.headJson !== this.storedHead ? { headJson: plan.headJson } : {}),
+            blockBytes: plan.blockBytes,
+            lastSeq: this.issuedSeq,
+            iterations: this.iterations,
+            createdMs: Date.now(),
+          },
+        },
+        phase === "final",
+      );
+      segments = written.snapshot!.segments;
     } catch (error) {
-      throw this.persistError(error);
+      throw this.persistError(this.failure ?? error);
     }
+    this.snapshotIndex = index;
+    this.storedHead = plan.headJson;
+    this.committed = committedTurn(this.committed, turn, plan, segments);
     if (this.failure) throw this.persistError(this.failure);
+    if (phase === "final") this.options.onFinalTurn?.({ runId: this.options.runId, index }, this.committed);
   };
+
+  /** Resolves once every write handed over so far is committed or refused (and its event published). */
+  readonly settled = async (): Promise<void> => {
+    await this.writes;
+  };
+
+  /**
+   * After the loop returned: a run that ended without committing its final event gets one (a host fault, a
+   * store failure), after the writes in flight settled, so it follows the last committed event.
+   */
+  async closeRun(result: (Pick<RunResult, "status" | "reason" | "errorCode"> & { iterations?: number }) | undefined): Promise<void> {
+    await this.writes.catch(() => undefined);
+    if (this.ended || this.frozen) return;
+    const event: HookboxEvent = {
+      type: "run-finished",
+      seq: this.committedSeq + 1,
+      timestampMs: Date.now(),
+      sessionId: this.options.sessionId,
+      inferenceId: this.inferenceId,
+      status: result?.status ?? "failed",
+      iterations: result?.iterations ?? this.iterations,
+      ...(result?.reason ? { reason: result.reason } : {}),
+      ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
+    };
+    await this.write({ events: [{ event, json: eventJson(event) }] }, true).then(
+      () => this.committedEvent(event),
+      (error: unknown) => {
+        // Readers still learn how the run ended; a full store takes the same event once it has room.
+        this.options.feed.publish(event);
+        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(event);
+      },
+    );
+  }
+
+  /**
+   * Writes a run's final event once the full store has room again, retrying with a growing pause (at most
+   * 30 s), so the stored run ends as its readers saw it end. Stops on any other failure; a process that exits
+   * first leaves the run `running`, and the next store open marks it interrupted.
+   */
+  private storeWhenRoom(event: HookboxEvent, waitMs = 1000): void {
+    setTimeout(() => {
+      this.options.store.write({ ...this.owner, events: [{ event, json: eventJson(event) }] }).catch((error: unknown) => {
+        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(event, Math.min(waitMs * 2, 30_000));
+      });
+    }, waitMs).unref();
+  }
+
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  private committedEvent(event: HookboxEvent): void {
+    this.committedSeq = event.seq;
+    if (event.type === "run-finished") this.ended = true;
+    this.options.feed.publish(event);
+  }
+
+  /** Writes of the run go out in order; the tenant's quota applies unless `regardlessOfQuota`. */
+  private write(part: Omit<RunWrite, "runId">, regardlessOfQuota = false) {
+    const quota = this.options.maxTenantBytes;
+    const written = this.options.store.write({
+      ...this.owner,
+      ...(quota !== undefined && !regardlessOfQuota ? { maxTenantBytes: quota } : {}),
+      ...part,
+    });
+    // Settled after the caller's own handlers (the publish of an event) ran.
+    this.writes = written.then(
+      () => undefined,
+      () => undefined,
+    );
+    return written;
+  }
 
   /**
    * A final event refused by the quota is replaced by a small one (no text) written regardless: the run reads
@@ -93,22 +221,18 @@ export class StoredRunPersistence implements RunPersistence {
   private endOverQuota(event: HookboxEvent & { type: "run-finished" }, error: HookboxError): Promise<void> {
     const { text: _text, ...rest } = event;
     const ending: HookboxEvent = { ...rest, status: "failed", errorCode: "STORE_QUOTA", reason: error.message };
-    return this.store.appendEvent(this.runId, ending).then(
-      () => this.feed.publish(ending),
+    return this.write({ events: [{ event: ending, json: eventJson(ending) }] }, true).then(
+      () => this.committedEvent(ending),
       (failed: unknown) => {
         this.failure ??= failed;
       },
     );
   }
 
-  freeze(): void {
-    this.frozen = true;
-  }
-
   private persistError(error: unknown): HookboxError {
     if (error instanceof HookboxError) return error;
-    return new HookboxError("STORE", `run ${this.runId} could not be persisted: ${(error as Error)?.message ?? String(error)}`, {
-      runId: this.runId,
+    return new HookboxError("STORE", `run ${this.options.runId} could not be persisted: ${(error as Error)?.message ?? String(error)}`, {
+      runId: this.options.runId,
     });
   }
 }

@@ -2,6 +2,7 @@ import type { HookboxEvent } from "../events/types.js";
 import type { PageOptions, StoredEventText, Store } from "../store/types.js";
 import { isTerminal, type RunFeed } from "./run-feed.js";
 import { onePerTick } from "./one-per-tick.js";
+import { eventJson } from "../events/event-json.js";
 
 /** One read of stored events: at most this many, and stop after ~1 MiB of them. */
 export const EVENT_PAGE = { limit: 256, maxBytes: 1024 * 1024 };
@@ -40,7 +41,7 @@ export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<Hoo
 export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator<StoredEventText> {
   return readRunItems(options, {
     page: (afterSeq, page) => options.store.listEventTexts(options.runId, afterSeq, page),
-    fromLive: (event) => ({ seq: event.seq, type: event.type, json: JSON.stringify(event) }),
+    fromLive: (event) => ({ seq: event.seq, type: event.type, json: eventJson(event) }),
     status: (item) => (JSON.parse(item.json) as { status?: string }).status,
   });
 }

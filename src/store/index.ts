@@ -2,7 +2,26 @@ import { SqliteStore } from "./sqlite.js";
 import { MemoryStore } from "./memory.js";
 import type { Store } from "./types.js";
 
-export type { Store, SessionRecord, RunRecord, SnapshotRecord, PauseRecord, SessionSummary, StoredRunStatus } from "./types.js";
+export type {
+  Store,
+  SessionRecord,
+  RunRecord,
+  SnapshotRecord,
+  PauseRecord,
+  SessionSummary,
+  StoredRunStatus,
+  RunWrite,
+  RunWriteResult,
+  EventWrite,
+  HookCallWrite,
+  SnapshotWrite,
+  SnapshotInfo,
+  StoredTurn,
+  SessionHistory,
+  TurnLayout,
+  LogSegment,
+  TurnPiece,
+} from "./types.js";
 export type {
   ScriptVersionRecord,
   ScriptSummary,

@@ -1,7 +1,8 @@
-import type { RunRecord, RunSearch, SessionRecord } from "./types.js";
-import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
+import type { HookCallWrite, RunRecord, SessionRecord } from "./types.js";
+import type { DeploymentRecord, HookCallRecord, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
 import type { WriteOptions } from "./quota.js";
-import { hookCallBytes, scriptVersionBytes } from "./row-bytes.js";
+import { scriptVersionBytes } from "./row-bytes.js";
+import type { PolicyTables } from "./with-policy-tables.js";
 
 /** What the policy tables use of the MemoryStore around them: its runs and sessions, and its quota charges. */
 interface MemoryStoreData {
@@ -9,11 +10,10 @@ interface MemoryStoreData {
   session(id: string): SessionRecord | undefined;
   /** Adds bytes to a tenant, or throws STORE_QUOTA having added nothing. */
   charge(tenant: string, bytes: number, options?: WriteOptions): void;
-  chargeRun(runId: string, bytes: number, options?: WriteOptions): void;
 }
 
 /* The in-memory side of PolicyStore; MemoryStore delegates to it. */
-export class MemoryPolicyTables implements PolicyStore, RunSearch {
+export class MemoryPolicyTables implements PolicyTables {
   private readonly versions = new Map<string, ScriptVersionRecord[]>();
   private readonly deployments = new Map<string, DeploymentRecord[]>();
   private readonly hookCalls = new Map<string, HookCallRecord[]>();
@@ -65,11 +65,18 @@ export class MemoryPolicyTables implements PolicyStore, RunSearch {
     return structuredClone(this.deployments.get(tenant) ?? []);
   }
 
-  async recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
-    this.data.chargeRun(call.runId, hookCallBytes(call), options);
-    const list = this.hookCalls.get(call.runId) ?? [];
-    list.push(structuredClone({ ...call, index: list.length + 1 }));
-    this.hookCalls.set(call.runId, list);
+  /** A run write's hook chain record (charged by the store with the rest of its write). */
+  addHookCall(runId: string, call: HookCallWrite): void {
+    const list = this.hookCalls.get(runId) ?? [];
+    const { decisionJson, payloadJson, ...rest } = call;
+    list.push({
+      runId,
+      index: list.length + 1,
+      ...rest,
+      decision: JSON.parse(decisionJson),
+      ...(payloadJson === undefined ? {} : { payload: JSON.parse(payloadJson) }),
+    });
+    this.hookCalls.set(runId, list);
   }
 
   async listHookCalls(runId: string): Promise<HookCallRecord[]> {

@@ -1,73 +1,106 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase } from "../host/types.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../host/usage.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
-import { WithPolicyTables } from "./with-policy-tables.js";
+import { StoreBase } from "./store-base.js";
 import { pauseChange } from "./pause-events.js";
 import { MemoryKv } from "./memory-kv.js";
+import { eventJson, withEventJson } from "../events/event-json.js";
+import { storedBlock } from "../turns/block-json.js";
+import { newSessionLog } from "./session-base.js";
+import { turnFromParts, turnTextFromParts } from "./stored-turn.js";
+import { encodeBase, encodeSegments, pushSegment, type LogSegment, type TurnLayout } from "./turn-layout.js";
 import type {
+  EventWrite,
   PageOptions,
   PauseRecord,
   RunRecord,
+  RunWrite,
+  RunWriteResult,
+  SessionHistory,
   SessionRecord,
   SessionSummary,
-  SnapshotRecord,
+  SnapshotInfo,
+  SnapshotWrite,
   Store,
   StoredEventText,
-  StoredSnapshotText,
+  StoredTurn,
   TenantUsage,
   WriteOptions,
 } from "./types.js";
 import { overQuota, quotaError } from "./quota.js";
-import { ledgerRowBytes } from "./row-bytes.js";
+import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
+
+interface SessionState {
+  record: SessionRecord;
+  /** The session's log: each block's JSON text, by position. */
+  log: string[];
+  base?: TurnLayout;
+  runs: RunState[];
+}
+
+interface StoredSnapshot extends Omit<SnapshotInfo, "stored"> {
+  layout: TurnLayout;
+}
 
 interface RunState {
   record: RunRecord;
-  events: HookboxEvent[];
-  snapshots: SnapshotRecord[];
+  events: StoredEventText[];
+  snapshots: StoredSnapshot[];
   pauses: Map<string, PauseRecord>;
-  toolResults: Map<string, Block>;
+  toolResults: Map<string, string>;
 }
 
 /**
- * The same contract as the SQLite store, kept in this process only (nothing survives it). For library
- * use without a file and as the baseline the bench compares the SQLite store against.
+ * The same contract as the SQLite store, kept in this process only (nothing survives it). For library use
+ * without a file and as the baseline the bench compares the SQLite store against. It keeps what SQLite keeps
+ * (texts, logs and layouts), so it costs what SQLite's model costs, minus the file.
  */
-export class MemoryStore extends WithPolicyTables implements Store {
+export class MemoryStore extends StoreBase implements Store {
   readonly location = ":memory:";
   readonly kv = new MemoryKv();
-  private readonly sessions = new Map<string, SessionRecord>();
+  private readonly sessions = new Map<string, SessionState>();
   private readonly runs = new Map<string, RunState>();
   private readonly ledger: (UsageDelta & { tenant: string; runId: string; atMs: number })[] = [];
+  private readonly allTime = new Map<string, UsageDelta>();
   /** Bytes of JSON text per tenant, counted as the SQLite store counts what it writes. */
   private readonly usage = new Map<string, number>();
   protected readonly policy = new MemoryPolicyTables({
     runs: () => [...this.runs.values()].map((state) => state.record),
-    session: (id) => this.sessions.get(id),
-    charge: (tenant, bytes, options) => this.charge(tenant, bytes, options),
-    chargeRun: (runId, bytes, options) => this.chargeRun(runId, bytes, options),
+    session: (id) => this.sessions.get(id)?.record,
+    charge: (tenant, bytes, options) => this.charge(tenant, bytes, options?.maxTenantBytes),
   });
 
-  async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
+  async createSession(session: SessionRecord, options: WriteOptions = {}): Promise<void> {
     if (this.sessions.has(session.id)) throw new HookboxError("STORE", `session ${session.id} already exists`, { sessionId: session.id });
+    const start = newSessionLog(session);
+    const base = start.layout ? encodeBase(start.layout, session.id) : "";
     const bytes =
-      jsonLength(session.tenantConfig) + jsonLength(session.defaults) + (session.initialTurn ? jsonLength(session.initialTurn) : 0);
-    this.charge(session.tenant, bytes, options);
-    this.sessions.set(session.id, structuredClone(session));
+      JSON.stringify(session.tenantConfig).length +
+      JSON.stringify(session.defaults).length +
+      base.length +
+      start.blockTexts.reduce((sum, text) => sum + text.length, 0);
+    this.charge(session.tenant, bytes, options.maxTenantBytes);
+    const { base: _base, initialTurn: _initial, ...record } = session;
+    this.sessions.set(session.id, {
+      record: structuredClone(record),
+      log: start.blockTexts,
+      runs: [],
+      ...(start.layout ? { base: start.layout } : {}),
+    });
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
     const session = this.sessions.get(sessionId);
-    return session && structuredClone(session);
+    return session && structuredClone(session.record);
   }
 
   async listSessions(filter: { tenant?: string } = {}): Promise<SessionSummary[]> {
     const out: SessionSummary[] = [];
-    for (const session of this.sessions.values()) {
+    for (const { record: session } of this.sessions.values()) {
       if (filter.tenant !== undefined && session.tenant !== filter.tenant) continue;
       const runs = await this.listRuns(session.id);
       const last = runs.at(-1);
@@ -82,11 +115,13 @@ export class MemoryStore extends WithPolicyTables implements Store {
     return out;
   }
 
-  async createRun(run: RunRecord, options?: WriteOptions): Promise<void> {
+  async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
     const session = this.sessions.get(run.sessionId);
     if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
-    this.charge(session.tenant, run.prompt.length + jsonLength(run.options), options);
-    this.runs.set(run.id, { record: structuredClone(run), events: [], snapshots: [], pauses: new Map(), toolResults: new Map() });
+    this.charge(session.record.tenant, run.prompt.length + JSON.stringify(run.options).length, options.maxTenantBytes);
+    const state: RunState = { record: structuredClone(run), events: [], snapshots: [], pauses: new Map(), toolResults: new Map() };
+    this.runs.set(run.id, state);
+    session.runs.push(state);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
@@ -96,14 +131,13 @@ export class MemoryStore extends WithPolicyTables implements Store {
 
   async listRuns(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<RunRecord[]> {
     const offset = page.offset ?? 0;
-    return [...this.runs.values()]
-      .filter((state) => state.record.sessionId === sessionId)
+    return this.runsOf(sessionId)
       .slice(offset, page.limit === undefined ? undefined : offset + page.limit)
       .map((state) => ({ ...state.record }));
   }
 
   async countRuns(sessionId: string): Promise<number> {
-    return [...this.runs.values()].filter((state) => state.record.sessionId === sessionId).length;
+    return this.runsOf(sessionId).length;
   }
 
   async reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void> {
@@ -117,113 +151,102 @@ export class MemoryStore extends WithPolicyTables implements Store {
     delete run.finishedMs;
   }
 
-  async appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void> {
-    const state = this.state(runId);
-    const run = state.record;
-    if (event.seq !== run.lastSeq + 1) {
-      throw new HookboxError("STORE", `event seq ${event.seq} does not follow committed seq ${run.lastSeq} of run ${runId}`, {
-        runId,
-        seq: event.seq,
-      });
-    }
-    const spent = usageDelta(event);
-    this.chargeRun(runId, jsonLength(event) + ledgerRowBytes(spent), options);
-    state.events.push(structuredClone(event));
-    const tenant = this.sessions.get(run.sessionId)?.tenant;
-    if (spent && tenant !== undefined) this.ledger.push({ ...spent, tenant, runId, atMs: event.timestampMs });
-    run.lastSeq = event.seq;
-    if (run.inferenceId === "") run.inferenceId = event.inferenceId;
-    if (event.type === "inference-finished") run.iterations += 1;
-    const pause = pauseChange(event);
-    if (pause?.open) {
-      const { pending, ...open } = structuredClone(pause.open);
-      state.pauses.set(open.pauseId, { ...open, runId, pendingToolCalls: pending });
-    } else if (pause?.close) {
-      state.pauses.delete(pause.close.pauseId);
-    } else if (event.type === "run-finished") {
-      state.pauses.clear();
-      Object.assign(run, { status: event.status, iterations: event.iterations, finishedMs: event.timestampMs });
-      if (event.reason !== undefined) run.reason = event.reason;
-      if (event.errorCode !== undefined) run.errorCode = event.errorCode;
-      delete run.ownerPid;
-      delete run.ownerInstance;
-    }
+  /** Checks the whole write first, then applies it: a refused write changes nothing. */
+  async write(write: RunWrite): Promise<RunWriteResult> {
+    const state = this.state(write.runId);
+    const session = this.sessions.get(state.record.sessionId)!;
+    const tenant = session.record.tenant;
+    const events = write.events ?? [];
+    this.checkEvents(state, events);
+    let bytes = 0;
+    for (const { event, json } of events) bytes += json.length + ledgerRowBytes(usageDelta(event));
+    for (const result of write.toolResults ?? []) bytes += result.blockJson.length;
+    for (const call of write.hookCalls ?? []) bytes += hookCallWriteBytes(call);
+    const snapshot = write.snapshot && this.placeSnapshot(state, session, write.snapshot, events.at(-1)?.event.seq);
+    if (snapshot) bytes += snapshot.bytes;
+    this.charge(tenant, bytes, write.maxTenantBytes);
+
+    for (const { event, json } of events) this.applyEvent(state, tenant, event, json);
+    for (const result of write.toolResults ?? []) state.toolResults.set(result.callId, result.blockJson);
+    for (const call of write.hookCalls ?? []) this.policy.addHookCall(write.runId, call);
+    if (!snapshot || !write.snapshot) return {};
+    session.log.push(...snapshot.appended);
+    const { pieces: _pieces, headJson, blockBytes, ...position } = write.snapshot;
+    const previous = state.snapshots.at(-1)?.layout.headJson;
+    state.snapshots.push({
+      runId: write.runId,
+      ...position,
+      layout: { segments: snapshot.segments, headJson: headJson ?? previous!, blockBytes },
+    });
+    return { snapshot: { index: write.snapshot.index, segments: snapshot.segments } };
   }
 
   async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
-    const out: HookboxEvent[] = [];
+    return (await this.listEventTexts(runId, afterSeq, page)).map((row) => withEventJson(JSON.parse(row.json) as HookboxEvent, row.json));
+  }
+
+  async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
+    const out: StoredEventText[] = [];
     let bytes = 0;
     for (const event of this.runs.get(runId)?.events ?? []) {
       if (event.seq <= afterSeq) continue;
       if (page.limit !== undefined && out.length >= page.limit) break;
       out.push(event);
-      if (page.maxBytes === undefined) continue;
-      bytes += jsonLength(event);
-      if (bytes >= page.maxBytes) break;
+      bytes += event.json.length;
+      if (page.maxBytes !== undefined && bytes >= page.maxBytes) break;
     }
     return out;
   }
 
-  async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
-    return (await this.listEvents(runId, afterSeq, page)).map((event) => ({
-      seq: event.seq,
-      type: event.type,
-      json: JSON.stringify(event),
-    }));
-  }
-
-  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {
-    const state = this.state(runId);
-    this.chargeRun(runId, jsonLength(turn), options);
-    const snapshot: SnapshotRecord = {
-      runId,
-      index: state.snapshots.length + 1,
-      phase,
-      turn: structuredClone(turn),
-      lastSeq: state.record.lastSeq,
-      iterations: state.record.iterations,
-      createdMs: Date.now(),
-    };
-    state.snapshots.push(snapshot);
-    return snapshot;
-  }
-
-  async latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined> {
+  async latestSnapshotInfo(runId: string): Promise<SnapshotInfo | undefined> {
     const snapshot = this.runs.get(runId)?.snapshots.at(-1);
-    if (!snapshot) return undefined;
-    const { turn, ...rest } = snapshot;
-    return { ...rest, turnJson: JSON.stringify(turn) };
+    return snapshot && infoOf(snapshot);
   }
 
-  async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {
-    return this.runs.get(runId)?.snapshots.at(-1);
+  async listSnapshotInfos(runId: string): Promise<SnapshotInfo[]> {
+    return (this.runs.get(runId)?.snapshots ?? []).map(infoOf);
   }
 
-  async listSnapshots(runId: string): Promise<SnapshotRecord[]> {
-    return [...(this.runs.get(runId)?.snapshots ?? [])];
+  async readTurn(stored: StoredTurn): Promise<Turn> {
+    if ("turnJson" in stored) return JSON.parse(stored.turnJson) as Turn;
+    return turnFromParts(stored.layout.headJson, this.blockTexts(stored.layout.segments).map(storedBlock));
+  }
+
+  async readTurnText(stored: StoredTurn): Promise<string> {
+    if ("turnJson" in stored) return stored.turnJson;
+    return turnTextFromParts(stored.layout.headJson, this.blockTexts(stored.layout.segments));
+  }
+
+  async sessionHistory(sessionId: string, options: { beforeRunId?: string } = {}): Promise<SessionHistory | undefined> {
+    const runs = this.runsOf(sessionId);
+    const end = options.beforeRunId ? runs.findIndex((run) => run.record.id === options.beforeRunId) : runs.length;
+    for (let i = (end < 0 ? runs.length : end) - 1; i >= 0; i--) {
+      const snapshot = runs[i].snapshots.at(-1);
+      if (snapshot) return { snapshot: { runId: snapshot.runId, index: snapshot.index }, stored: { layout: snapshot.layout } };
+    }
+    const base = this.sessions.get(sessionId)?.base;
+    return base && { stored: { layout: base } };
   }
 
   async openPauses(runId: string): Promise<PauseRecord[]> {
     return [...(this.runs.get(runId)?.pauses.values() ?? [])];
   }
 
-  async recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void> {
-    const state = this.state(runId);
-    this.chargeRun(runId, jsonLength(toolUse), options);
-    state.toolResults.set(callId, structuredClone(toolUse));
-  }
-
   async listToolResults(runId: string): Promise<Map<string, Block>> {
-    return new Map(this.runs.get(runId)?.toolResults ?? []);
+    const results = new Map<string, Block>();
+    for (const [callId, json] of this.runs.get(runId)?.toolResults ?? []) results.set(callId, JSON.parse(json) as Block);
+    return results;
   }
 
   async markInterrupted(runId: string, reason: string): Promise<void> {
     const run = this.runs.get(runId)?.record;
     if (!run || run.status !== "running") return;
-    await this.appendEvent(runId, interruptedEvent(run, reason));
+    const event = interruptedEvent(run, reason);
+    await this.write({ runId, events: [{ event, json: eventJson(event) }] });
   }
 
   async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
+    if (sinceMs <= 0) return totalsOf(this.allTime.has(tenant) ? [this.allTime.get(tenant)!] : []);
     return totalsOf(this.ledger.filter((row) => row.tenant === tenant && row.atMs >= sinceMs));
   }
 
@@ -237,15 +260,108 @@ export class MemoryStore extends WithPolicyTables implements Store {
 
   async close(): Promise<void> {}
 
-  private charge(tenant: string, bytes: number, options: WriteOptions = {}): void {
-    const stored = this.usage.get(tenant) ?? 0;
-    if (overQuota(stored, bytes, options.maxTenantBytes)) throw quotaError(tenant, stored, bytes, options.maxTenantBytes!);
-    this.usage.set(tenant, stored + bytes);
+  private checkEvents(state: RunState, events: EventWrite[]): void {
+    const runId = state.record.id;
+    events.forEach(({ event }, i) => {
+      if (event.seq !== state.record.lastSeq + 1 + i)
+        throw new HookboxError(
+          "STORE",
+          `event seq ${event.seq} does not follow committed seq ${state.record.lastSeq + i} of run ${runId}`,
+          {
+            runId,
+            seq: event.seq,
+          },
+        );
+    });
   }
 
-  private chargeRun(runId: string, bytes: number, options?: WriteOptions): void {
-    const tenant = this.sessions.get(this.state(runId).record.sessionId)?.tenant ?? "";
-    this.charge(tenant, bytes, options);
+  private applyEvent(state: RunState, tenant: string, event: HookboxEvent, json: string): void {
+    const run = state.record;
+    state.events.push({ seq: event.seq, type: event.type, json });
+    const spent = usageDelta(event);
+    if (spent) {
+      this.ledger.push({ ...spent, tenant, runId: run.id, atMs: event.timestampMs });
+      const sum = this.allTime.get(tenant) ?? {
+        runs: 0,
+        inferences: 0,
+        inputTokens: 0,
+        outputTokens: 0,
+        costUsd: 0,
+        toolCalls: 0,
+        sandboxCpuMs: 0,
+      };
+      for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += spent[key];
+      this.allTime.set(tenant, sum);
+    }
+    run.lastSeq = event.seq;
+    if (run.inferenceId === "") run.inferenceId = event.inferenceId;
+    if (event.type === "inference-finished") run.iterations += 1;
+    const pause = pauseChange(event);
+    if (pause?.open) {
+      const { pending, ...open } = structuredClone(pause.open);
+      state.pauses.set(open.pauseId, { ...open, runId: run.id, pendingToolCalls: pending });
+    } else if (pause?.close) {
+      state.pauses.delete(pause.close.pauseId);
+    } else if (event.type === "run-finished") {
+      state.pauses.clear();
+      Object.assign(run, { status: event.status, iterations: event.iterations, finishedMs: event.timestampMs });
+      if (event.reason !== undefined) run.reason = event.reason;
+      if (event.errorCode !== undefined) run.errorCode = event.errorCode;
+      delete run.ownerPid;
+      delete run.ownerInstance;
+    }
+  }
+
+  /** Where a snapshot's new blocks go in the session's log, and what it adds (nothing is changed yet). */
+  private placeSnapshot(state: RunState, session: SessionState, snapshot: SnapshotWrite, seqOfThisWrite: number | undefined) {
+    const runId = state.record.id;
+    const committedSeq = seqOfThisWrite ?? state.record.lastSeq;
+    if (committedSeq !== snapshot.lastSeq)
+      throw new HookboxError(
+        "STORE",
+        `the ${snapshot.phase} snapshot of run ${runId} follows event ${snapshot.lastSeq}, but the run's committed seq is ${committedSeq}`,
+        { runId },
+      );
+    if (snapshot.index <= (state.snapshots.at(-1)?.index ?? 0))
+      throw new HookboxError("STORE", `run ${runId} already has snapshot ${snapshot.index}`, { runId });
+    if (snapshot.headJson === undefined && state.snapshots.length === 0)
+      throw new HookboxError("STORE", `the first snapshot of run ${runId} has no turn head`, { runId });
+    const sessionId = session.record.id;
+    let next = session.log.length;
+    const appended: string[] = [];
+    const segments: LogSegment[] = [];
+    for (const piece of snapshot.pieces) {
+      if ("segment" in piece) pushSegment(segments, piece.segment);
+      else {
+        pushSegment(segments, { session: sessionId, from: next, to: next + piece.append.length });
+        next += piece.append.length;
+        appended.push(...piece.append);
+      }
+    }
+    const bytes =
+      appended.reduce((sum, text) => sum + text.length, 0) + snapshotRowBytes(encodeSegments(segments, sessionId), snapshot.headJson);
+    return { segments, appended, bytes };
+  }
+
+  private blockTexts(segments: readonly LogSegment[]): string[] {
+    const texts: string[] = [];
+    for (const segment of segments) {
+      const log = this.sessions.get(segment.session)?.log ?? [];
+      if (segment.to > log.length)
+        throw new HookboxError("STORE", `the log of session ${segment.session} lacks blocks`, { sessionId: segment.session });
+      for (let position = segment.from; position < segment.to; position++) texts.push(log[position]);
+    }
+    return texts;
+  }
+
+  private runsOf(sessionId: string): RunState[] {
+    return this.sessions.get(sessionId)?.runs ?? [];
+  }
+
+  private charge(tenant: string, bytes: number, maxTenantBytes: number | undefined): void {
+    const stored = this.usage.get(tenant) ?? 0;
+    if (overQuota(stored, bytes, maxTenantBytes)) throw quotaError(tenant, stored, bytes, maxTenantBytes!);
+    this.usage.set(tenant, stored + bytes);
   }
 
   private state(runId: string): RunState {
@@ -255,6 +371,7 @@ export class MemoryStore extends WithPolicyTables implements Store {
   }
 }
 
-function jsonLength(value: unknown): number {
-  return JSON.stringify(value).length;
+function infoOf(snapshot: StoredSnapshot): SnapshotInfo {
+  const { layout, ...rest } = snapshot;
+  return { ...rest, stored: { layout } };
 }

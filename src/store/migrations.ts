@@ -186,6 +186,48 @@ export const MIGRATIONS: Migration[] = [
     description: "the owner process instance of a running run (boot id and start time), so ownership survives PID reuse",
     sql: `ALTER TABLE runs ADD COLUMN owner_instance TEXT;`,
   },
+  {
+    version: 7,
+    description: "sessions as append-only logs of blocks, snapshots as layouts in them; all-time usage as running totals",
+    // Whole-turn snapshots stay readable where they are (legacy_snapshots); a session continued from one
+    // copies that turn into its log once, at its next snapshot. Nothing is rewritten here.
+    sql: `
+      ALTER TABLE snapshots RENAME TO legacy_snapshots;
+      CREATE TABLE session_log (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        pos INTEGER NOT NULL,
+        block TEXT NOT NULL,
+        PRIMARY KEY (session_id, pos)
+      ) WITHOUT ROWID;
+      ALTER TABLE sessions ADD COLUMN log_length INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE sessions ADD COLUMN base TEXT;
+      CREATE TABLE snapshots (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        idx INTEGER NOT NULL,
+        phase TEXT NOT NULL,
+        blocks TEXT NOT NULL,
+        head TEXT,
+        block_bytes INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        iterations INTEGER NOT NULL,
+        created_ms INTEGER NOT NULL,
+        PRIMARY KEY (run_id, idx)
+      ) WITHOUT ROWID;
+      CREATE TABLE usage_totals (
+        tenant TEXT PRIMARY KEY,
+        runs INTEGER NOT NULL,
+        inferences INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        tool_calls INTEGER NOT NULL,
+        sandbox_cpu_ms REAL NOT NULL
+      ) WITHOUT ROWID;
+      INSERT INTO usage_totals
+      SELECT tenant, sum(runs), sum(inferences), sum(input_tokens), sum(output_tokens), sum(cost_usd), sum(tool_calls), sum(sandbox_cpu_ms)
+      FROM usage_ledger GROUP BY tenant;
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -1,6 +1,4 @@
-import type { Turn } from "../turns/turn.js";
-import type { SnapshotPhase } from "../host/types.js";
-import type { PauseRecord, RunRecord, SessionRecord, SnapshotRecord, StoredRunStatus } from "./types.js";
+import type { PauseRecord, RunRecord, SessionRecord, StoredRunStatus } from "./types.js";
 
 /* Row shapes of the SQLite tables and their mapping to records. */
 
@@ -34,16 +32,6 @@ export interface RunRow {
   deployment?: string | null;
 }
 
-export interface SnapshotRow {
-  run_id: string;
-  idx: number;
-  phase: string;
-  turn: string;
-  last_seq: number;
-  iterations: number;
-  created_ms: number;
-}
-
 export interface PauseRow {
   pause_id: string;
   run_id: string;
@@ -61,7 +49,6 @@ export function rowToSession(row: SessionRow): SessionRecord {
     defaults: JSON.parse(row.defaults),
     createdMs: row.created_ms,
     ...(row.forked_from ? { forkedFrom: JSON.parse(row.forked_from) } : {}),
-    ...(row.initial_turn ? { initialTurn: JSON.parse(row.initial_turn) as Turn } : {}),
   };
 }
 
@@ -82,18 +69,6 @@ export function rowToRun(row: RunRow): RunRecord {
     ...(row.owner_pid !== null ? { ownerPid: row.owner_pid } : {}),
     ...(row.owner_instance ? { ownerInstance: row.owner_instance } : {}),
     ...(row.deployment ? { deployment: JSON.parse(row.deployment) } : {}),
-  };
-}
-
-export function rowToSnapshot(row: SnapshotRow): SnapshotRecord {
-  return {
-    runId: row.run_id,
-    index: row.idx,
-    phase: row.phase as SnapshotPhase,
-    turn: JSON.parse(row.turn) as Turn,
-    lastSeq: row.last_seq,
-    iterations: row.iterations,
-    createdMs: row.created_ms,
   };
 }
 

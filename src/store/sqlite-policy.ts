@@ -1,10 +1,14 @@
-import { inTransaction, prepare, type SqliteDatabase } from "./sqlite-driver.js";
+import { prepare, type SqliteDatabase } from "./sqlite-driver.js";
 import { rowToRun, type RunRow } from "./rows.js";
-import type { RunRecord, RunSearch } from "./types.js";
-import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
+import type { RunRecord } from "./types.js";
+import type { DeploymentRecord, HookCallRecord, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
 import type { WriteOptions } from "./quota.js";
-import { hookCallBytes, scriptVersionBytes } from "./row-bytes.js";
-import type { SqliteTenantUsage } from "./sqlite-usage.js";
+import { scriptVersionBytes } from "./row-bytes.js";
+import type { SqliteBatch } from "./sqlite-batch.js";
+import type { PolicyTables } from "./with-policy-tables.js";
+
+/** Queues a write for the store's next group commit (sqlite.ts). */
+export type SubmitWrite = <T>(what: string, apply: (batch: SqliteBatch) => T) => Promise<T>;
 
 /* The SQLite side of PolicyStore (tables of migration 2); SqliteStore delegates to it. */
 
@@ -78,13 +82,14 @@ const toHookCall = (row: HookCallRow): HookCallRecord => ({
   ...(row.payload !== null ? { payload: JSON.parse(row.payload) } : {}),
 });
 
-export class SqlitePolicyTables implements PolicyStore, RunSearch {
+export class SqlitePolicyTables implements PolicyTables {
   private readonly statements;
 
   constructor(
     private readonly db: SqliteDatabase,
-    private readonly usage: SqliteTenantUsage,
-    private readonly write: <T>(what: string, action: () => T) => T,
+    private readonly submit: SubmitWrite,
+    /** Flushes queued writes: a read sees every write issued before it. */
+    private readonly settle: () => void,
   ) {
     this.statements = {
       insertVersion: prepare(
@@ -109,52 +114,48 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
       ),
       getDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = ? AND id = ?"),
       listDeployments: prepare(db, "SELECT * FROM deployments WHERE tenant = ? ORDER BY number"),
-      insertHookCall: prepare(
-        db,
-        `INSERT INTO hook_calls (run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
-         VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM hook_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
-      ),
       listHookCalls: prepare(db, "SELECT * FROM hook_calls WHERE run_id = ? ORDER BY idx"),
     };
   }
 
   async createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord> {
-    const s = this.statements;
-    return this.write(`store version of script ${version.name}`, () =>
-      inTransaction(this.db, () => {
-        this.usage.charge(version.tenant, scriptVersionBytes(version), options);
-        return toVersion(
-          s.insertVersion.get(
-            version.tenant,
-            version.name,
-            version.tenant,
-            version.name,
-            version.entry,
-            JSON.stringify(version.files),
-            version.bundleHash,
-            JSON.stringify(version.warnings),
-            version.createdMs,
-          ) as VersionRow,
-        );
-      }),
-    );
+    const files = JSON.stringify(version.files);
+    const warnings = JSON.stringify(version.warnings);
+    return this.submit(`store version of script ${version.name}`, (batch) => {
+      const row = this.statements.insertVersion.get(
+        version.tenant,
+        version.name,
+        version.tenant,
+        version.name,
+        version.entry,
+        files,
+        version.bundleHash,
+        warnings,
+        version.createdMs,
+      ) as VersionRow;
+      batch.charge(version.tenant, scriptVersionBytes(version), options?.maxTenantBytes);
+      return toVersion(row);
+    });
   }
 
   async getScriptVersion(tenant: string, name: string, version: number): Promise<ScriptVersionRecord | undefined> {
+    this.settle();
     const row = this.statements.getVersion.get(tenant, name, version) as VersionRow | undefined;
     return row && toVersion(row);
   }
 
   async listScriptVersions(tenant: string, name: string): Promise<ScriptVersionRecord[]> {
+    this.settle();
     return (this.statements.listVersions.all(tenant, name) as VersionRow[]).map(toVersion);
   }
 
   async listScripts(tenant: string): Promise<ScriptSummary[]> {
+    this.settle();
     return this.statements.listScripts.all(tenant) as ScriptSummary[];
   }
 
   async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
-    return this.write(`store deployment ${deployment.id}`, () =>
+    return this.submit(`store deployment ${deployment.id}`, () =>
       toDeployment(
         this.statements.insertDeployment.get(
           deployment.id,
@@ -172,38 +173,23 @@ export class SqlitePolicyTables implements PolicyStore, RunSearch {
   }
 
   async getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined> {
+    this.settle();
     const row = this.statements.getDeployment.get(tenant, id) as DeploymentRow | undefined;
     return row && toDeployment(row);
   }
 
   async listDeployments(tenant: string): Promise<DeploymentRecord[]> {
+    this.settle();
     return (this.statements.listDeployments.all(tenant) as DeploymentRow[]).map(toDeployment);
   }
 
-  async recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
-    this.write(`record hook call ${call.hook} ${call.callId} of run ${call.runId}`, () =>
-      inTransaction(this.db, () => {
-        this.usage.chargeRun(call.runId, hookCallBytes(call), options);
-        this.statements.insertHookCall.run(
-          call.runId,
-          call.runId,
-          call.callId,
-          call.hook,
-          call.attempt,
-          call.shadow ? 1 : 0,
-          call.verdict,
-          JSON.stringify(call.decision),
-          call.payload === undefined ? null : JSON.stringify(call.payload),
-        );
-      }),
-    );
-  }
-
   async listHookCalls(runId: string): Promise<HookCallRecord[]> {
+    this.settle();
     return (this.statements.listHookCalls.all(runId) as HookCallRow[]).map(toHookCall);
   }
 
   async findRuns(filter: RunFilter): Promise<(RunRecord & { tenant: string })[]> {
+    this.settle();
     const where: string[] = [];
     const values: (string | number)[] = [];
     if (filter.tenant !== undefined) where.push("s.tenant = ?") && values.push(filter.tenant);

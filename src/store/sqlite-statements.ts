@@ -1,31 +1,34 @@
 import { prepare, type SqliteDatabase, type SqliteStatement } from "./sqlite-driver.js";
 
-/* The SQL of the SQLite store's sessions, runs, events, snapshots, pauses, tool results and usage ledger (sqlite.ts). */
+/* The SQL of the SQLite store's sessions, runs, events, snapshots, logs, pauses, tool results and usage (sqlite.ts). */
 
-const USAGE_SUMS = [
-  "coalesce(sum(runs), 0) AS runs",
-  "coalesce(sum(inferences), 0) AS inferences",
-  "coalesce(sum(input_tokens), 0) AS inputTokens",
-  "coalesce(sum(output_tokens), 0) AS outputTokens",
-  "coalesce(sum(cost_usd), 0) AS costUsd",
-  "coalesce(sum(tool_calls), 0) AS toolCalls",
-  "coalesce(sum(sandbox_cpu_ms), 0) AS sandboxCpuMs",
-].join(", ");
+const USAGE_COLUMNS = ["runs", "inferences", "input_tokens", "output_tokens", "cost_usd", "tool_calls", "sandbox_cpu_ms"];
+const USAGE_NAMES = ["runs", "inferences", "inputTokens", "outputTokens", "costUsd", "toolCalls", "sandboxCpuMs"];
+const USAGE_SUMS = USAGE_COLUMNS.map((column, i) => `coalesce(sum(${column}), 0) AS ${USAGE_NAMES[i]}`).join(", ");
 
 /** Every statement the store runs, by name. */
 const SQL = {
   insertSession:
-    "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, initial_turn) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO sessions (id, tenant, tenant_config, defaults, created_ms, forked_from, base, log_length) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
   getSession: "SELECT * FROM sessions WHERE id = ?",
+  tenantOfSession: "SELECT tenant FROM sessions WHERE id = ?",
+  listSessions: `SELECT s.id, s.tenant, s.created_ms,
+      (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runs,
+      (SELECT json_object('id', r.id, 'status', r.status, 'prompt', r.prompt, 'startedMs', r.started_ms)
+         FROM runs r WHERE r.session_id = s.id ORDER BY r.started_ms DESC, r.rowid DESC LIMIT 1) AS last_run
+    FROM sessions s WHERE ?1 IS NULL OR s.tenant = ?1 ORDER BY s.created_ms, s.rowid`,
   insertRun:
     "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
   getRun: "SELECT * FROM runs WHERE id = ?",
+  runOwner: "SELECT r.session_id, s.tenant FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
+  runLastSeq: "SELECT last_seq FROM runs WHERE id = ?",
   runsOfSession: "SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?",
   countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
   reopenRun:
     "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ? WHERE id = ?",
   insertEvent: "INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)",
-  // A run created before the loop named its inference id takes it from its first event.
+  // One update for a write's events: they follow the committed seq, or nothing of the write is kept. A run
+  // created before the loop named its inference id takes it from its first event.
   advanceSeq:
     "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
   finishRun:
@@ -35,18 +38,40 @@ const SQL = {
   closePause: "UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?",
   closeAllPauses: "UPDATE pauses SET closed_reason = ? WHERE run_id = ? AND closed_reason IS NULL",
   openPauses: "SELECT * FROM pauses WHERE run_id = ? AND closed_reason IS NULL ORDER BY opened_ms",
+  // A session's log: positions are handed out from sessions.log_length, in the write's transaction.
+  growLog: "UPDATE sessions SET log_length = log_length + ? WHERE id = ? RETURNING log_length",
+  insertLogBlock: "INSERT INTO session_log (session_id, pos, block) VALUES (?, ?, ?)",
+  logBlocks: "SELECT block FROM session_log WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos",
   insertSnapshot:
-    "INSERT INTO snapshots (run_id, idx, phase, turn, last_seq, iterations, created_ms) VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM snapshots WHERE run_id = ?), ?, ?, ?, ?, ?) RETURNING idx",
-  latestSnapshot: "SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx DESC LIMIT 1",
-  listSnapshots: "SELECT * FROM snapshots WHERE run_id = ? ORDER BY idx",
+    "INSERT INTO snapshots (run_id, idx, phase, blocks, head, block_bytes, last_seq, iterations, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+  latestSnapshot: "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.idx DESC LIMIT 1",
+  listSnapshots: "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.idx",
+  // A snapshot whose head is the same as the one before it stores none: the latest stored one up to it is its head.
+  snapshotHead: "SELECT head FROM snapshots WHERE run_id = ? AND idx <= ? AND head IS NOT NULL ORDER BY idx DESC LIMIT 1",
+  latestLegacySnapshot: "SELECT * FROM legacy_snapshots WHERE run_id = ? ORDER BY idx DESC LIMIT 1",
+  listLegacySnapshots: "SELECT * FROM legacy_snapshots WHERE run_id = ? ORDER BY idx",
+  // A session's runs, latest first (of those started before a given run, with ?2).
+  runsLatestFirst: `SELECT r.id FROM runs r WHERE r.session_id = ?1
+      AND (?2 IS NULL OR r.started_ms < (SELECT started_ms FROM runs WHERE id = ?2)
+        OR (r.started_ms = (SELECT started_ms FROM runs WHERE id = ?2) AND r.rowid < (SELECT rowid FROM runs WHERE id = ?2)))
+    ORDER BY r.started_ms DESC, r.rowid DESC`,
   recordToolResult: "INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)",
   listToolResults: "SELECT call_id, block FROM tool_results WHERE run_id = ?",
+  insertHookCall: `INSERT INTO hook_calls (run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
+    VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM hook_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
   runningRuns: "SELECT * FROM runs WHERE status = 'running'",
-  // The tenant comes from the run's session, so the ledger can be summed per tenant without a join.
-  insertUsage: `INSERT INTO usage_ledger (tenant, run_id, at_ms, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms)
-       SELECT s.tenant, r.id, ?, ?, ?, ?, ?, ?, ?, ? FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?`,
+  insertUsage: `INSERT INTO usage_ledger (tenant, run_id, at_ms, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  addUsageTotals: `INSERT INTO usage_totals (tenant, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (tenant) DO UPDATE SET ${USAGE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`,
+  usageTotals: `SELECT ${USAGE_COLUMNS.map((column, i) => `${column} AS ${USAGE_NAMES[i]}`).join(", ")} FROM usage_totals WHERE tenant = ?`,
   usageSince: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`,
   usageOfRun: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`,
+  tenantBytes: "SELECT bytes FROM tenant_usage WHERE tenant = ?",
+  addTenantBytes:
+    "INSERT INTO tenant_usage (tenant, bytes) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET bytes = bytes + excluded.bytes",
+  savepoint: "SAVEPOINT hookbox_write",
+  release: "RELEASE hookbox_write",
+  rollbackTo: "ROLLBACK TO hookbox_write",
 };
 
 export type SqliteStatements = { [Name in keyof typeof SQL]: SqliteStatement };

@@ -1,100 +1,108 @@
-import { inTransaction, prepare, type SqliteDatabase } from "./sqlite-driver.js";
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
-import type { SnapshotPhase } from "../host/types.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isOwnerAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
-import { WithPolicyTables } from "./with-policy-tables.js";
 import { interruptedEvent } from "./interrupted.js";
-import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
+import { runUsageOf, totalsOf, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../host/usage.js";
-import { pauseChange } from "./pause-events.js";
 import { SqliteKv } from "./sqlite-kv.js";
+import { inTransaction, type SqliteDatabase } from "./sqlite-driver.js";
 import { prepareStatements, type SqliteStatements } from "./sqlite-statements.js";
+import { SqliteBatch } from "./sqlite-batch.js";
+import { applyRunWrite } from "./sqlite-run-writes.js";
+import { runWriteBytes } from "./row-bytes.js";
+import { SqliteTurns } from "./sqlite-turns.js";
+import { GroupCommit, type Applied } from "./group-commit.js";
+import { StoreBase } from "./store-base.js";
+import { eventJson, withEventJson } from "../events/event-json.js";
+import { newSessionLog } from "./session-base.js";
+import { encodeBase } from "./turn-layout.js";
 import type {
   PageOptions,
   PauseRecord,
   RunRecord,
+  RunWrite,
+  RunWriteResult,
+  SessionHistory,
   SessionRecord,
   SessionSummary,
-  SnapshotRecord,
+  SnapshotInfo,
   Store,
   StoredEventText,
-  StoredSnapshotText,
+  StoredTurn,
   TenantUsage,
   WriteOptions,
 } from "./types.js";
-import { SqliteTenantUsage } from "./sqlite-usage.js";
-import { ledgerRowBytes } from "./row-bytes.js";
-import {
-  rowToPause,
-  rowToRun,
-  rowToSession,
-  rowToSnapshot,
-  type PauseRow,
-  type RunRow,
-  type SessionRow,
-  type SnapshotRow,
-} from "./rows.js";
+import { rowToPause, rowToRun, rowToSession, type PauseRow, type RunRow, type SessionRow } from "./rows.js";
 
 type EventRow = { seq: number; type: string; body: string };
 
-/** The embedded default store: one SQLite file in WAL mode; each write is its own committed transaction. */
-export class SqliteStore extends WithPolicyTables implements Store {
+/** A write waiting for the next group commit: what it is (for its error), and what it does in the transaction. */
+interface QueuedWrite {
+  what: string;
+  apply(batch: SqliteBatch): unknown;
+}
+
+/**
+ * The embedded default store: one SQLite file in WAL mode. Writes that arrive in one turn of the event loop
+ * are one transaction (group-commit.ts), each in its own savepoint; reads first commit what is queued.
+ */
+export class SqliteStore extends StoreBase implements Store {
   private readonly db: SqliteDatabase;
   private readonly statements: SqliteStatements;
+  private readonly turns: SqliteTurns;
+  private readonly commits: GroupCommit<QueuedWrite, unknown>;
   readonly kv: SqliteKv;
-  private readonly usage: SqliteTenantUsage;
   protected readonly policy: SqlitePolicyTables;
 
   constructor(readonly location: string) {
     super();
     this.db = openDatabase(location);
-    const db = this.db;
-    this.kv = new SqliteKv(db, location);
-    this.usage = new SqliteTenantUsage(db);
-    this.statements = prepareStatements(db);
-    this.policy = new SqlitePolicyTables(db, this.usage, (what, action) => this.write(what, action));
+    this.kv = new SqliteKv(this.db, location);
+    this.statements = prepareStatements(this.db);
+    this.turns = new SqliteTurns(this.statements);
+    this.commits = new GroupCommit((writes) => this.applyBatch(writes));
+    this.policy = new SqlitePolicyTables(
+      this.db,
+      (what, apply) => this.submit(what, apply),
+      () => this.settle(),
+    );
     this.interruptOrphanedRuns();
   }
 
-  async createSession(session: SessionRecord, options?: WriteOptions): Promise<void> {
+  async createSession(session: SessionRecord, options: WriteOptions = {}): Promise<void> {
     const tenantConfig = JSON.stringify(session.tenantConfig);
     const defaults = JSON.stringify(session.defaults);
-    const initialTurn = session.initialTurn ? JSON.stringify(session.initialTurn) : null;
-    this.write("create session", () =>
-      inTransaction(this.db, () => {
-        this.usage.charge(session.tenant, tenantConfig.length + defaults.length + (initialTurn?.length ?? 0), options);
-        this.statements.insertSession.run(
-          session.id,
-          session.tenant,
-          tenantConfig,
-          defaults,
-          session.createdMs,
-          session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
-          initialTurn,
-        );
-      }),
-    );
+    const start = newSessionLog(session);
+    const base = start.layout ? encodeBase(start.layout, session.id) : null;
+    await this.submit("create session", (batch) => {
+      this.statements.insertSession.run(
+        session.id,
+        session.tenant,
+        tenantConfig,
+        defaults,
+        session.createdMs,
+        session.forkedFrom ? JSON.stringify(session.forkedFrom) : null,
+        base,
+        start.blockTexts.length,
+      );
+      start.blockTexts.forEach((text, position) => this.statements.insertLogBlock.run(session.id, position, text));
+      const blockBytes = start.blockTexts.reduce((sum, text) => sum + text.length, 0);
+      batch.charge(session.tenant, tenantConfig.length + defaults.length + (base?.length ?? 0) + blockBytes, options.maxTenantBytes);
+    });
   }
 
   async getSession(sessionId: string): Promise<SessionRecord | undefined> {
+    this.settle();
     const row = this.statements.getSession.get(sessionId) as SessionRow | undefined;
     return row && rowToSession(row);
   }
 
   async listSessions(filter: { tenant?: string } = {}): Promise<SessionSummary[]> {
-    const rows = prepare(
-      this.db,
-
-      `SELECT s.id, s.tenant, s.created_ms,
-           (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runs,
-           (SELECT json_object('id', r.id, 'status', r.status, 'prompt', r.prompt, 'startedMs', r.started_ms)
-              FROM runs r WHERE r.session_id = s.id ORDER BY r.started_ms DESC, r.rowid DESC LIMIT 1) AS last_run
-         FROM sessions s ${filter.tenant === undefined ? "" : "WHERE s.tenant = ?"} ORDER BY s.created_ms, s.rowid`,
-    ).all(...(filter.tenant === undefined ? [] : [filter.tenant])) as {
+    this.settle();
+    const rows = this.statements.listSessions.all(filter.tenant ?? null) as {
       id: string;
       tenant: string;
       created_ms: number;
@@ -110,104 +118,67 @@ export class SqliteStore extends WithPolicyTables implements Store {
     }));
   }
 
-  async createRun(run: RunRecord, options?: WriteOptions): Promise<void> {
+  async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
     const runOptions = JSON.stringify(run.options);
-    this.write("create run", () =>
-      inTransaction(this.db, () => {
-        this.statements.insertRun.run(
-          run.id,
-          run.sessionId,
-          run.inferenceId,
-          run.prompt,
-          runOptions,
-          run.status,
-          run.iterations,
-          run.startedMs,
-          run.lastSeq,
-          run.ownerPid ?? null,
-          run.ownerInstance ?? null,
-          run.deployment ? JSON.stringify(run.deployment) : null,
-          run.deployment?.id ?? null,
-        );
-        this.usage.chargeRun(run.id, run.prompt.length + runOptions.length, options);
-      }),
-    );
+    await this.submit("create run", (batch) => {
+      const session = this.statements.tenantOfSession.get(run.sessionId) as { tenant: string } | undefined;
+      if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+      this.statements.insertRun.run(
+        run.id,
+        run.sessionId,
+        run.inferenceId,
+        run.prompt,
+        runOptions,
+        run.status,
+        run.iterations,
+        run.startedMs,
+        run.lastSeq,
+        run.ownerPid ?? null,
+        run.ownerInstance ?? null,
+        run.deployment ? JSON.stringify(run.deployment) : null,
+        run.deployment?.id ?? null,
+      );
+      batch.charge(session.tenant, run.prompt.length + runOptions.length, options.maxTenantBytes);
+    });
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
+    this.settle();
     const row = this.statements.getRun.get(runId) as RunRow | undefined;
     return row && rowToRun(row);
   }
 
   async listRuns(sessionId: string, page: { offset?: number; limit?: number } = {}): Promise<RunRecord[]> {
+    this.settle();
     return (this.statements.runsOfSession.all(sessionId, page.limit ?? -1, page.offset ?? 0) as RunRow[]).map(rowToRun);
   }
 
   async countRuns(sessionId: string): Promise<number> {
+    this.settle();
     return (this.statements.countRuns.get(sessionId) as { n: number }).n;
   }
 
   async reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void> {
-    this.write("reopen run", () => this.statements.reopenRun.run(options.ownerPid, options.ownerInstance, options.iterations, runId));
+    await this.submit("reopen run", () =>
+      this.statements.reopenRun.run(options.ownerPid, options.ownerInstance, options.iterations, runId),
+    );
   }
 
-  async appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void> {
-    this.write(`append event ${event.seq} of run ${runId}`, () => this.appendEventNow(runId, event, options));
-  }
-
-  private appendEventNow(runId: string, event: HookboxEvent, options?: WriteOptions): void {
-    const body = JSON.stringify(event);
-    inTransaction(this.db, () => {
-      const s = this.statements;
-      const advanced = s.advanceSeq.run(event.seq, event.type === "inference-finished" ? 1 : 0, event.inferenceId, runId, event.seq - 1);
-      if (advanced.changes !== 1) {
-        const run = this.statements.getRun.get(runId) as RunRow | undefined;
-        throw new HookboxError(
-          "STORE",
-          run ? `event seq ${event.seq} does not follow committed seq ${run.last_seq} of run ${runId}` : `unknown run ${runId}`,
-          { runId, seq: event.seq },
-        );
-      }
-      const spent = usageDelta(event);
-      this.usage.chargeRun(runId, body.length + ledgerRowBytes(spent), options);
-      s.insertEvent.run(runId, event.seq, event.type, body);
-      if (spent) {
-        const u = spent;
-        s.insertUsage.run(
-          event.timestampMs,
-          u.runs,
-          u.inferences,
-          u.inputTokens,
-          u.outputTokens,
-          u.costUsd,
-          u.toolCalls,
-          u.sandboxCpuMs,
-          runId,
-        );
-      }
-      const pause = pauseChange(event);
-      if (pause?.open) {
-        const { pauseId, phase, deadlineMs, pending, openedMs } = pause.open;
-        s.openPause.run(pauseId, runId, phase, deadlineMs, JSON.stringify(pending), openedMs);
-      } else if (pause?.close) {
-        s.closePause.run(pause.close.reason, pause.close.pauseId, runId);
-      } else if (event.type === "run-finished") {
-        s.closeAllPauses.run("run-finished", runId);
-        s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);
-      }
-    });
+  write(write: RunWrite): Promise<RunWriteResult> {
+    const what = write.snapshot ? `save ${write.snapshot.phase} snapshot of run ${write.runId}` : `write run ${write.runId}`;
+    return this.submit(what, (batch) => applyRunWrite(this.statements, batch, write), runWriteBytes(write));
   }
 
   async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
-    return (await this.listEventTexts(runId, afterSeq, page)).map((row) => JSON.parse(row.json) as HookboxEvent);
+    return (await this.listEventTexts(runId, afterSeq, page)).map((row) => withEventJson(JSON.parse(row.json) as HookboxEvent, row.json));
   }
 
   async listEventTexts(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<StoredEventText[]> {
+    this.settle();
     const rows: StoredEventText[] = [];
     let bytes = 0;
     // Rows are read one at a time, so a page stops reading at its byte bound.
-    const iterator = this.statements.listEvents.iterate(runId, afterSeq, page.limit ?? -1) as IterableIterator<EventRow>;
-    for (const row of iterator) {
+    for (const row of this.statements.listEvents.iterate(runId, afterSeq, page.limit ?? -1) as Iterable<EventRow>) {
       rows.push({ seq: row.seq, type: row.type, json: row.body });
       bytes += row.body.length;
       if (page.maxBytes !== undefined && bytes >= page.maxBytes) break;
@@ -215,65 +186,55 @@ export class SqliteStore extends WithPolicyTables implements Store {
     return rows;
   }
 
-  async saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord> {
-    const text = JSON.stringify(turn);
-    return this.write(`save ${phase} snapshot of run ${runId}`, () =>
-      inTransaction(this.db, () => {
-        const run = this.statements.getRun.get(runId) as RunRow | undefined;
-        if (!run) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
-        this.usage.chargeRun(runId, text.length, options);
-        const createdMs = Date.now();
-        const row = this.statements.insertSnapshot.get(runId, runId, phase, text, run.last_seq, run.iterations, createdMs) as {
-          idx: number;
-        };
-        return { runId, index: row.idx, phase, turn, lastSeq: run.last_seq, iterations: run.iterations, createdMs };
-      }),
-    );
+  async latestSnapshotInfo(runId: string): Promise<SnapshotInfo | undefined> {
+    this.settle();
+    return this.read("read a snapshot", () => this.turns.latestSnapshotInfo(runId));
   }
 
-  async latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined> {
-    const row = this.statements.latestSnapshot.get(runId) as SnapshotRow | undefined;
-    if (!row) return undefined;
-    const { turn: _turn, ...rest } = rowToSnapshot({ ...row, turn: "null" });
-    return { ...rest, turnJson: row.turn };
+  async listSnapshotInfos(runId: string): Promise<SnapshotInfo[]> {
+    this.settle();
+    return this.read("read snapshots", () => this.turns.listSnapshotInfos(runId));
   }
 
-  async latestSnapshot(runId: string): Promise<SnapshotRecord | undefined> {
-    const row = this.statements.latestSnapshot.get(runId) as SnapshotRow | undefined;
-    return row && rowToSnapshot(row);
+  async readTurn(stored: StoredTurn): Promise<Turn> {
+    this.settle();
+    return this.read("read a turn", () => this.turns.readTurn(stored));
   }
 
-  async listSnapshots(runId: string): Promise<SnapshotRecord[]> {
-    return (this.statements.listSnapshots.all(runId) as SnapshotRow[]).map(rowToSnapshot);
+  async readTurnText(stored: StoredTurn): Promise<string> {
+    this.settle();
+    return this.read("read a turn", () => this.turns.readTurnText(stored));
+  }
+
+  async sessionHistory(sessionId: string, options: { beforeRunId?: string } = {}): Promise<SessionHistory | undefined> {
+    this.settle();
+    return this.read("read a session's history", () => {
+      const session = this.statements.getSession.get(sessionId) as { base: string | null; initial_turn: string | null } | undefined;
+      return this.turns.sessionHistory(sessionId, options.beforeRunId, session);
+    });
   }
 
   async openPauses(runId: string): Promise<PauseRecord[]> {
+    this.settle();
     return (this.statements.openPauses.all(runId) as PauseRow[]).map(rowToPause);
   }
 
-  async recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void> {
-    const block = JSON.stringify(toolUse);
-    this.write(`record tool result ${callId} of run ${runId}`, () =>
-      inTransaction(this.db, () => {
-        this.usage.chargeRun(runId, block.length, options);
-        this.statements.recordToolResult.run(runId, callId, block);
-      }),
-    );
-  }
-
   async listToolResults(runId: string): Promise<Map<string, Block>> {
+    this.settle();
     const rows = this.statements.listToolResults.all(runId) as { call_id: string; block: string }[];
     return new Map(rows.map((row) => [row.call_id, JSON.parse(row.block) as Block]));
   }
 
   async markInterrupted(runId: string, reason: string): Promise<void> {
-    this.write(`mark run ${runId} interrupted`, () => this.markInterruptedNow(runId, reason));
+    await this.submit(`mark run ${runId} interrupted`, (batch) => this.interruptNow(batch, runId, reason));
   }
 
-  private markInterruptedNow(runId: string, reason: string): void {
+  /** Appends the interrupted end to a run that is still `running` (a finished run is left alone). */
+  private interruptNow(batch: SqliteBatch, runId: string, reason: string): void {
     const run = this.statements.getRun.get(runId) as RunRow | undefined;
     if (!run || run.status !== "running") return;
-    this.appendEventNow(runId, interruptedEvent(rowToRun(run), reason));
+    const event = interruptedEvent(rowToRun(run), reason);
+    applyRunWrite(this.statements, batch, { runId, events: [{ event, json: eventJson(event) }] });
   }
 
   /**
@@ -282,39 +243,95 @@ export class SqliteStore extends WithPolicyTables implements Store {
    * in a container) still recovers its predecessor's runs.
    */
   private interruptOrphanedRuns(): void {
-    const rows = this.statements.runningRuns.all() as RunRow[];
-    for (const row of rows) {
+    const orphans = (this.statements.runningRuns.all() as RunRow[]).filter((row) => {
       const owner =
         row.owner_pid === null ? undefined : { pid: row.owner_pid, ...(row.owner_instance ? { instance: row.owner_instance } : {}) };
-      if (owner && isOwnerAlive(owner)) continue;
-      this.write(`mark run ${row.id} interrupted`, () =>
-        this.markInterruptedNow(row.id, "the process running it ended while it was in flight"),
-      );
-    }
+      return !(owner && isOwnerAlive(owner));
+    });
+    const results = this.applyBatch(
+      orphans.map((row) => ({
+        what: `mark run ${row.id} interrupted`,
+        apply: (batch) => this.interruptNow(batch, row.id, "the process running it ended while it was in flight"),
+      })),
+    );
+    const failed = results.find((result) => !result.ok);
+    if (failed && !failed.ok) throw failed.error;
   }
 
   async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
-    return totalsOf([this.statements.usageSince.get(tenant, sinceMs) as UsageDelta]);
+    this.settle();
+    // All time is a running total (kept with each ledger row); a period sums the ledger rows in it.
+    const row = sinceMs <= 0 ? this.statements.usageTotals.get(tenant) : this.statements.usageSince.get(tenant, sinceMs);
+    return totalsOf(row ? [row as UsageDelta] : []);
   }
 
   async runUsage(runId: string): Promise<RunUsage> {
+    this.settle();
     return runUsageOf(totalsOf([this.statements.usageOfRun.get(runId) as UsageDelta]));
   }
 
   async tenantUsage(tenant: string): Promise<TenantUsage> {
-    return { storedBytes: this.usage.storedBytes(tenant) };
+    this.settle();
+    return { storedBytes: (this.statements.tenantBytes.get(tenant) as { bytes: number } | undefined)?.bytes ?? 0 };
   }
 
   async close(): Promise<void> {
-    if (this.db.isOpen) this.db.close();
+    if (!this.db.isOpen) return;
+    this.commits.flush();
+    this.db.close();
   }
 
-  private write<T>(what: string, action: () => T): T {
+  private submit<T>(what: string, apply: (batch: SqliteBatch) => T, bytes = 0): Promise<T> {
+    if (!this.db.isOpen) return Promise.reject(new HookboxError("STORE", `store ${this.location} is closed: could not ${what}`));
+    return this.commits.submit({ what, apply }, bytes) as Promise<T>;
+  }
+
+  /** Commits what is queued, so a read sees every write issued before it. */
+  private settle(): void {
+    if (this.commits.pending) this.commits.flush();
+  }
+
+  /** One transaction for a batch of writes, each in a savepoint: one refused is rolled back alone. */
+  private applyBatch(writes: QueuedWrite[]): Applied<unknown>[] {
+    if (writes.length === 0) return [];
+    const s = this.statements;
+    try {
+      return inTransaction(this.db, () => {
+        const batch = new SqliteBatch(s);
+        const results = writes.map((write): Applied<unknown> => {
+          s.savepoint.run();
+          try {
+            const value = write.apply(batch);
+            s.release.run();
+            return { ok: true, value };
+          } catch (error) {
+            try {
+              s.rollbackTo.run();
+              s.release.run();
+            } catch {
+              // SQLite rolled the whole transaction back (a full disk): every write of it failed, with this error.
+              throw error;
+            }
+            return { ok: false, error: this.asStoreError(write.what, error) };
+          }
+        });
+        batch.finish();
+        return results;
+      });
+    } catch (error) {
+      throw this.asStoreError(writes.length === 1 ? writes[0].what : `commit ${writes.length} writes`, error);
+    }
+  }
+
+  private read<T>(what: string, action: () => T): T {
     try {
       return action();
     } catch (error) {
-      if (error instanceof HookboxError) throw error;
-      throw storeError(this.location, `could not ${what}`, error);
+      throw this.asStoreError(what, error);
     }
+  }
+
+  private asStoreError(what: string, error: unknown): HookboxError {
+    return error instanceof HookboxError ? error : storeError(this.location, `could not ${what}`, error);
   }
 }

@@ -7,11 +7,15 @@ import type { KvStore } from "./kv.js";
 import type { RunUsage } from "../host/usage.js";
 import type { UsageTotals } from "./usage.js";
 import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
+import type { LogSegment, TurnLayout, TurnPiece } from "./turn-layout.js";
+
+export type { LogSegment, TurnLayout, TurnPiece } from "./turn-layout.js";
 
 /*
- * The durable side of sessions. Every method returns a promise so a networked store (Redis, Postgres)
- * can sit behind the same interface; writes are applied in call order. The SQLite store does each write
- * synchronously inside the call, so a write is committed by the time the call returns.
+ * The durable side of sessions. Every method returns a promise so a networked store (PostgreSQL) can sit
+ * behind the same interface; writes are applied in call order, and a read sees every write issued before
+ * it. A session's history is an append-only log of blocks; a snapshot records where its turn's blocks are
+ * in that log (src/store/turn-layout.ts), never a copy of them. docs/server.md has the schema.
  */
 
 /** `running` only while a live process owns the run; everything else is final or resumable. */
@@ -25,8 +29,14 @@ export interface SessionRecord {
   /** Session defaults that per-run options merge over. */
   defaults: RunOptions;
   createdMs: number;
-  /** Set on forked sessions: the conversation the first run continues. */
+  /** Set on forked sessions: the run whose conversation the first run continues. */
   forkedFrom?: { sessionId: string; runId: string };
+  /**
+   * Given at creation only: the turn the session's first run continues, as blocks already in the store's logs
+   * (a fork: its source run's latest snapshot, nothing copied) or as a whole turn (its blocks become the
+   * first entries of the session's log). Read it back with `Store.sessionHistory`.
+   */
+  base?: TurnLayout;
   initialTurn?: Turn;
 }
 
@@ -74,6 +84,74 @@ export interface StoredEventText {
 }
 
 export type StoredSnapshotText = Omit<SnapshotRecord, "turn"> & { turnJson: string };
+
+/** A stored turn without its blocks read: its layout, or the whole turn's JSON text (snapshots before schema 7). */
+export type StoredTurn = { layout: TurnLayout } | { turnJson: string };
+
+/** A snapshot as stored, its blocks not read. */
+export type SnapshotInfo = Omit<SnapshotRecord, "turn"> & { stored: StoredTurn };
+
+/** The turn a session's next run continues (`Store.sessionHistory`) and where it comes from. */
+export interface SessionHistory {
+  /** The snapshot it is (a run's latest), or absent for the session's starting turn (a fork's). */
+  snapshot?: { runId: string; index: number };
+  stored: StoredTurn;
+}
+
+/** An event with its JSON text, made once (src/events/event-json.ts). */
+export interface EventWrite {
+  event: HookboxEvent;
+  json: string;
+}
+
+/** A hook chain record with its JSON texts. */
+export interface HookCallWrite {
+  callId: string;
+  hook: string;
+  attempt: number;
+  shadow: boolean;
+  verdict: string;
+  decisionJson: string;
+  payloadJson?: string;
+}
+
+/** A phase snapshot: the turn's layout (blocks new to the log as text) and the run's own position. */
+export interface SnapshotWrite {
+  phase: SnapshotPhase;
+  /** 1-based order within the run (the writer counts on from the snapshot it started from). */
+  index: number;
+  pieces: TurnPiece[];
+  /** The turn without its blocks; absent when it is the same as in the run's previous snapshot. */
+  headJson?: string;
+  blockBytes: number;
+  /** The event seq committed before it (the write is refused if the run's is not this), and inferences finished. */
+  lastSeq: number;
+  iterations: number;
+  createdMs: number;
+}
+
+/**
+ * Writes of one run that are kept or refused together. The store applies the writes that arrive together
+ * (from any run) in one transaction, each write on its own: one refused does not undo another.
+ */
+export interface RunWrite {
+  runId: string;
+  /** The run's session and tenant, when the writer knows them (else the store looks them up). */
+  sessionId?: string;
+  tenant?: string;
+  /** Consecutive events, the first following the run's committed seq. */
+  events?: EventWrite[];
+  toolResults?: { callId: string; blockJson: string }[];
+  hookCalls?: HookCallWrite[];
+  snapshot?: SnapshotWrite;
+  /** The tenant's store quota: over it the whole write is refused with STORE_QUOTA. */
+  maxTenantBytes?: number;
+}
+
+export interface RunWriteResult {
+  /** Where the snapshot's blocks are, new ones placed in the session's log. */
+  snapshot?: { index: number; segments: LogSegment[] };
+}
 
 export interface PauseRecord {
   pauseId: string;
@@ -128,19 +206,40 @@ export interface Store extends PolicyStore, RunSearch {
   reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void>;
 
   /**
-   * Appends one event (seq must be lastSeq + 1). Keeps derived state in the same transaction:
-   * `debugger.pause` opens a pause, `debugger.continue` closes it, `run-finished` sets the run's final status.
+   * Commits writes of one run (events, a snapshot, journal entries, hook chain records) together; writes
+   * issued in the same turn of the event loop share one transaction. Events keep derived state with them:
+   * `debugger.pause` / `approval.requested` open a pause, `debugger.continue` / `approval.resolved` close it,
+   * `run-finished` sets the run's final status, usage-bearing events add ledger rows. Refused (nothing kept)
+   * when an event's seq does not follow the run's, a snapshot's `lastSeq` is not the run's, or the quota is passed.
    */
+  write(write: RunWrite): Promise<RunWriteResult>;
+  /** One event (seq must be lastSeq + 1): `write` with that event. */
   appendEvent(runId: string, event: HookboxEvent, options?: WriteOptions): Promise<void>;
   /** Events with seq > afterSeq, in order; one bounded page of them with `page` (read a big run page by page). */
   listEvents(runId: string, afterSeq?: number, page?: PageOptions): Promise<HookboxEvent[]>;
   /** The same page as stored JSON text. */
   listEventTexts(runId: string, afterSeq?: number, page?: PageOptions): Promise<StoredEventText[]>;
 
-  /** Commits a phase snapshot; lastSeq and iterations are taken from the run as committed so far. */
+  /**
+   * Commits a phase snapshot of a whole turn, comparing it with the run's latest snapshot to add only its new
+   * blocks (a convenience: a run's writer keeps that comparison in memory and calls `write`); lastSeq and
+   * iterations are the run's as committed so far.
+   */
   saveSnapshot(runId: string, phase: SnapshotPhase, turn: Turn, options?: WriteOptions): Promise<SnapshotRecord>;
+  /** The run's latest snapshot without reading its blocks. */
+  latestSnapshotInfo(runId: string): Promise<SnapshotInfo | undefined>;
+  listSnapshotInfos(runId: string): Promise<SnapshotInfo[]>;
+  /** A stored turn with its blocks, read from the logs (frozen blocks: src/turns/block-json.ts). */
+  readTurn(stored: StoredTurn): Promise<Turn>;
+  /** The same turn as JSON text, assembled from the stored texts without parsing them. */
+  readTurnText(stored: StoredTurn): Promise<string>;
+  /**
+   * The turn a new run of the session continues: the latest snapshot of its latest run that has one (of the
+   * runs before `beforeRunId`, when given), else the session's starting turn. Blocks not read.
+   */
+  sessionHistory(sessionId: string, options?: { beforeRunId?: string }): Promise<SessionHistory | undefined>;
   latestSnapshot(runId: string): Promise<SnapshotRecord | undefined>;
-  /** The latest snapshot with its turn as the stored JSON text: a big turn is passed on without parsing it. */
+  /** The latest snapshot with its turn as JSON text: a big turn is passed on without parsing it. */
   latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined>;
   listSnapshots(runId: string): Promise<SnapshotRecord[]>;
 

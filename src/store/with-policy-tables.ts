@@ -2,9 +2,12 @@ import type { RunRecord, RunSearch } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, PolicyStore, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
 import type { WriteOptions } from "./quota.js";
 
+/** Policy tables: the PolicyStore half of a store but its hook chain records, which are run writes (store-base.ts). */
+export type PolicyTables = Omit<PolicyStore, "recordHookCall"> & RunSearch;
+
 /** The PolicyStore half of a store, served by its policy tables (sqlite-policy.ts, memory-policy.ts). */
-export abstract class WithPolicyTables implements PolicyStore, RunSearch {
-  protected abstract readonly policy: PolicyStore & RunSearch;
+export abstract class WithPolicyTables implements PolicyTables {
+  protected abstract readonly policy: PolicyTables;
 
   createScriptVersion(version: Omit<ScriptVersionRecord, "version">, options?: WriteOptions): Promise<ScriptVersionRecord> {
     return this.policy.createScriptVersion(version, options);
@@ -26,9 +29,6 @@ export abstract class WithPolicyTables implements PolicyStore, RunSearch {
   }
   listDeployments(tenant: string): Promise<DeploymentRecord[]> {
     return this.policy.listDeployments(tenant);
-  }
-  recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void> {
-    return this.policy.recordHookCall(call, options);
   }
   listHookCalls(runId: string): Promise<HookCallRecord[]> {
     return this.policy.listHookCalls(runId);

@@ -52,7 +52,8 @@ function storeState(tenant: string): { counted: number; tables: Record<string, n
       counted: sum("SELECT bytes AS n FROM tenant_usage WHERE tenant = ?"),
       tables: {
         events: sum(`SELECT sum(length(body)) AS n FROM events WHERE run_id IN (${runsOf})`),
-        snapshots: sum(`SELECT sum(length(turn)) AS n FROM snapshots WHERE run_id IN (${runsOf})`),
+        snapshots: sum(`SELECT sum(length(blocks) + coalesce(length(head), 0)) AS n FROM snapshots WHERE run_id IN (${runsOf})`),
+        session_log: sum("SELECT sum(length(block)) AS n FROM session_log WHERE session_id IN (SELECT id FROM sessions WHERE tenant = ?)"),
         tool_results: sum(`SELECT sum(length(block)) AS n FROM tool_results WHERE run_id IN (${runsOf})`),
         hook_calls: sum(`SELECT sum(length(decision) + coalesce(length(payload), 0)) AS n FROM hook_calls WHERE run_id IN (${runsOf})`),
         script_versions: sum("SELECT sum(length(files)) AS n FROM script_versions WHERE tenant = ?"),

@@ -268,4 +268,127 @@ describe.each(stores)("%s store", (_name, open) => {
     expect(await store.runUsage("r1")).toEqual({ inputTokens: 200, outputTokens: 40, costUsd: 1 });
     expect(await store.runUsage("r2")).toEqual({ inputTokens: 0, outputTokens: 0, costUsd: 0 });
   });
+
+  it("keeps a session's blocks once, in its log: a snapshot adds only the blocks new since the run's last one", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    const grown = async (action: () => Promise<unknown>) => {
+      const before = (await store.tenantUsage("acme")).storedBytes;
+      await action();
+      return (await store.tenantUsage("acme")).storedBytes - before;
+    };
+    const big = "x".repeat(5_000);
+    const first = turn("t1", [big, "b"]);
+    expect(await grown(() => store.saveSnapshot("r1", "pre_inference", first))).toBeGreaterThan(5_000);
+    // The same turn plus one block: the big block is not written again.
+    const second = {
+      ...first,
+      blocks: [...first.blocks, { id: "t1-b2", kind: "llm_text" as const, payload: { text: "c" }, metadata: {} }],
+    };
+    expect(await grown(() => store.saveSnapshot("r1", "post_inference", second))).toBeLessThan(1_000);
+    // A copy parsed from JSON (what a script middleware returns) is the same blocks: nothing new.
+    expect(await grown(() => store.saveSnapshot("r1", "post_tools", JSON.parse(JSON.stringify(second))))).toBeLessThan(1_000);
+    // A rewritten turn: the middle block replaced and the first dropped. Only the new block is added.
+    const rewritten = { ...second, blocks: [{ ...second.blocks[1], payload: { text: "B" } }, second.blocks[2]] };
+    expect(await grown(() => store.saveSnapshot("r1", "final", rewritten))).toBeLessThan(1_000);
+    const snapshots = await store.listSnapshots("r1");
+    expect(snapshots.map((s) => s.turn)).toEqual([first, second, second, rewritten]);
+    expect(JSON.parse((await store.latestSnapshotText("r1"))!.turnJson)).toEqual(rewritten);
+    expect((await store.latestSnapshotInfo("r1"))?.stored).toMatchObject({
+      layout: {
+        segments: [
+          { session: "s1", from: 3, to: 4 },
+          { session: "s1", from: 2, to: 3 },
+        ],
+      },
+    });
+  });
+
+  it("starts a session's next run from its latest snapshot, and a fork from its source's blocks without copying them", async () => {
+    store = open();
+    await store.createSession(session("s1"));
+    expect(await store.sessionHistory("s1")).toBeUndefined();
+    await store.createRun(run("r1"));
+    await store.saveSnapshot("r1", "final", turn("t1", ["a", "b"]));
+    await store.createRun(run("r2"));
+    // r2 was cut off before its first snapshot: the history is still r1's.
+    expect(await store.sessionHistory("s1")).toMatchObject({ snapshot: { runId: "r1", index: 1 } });
+    const history = (await store.sessionHistory("s1"))!;
+    expect(await store.readTurn(history.stored)).toEqual(turn("t1", ["a", "b"]));
+    expect(await store.sessionHistory("s1", { beforeRunId: "r1" })).toBeUndefined();
+    const stored = (await store.latestSnapshotInfo("r1"))!.stored;
+    if (!("layout" in stored)) throw new Error("expected a layout");
+    const before = (await store.tenantUsage("acme")).storedBytes;
+    await store.createSession({ ...session("s2"), forkedFrom: { sessionId: "s1", runId: "r1" }, base: stored.layout });
+    expect((await store.tenantUsage("acme")).storedBytes - before).toBeLessThan(1_000);
+    const forked = (await store.sessionHistory("s2"))!;
+    expect(forked.snapshot).toBeUndefined();
+    expect(await store.readTurn(forked.stored)).toEqual(turn("t1", ["a", "b"]));
+    // The fork's own blocks go to its own log; its snapshots name the source's log for the rest.
+    await store.createRun(run("f1", "s2"));
+    const next = turn("t1", ["a", "b", "c"]);
+    await store.saveSnapshot("f1", "final", { ...next, blocks: [...(await store.readTurn(forked.stored)).blocks, next.blocks[2]] });
+    expect((await store.latestSnapshotInfo("f1"))?.stored).toMatchObject({
+      layout: {
+        segments: [
+          { session: "s1", from: 0, to: 2 },
+          { session: "s2", from: 0, to: 1 },
+        ],
+      },
+    });
+    expect((await store.latestSnapshot("f1"))?.turn.blocks.map((b) => b.payload.text)).toEqual(["a", "b", "c"]);
+    expect((await store.latestSnapshot("r1"))?.turn.blocks.map((b) => b.payload.text)).toEqual(["a", "b"]);
+  });
+
+  it("applies writes issued together each on its own, in order: one refused does not undo the others", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createSession(session("s2", "globex"));
+    await store.createRun(run("r1", "s1"));
+    await store.createRun(run("r2", "s2"));
+    const quota = (await store.tenantUsage("globex")).storedBytes + 100;
+    const log = (runId: string, seq: number, message: string) => event(runId, seq, { type: "log", script: "s", level: "info", message });
+    const writes = [
+      store.appendEvent("r1", log("r1", 1, "kept")),
+      store.appendEvent("r2", log("r2", 1, "z".repeat(1_000)), { maxTenantBytes: quota }),
+      store.appendEvent("r1", log("r1", 3, "does not follow")),
+      store.appendEvent("r2", log("r2", 1, "kept too")),
+      store.appendEvent("r1", log("r1", 2, "kept as well")),
+    ];
+    const settled = await Promise.allSettled(writes);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "rejected", "rejected", "fulfilled", "fulfilled"]);
+    expect(settled[1]).toMatchObject({ reason: { code: "STORE_QUOTA" } });
+    expect(settled[2]).toMatchObject({ reason: { code: "STORE" } });
+    expect((await store.listEvents("r1")).map((e) => e.type === "log" && e.message)).toEqual(["kept", "kept as well"]);
+    expect((await store.listEvents("r2")).map((e) => e.type === "log" && e.message)).toEqual(["kept too"]);
+  });
+
+  it("a read sees every write issued before it, awaited or not", async () => {
+    store = open();
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    const written = store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
+    expect(await store.getRun("r1")).toMatchObject({ lastSeq: 1 });
+    await written;
+  });
+
+  it("keeps all-time usage as a running total that agrees with the ledger", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createRun(run("r1", "s1"));
+    for (let seq = 1; seq <= 20; seq++) {
+      const usage = { inputTokens: seq, outputTokens: 2 * seq, costUsd: seq / 1000 };
+      await store.appendEvent("r1", {
+        ...event("r1", seq, { type: "inference-finished", iteration: seq, toolCalls: [], usage }),
+        timestampMs: 10 + seq,
+      });
+    }
+    const allTime = await store.usageTotals("acme", 0);
+    expect(allTime).toMatchObject({ inferences: 20, inputTokens: 210, outputTokens: 420 });
+    expect(allTime.costUsd).toBeCloseTo(0.21, 9);
+    const fromLedger = await store.usageTotals("acme", 1);
+    expect({ ...fromLedger, costUsd: 0 }).toEqual({ ...allTime, costUsd: 0 });
+    expect(fromLedger.costUsd).toBeCloseTo(allTime.costUsd, 9);
+  });
 });

@@ -1,0 +1,60 @@
+import { overQuota, quotaError } from "./quota.js";
+import type { UsageDelta } from "./usage.js";
+import type { SqliteStatements } from "./sqlite-statements.js";
+
+/**
+ * What the writes of one group-commit transaction add up to. Each write charges its bytes (known from the
+ * texts it writes) as its last step: a tenant's stored total is read once per transaction, checked against
+ * each write's quota in memory, and written back once with one update; the same for the all-time usage
+ * totals. The transaction holds SQLite's write lock, so no other process changes them in between.
+ */
+export class SqliteBatch {
+  private readonly before = new Map<string, number>();
+  private readonly added = new Map<string, number>();
+  private readonly usage = new Map<string, UsageDelta>();
+
+  constructor(private readonly statements: SqliteStatements) {}
+
+  /** Adds `bytes` to the tenant, or throws STORE_QUOTA (the write's savepoint is then rolled back). */
+  charge(tenant: string, bytes: number, maxTenantBytes?: number): void {
+    const added = this.added.get(tenant) ?? 0;
+    if (maxTenantBytes !== undefined) {
+      const stored = this.storedBefore(tenant) + added;
+      if (overQuota(stored, bytes, maxTenantBytes)) throw quotaError(tenant, stored, bytes, maxTenantBytes);
+    }
+    this.added.set(tenant, added + bytes);
+  }
+
+  /** Usage a write's events recorded (counted once the write is kept). */
+  addUsage(tenant: string, delta: UsageDelta): void {
+    const sum = this.usage.get(tenant);
+    if (!sum) this.usage.set(tenant, { ...delta });
+    else for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += delta[key];
+  }
+
+  /** Writes the totals back (once per tenant), at the end of the transaction. */
+  finish(): void {
+    for (const [tenant, bytes] of this.added) this.statements.addTenantBytes.run(tenant, bytes);
+    for (const [tenant, u] of this.usage) {
+      this.statements.addUsageTotals.run(
+        tenant,
+        u.runs,
+        u.inferences,
+        u.inputTokens,
+        u.outputTokens,
+        u.costUsd,
+        u.toolCalls,
+        u.sandboxCpuMs,
+      );
+    }
+  }
+
+  private storedBefore(tenant: string): number {
+    let stored = this.before.get(tenant);
+    if (stored === undefined) {
+      stored = (this.statements.tenantBytes.get(tenant) as { bytes: number } | undefined)?.bytes ?? 0;
+      this.before.set(tenant, stored);
+    }
+    return stored;
+  }
+}

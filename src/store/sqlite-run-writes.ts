@@ -1,0 +1,164 @@
+import { HookboxError } from "../errors.js";
+import type { SqliteStatements } from "./sqlite-statements.js";
+import type { SqliteBatch } from "./sqlite-batch.js";
+import { usageDelta } from "./usage.js";
+import { pauseChange } from "./pause-events.js";
+import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
+import { encodeSegments, pushSegment, type LogSegment } from "./turn-layout.js";
+import type { EventWrite, RunWrite, RunWriteResult, SnapshotWrite } from "./types.js";
+
+/*
+ * One RunWrite in the SQLite store, inside a group-commit transaction (in its own savepoint): the events with
+ * what they derive (run status, pauses, usage ledger), journal entries, hook chain records and a snapshot,
+ * then the bytes charged to the tenant in one step. Nothing is read back that the writer sent.
+ */
+
+export function applyRunWrite(statements: SqliteStatements, batch: SqliteBatch, write: RunWrite): RunWriteResult {
+  const s = statements;
+  const { runId } = write;
+  const owner = ownerOf(s, write);
+  let bytes = 0;
+  const spent: ReturnType<typeof usageDelta>[] = [];
+  if (write.events?.length) bytes += applyEvents(s, runId, owner.tenant, write.events, spent);
+  for (const result of write.toolResults ?? []) {
+    s.recordToolResult.run(runId, result.callId, result.blockJson);
+    bytes += result.blockJson.length;
+  }
+  for (const call of write.hookCalls ?? []) {
+    s.insertHookCall.run(
+      runId,
+      runId,
+      call.callId,
+      call.hook,
+      call.attempt,
+      call.shadow ? 1 : 0,
+      call.verdict,
+      call.decisionJson,
+      call.payloadJson ?? null,
+    );
+    bytes += hookCallWriteBytes(call);
+  }
+  let result: RunWriteResult = {};
+  if (write.snapshot) {
+    const written = applySnapshot(s, runId, owner.sessionId, write.snapshot, write.events?.at(-1)?.event.seq);
+    bytes += written.bytes;
+    result = { snapshot: { index: write.snapshot.index, segments: written.segments } };
+  }
+  batch.charge(owner.tenant, bytes, write.maxTenantBytes);
+  for (const delta of spent) if (delta) batch.addUsage(owner.tenant, delta);
+  return result;
+}
+
+function ownerOf(s: SqliteStatements, write: RunWrite): { sessionId: string; tenant: string } {
+  if (write.sessionId !== undefined && write.tenant !== undefined) return { sessionId: write.sessionId, tenant: write.tenant };
+  const row = s.runOwner.get(write.runId) as { session_id: string; tenant: string } | undefined;
+  if (!row) throw new HookboxError("STORE", `unknown run ${write.runId}`, { runId: write.runId });
+  return { sessionId: row.session_id, tenant: row.tenant };
+}
+
+/** Consecutive events after the committed seq; returns their bytes (events and ledger rows). */
+function applyEvents(
+  s: SqliteStatements,
+  runId: string,
+  tenant: string,
+  events: EventWrite[],
+  spent: ReturnType<typeof usageDelta>[],
+): number {
+  const first = events[0].event;
+  const last = events[events.length - 1].event;
+  events.forEach(({ event }, i) => {
+    if (event.seq !== first.seq + i)
+      throw new HookboxError("STORE", `events of one write must be consecutive (seq ${event.seq})`, { runId });
+  });
+  const finished = events.filter(({ event }) => event.type === "inference-finished").length;
+  if (s.advanceSeq.run(last.seq, finished, first.inferenceId, runId, first.seq - 1).changes !== 1) {
+    const row = s.runLastSeq.get(runId) as { last_seq: number } | undefined;
+    throw new HookboxError(
+      "STORE",
+      row ? `event seq ${first.seq} does not follow committed seq ${row.last_seq} of run ${runId}` : `unknown run ${runId}`,
+      { runId, seq: first.seq },
+    );
+  }
+  let bytes = 0;
+  for (const { event, json } of events) {
+    s.insertEvent.run(runId, event.seq, event.type, json);
+    const delta = usageDelta(event);
+    bytes += json.length + ledgerRowBytes(delta);
+    if (delta) {
+      const u = delta;
+      s.insertUsage.run(
+        tenant,
+        runId,
+        event.timestampMs,
+        u.runs,
+        u.inferences,
+        u.inputTokens,
+        u.outputTokens,
+        u.costUsd,
+        u.toolCalls,
+        u.sandboxCpuMs,
+      );
+      spent.push(delta);
+    }
+    const pause = pauseChange(event);
+    if (pause?.open) {
+      const { pauseId, phase, deadlineMs, pending, openedMs } = pause.open;
+      s.openPause.run(pauseId, runId, phase, deadlineMs, JSON.stringify(pending), openedMs);
+    } else if (pause?.close) {
+      s.closePause.run(pause.close.reason, pause.close.pauseId, runId);
+    } else if (event.type === "run-finished") {
+      s.closeAllPauses.run("run-finished", runId);
+      s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);
+    }
+  }
+  return bytes;
+}
+
+/** A snapshot: its new blocks appended to the session's log, then its layout. Refused unless the run is at its lastSeq. */
+function applySnapshot(
+  s: SqliteStatements,
+  runId: string,
+  sessionId: string,
+  snapshot: SnapshotWrite,
+  seqOfThisWrite: number | undefined,
+): { bytes: number; segments: LogSegment[] } {
+  const committedSeq = seqOfThisWrite ?? (s.runLastSeq.get(runId) as { last_seq: number } | undefined)?.last_seq;
+  if (committedSeq === undefined) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+  if (committedSeq !== snapshot.lastSeq)
+    throw new HookboxError(
+      "STORE",
+      `the ${snapshot.phase} snapshot of run ${runId} follows event ${snapshot.lastSeq}, but the run's committed seq is ${committedSeq}`,
+      { runId },
+    );
+  let appended = 0;
+  for (const piece of snapshot.pieces) if ("append" in piece) appended += piece.append.length;
+  let next = appended > 0 ? (s.growLog.get(appended, sessionId) as { log_length: number }).log_length - appended : 0;
+  let bytes = 0;
+  const segments: LogSegment[] = [];
+  for (const piece of snapshot.pieces) {
+    if ("segment" in piece) {
+      pushSegment(segments, piece.segment);
+      continue;
+    }
+    const from = next;
+    for (const text of piece.append) {
+      s.insertLogBlock.run(sessionId, next++, text);
+      bytes += text.length;
+    }
+    pushSegment(segments, { session: sessionId, from, to: next });
+  }
+  const layout = encodeSegments(segments, sessionId);
+  const head = snapshot.headJson ?? null;
+  s.insertSnapshot.run(
+    runId,
+    snapshot.index,
+    snapshot.phase,
+    layout,
+    head,
+    snapshot.blockBytes,
+    snapshot.lastSeq,
+    snapshot.iterations,
+    snapshot.createdMs,
+  );
+  return { bytes: bytes + snapshotRowBytes(layout, snapshot.headJson), segments };
+}
