@@ -1,0 +1,146 @@
+// The HTTP workload of scripts/bench-server.mjs, scripts/bench/long-session.mjs and profile-serve.mjs: a real
+// `hookbox serve` child process, a tenant whose scripted runs call host tools that pass a sandboxed
+// beforeToolCall and afterToolCall, and clients that start a run and read its SSE stream to run-finished.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
+import { treeCpuMs } from "./proc-cpu.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+export const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Three inferences and two tools (the bench's run), or with `steps` another shape (the long session's). */
+export function writeTenant(dir, { steps } = {}) {
+  writeFileSync(
+    join(dir, "tools.mjs"),
+    `export default [
+  { name: "lookup", description: "look up", parameters: { type: "object", properties: { id: { type: "string" } } }, handler: (args) => ({ id: args.id, total: 120 }) },
+  { name: "refund", description: "refund", parameters: { type: "object", properties: { id: { type: "string" } } }, handler: (args) => ({ refunded: args.id }) },
+];\n`,
+  );
+  writeFileSync(
+    join(dir, "policy.ts"),
+    `import { defineScript } from "hookbox";
+export default defineScript({ name: "policy", hooks: {
+  beforeToolCall(p) { if (p.call.name === "refund" && p.call.args.amount > 100) return { action: "deny", reason: "over limit" }; },
+  afterToolCall(p) { return { result: p.result }; },
+} });\n`,
+  );
+  writeFileSync(
+    join(dir, "model.json"),
+    JSON.stringify({
+      steps: steps ?? [
+        { toolCalls: [{ id: "c1", name: "lookup", args: { id: "A17" } }] },
+        { toolCalls: [{ id: "c2", name: "refund", args: { id: "A17" } }] },
+        { text: "Refund issued." },
+      ],
+    }),
+  );
+  writeFileSync(
+    join(dir, "config.json"),
+    JSON.stringify({
+      tenants: [
+        {
+          name: "bench",
+          apiKeys: [{ sha256: createHash("sha256").update("bench-key").digest("hex") }],
+          scripts: ["policy.ts"],
+          hostTools: "tools.mjs",
+          model: "scripted:model.json",
+          limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000, maxEventStreams: 1000 },
+        },
+      ],
+    }),
+  );
+}
+
+/** Starts `hookbox serve` on a free port; `nodeArgs` go to its Node (`--cpu-prof`, ...). */
+export async function startServe(dir, store, { nodeArgs = [] } = {}) {
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, join(root, "bin/hookbox.js"), "serve", "--port", "0", "--store", store, "--config", join(dir, "config.json")],
+    { stdio: ["ignore", "pipe", "pipe"], cwd: dir },
+  );
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+      const match = /listening on (\S+)/.exec(out);
+      if (match) resolve(match[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+  return {
+    url,
+    pid: child.pid,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+const headers = { authorization: "Bearer bench-key", "content-type": "application/json" };
+
+export async function newSession(url) {
+  const response = await fetch(`${url}/v1/sessions`, { method: "POST", headers, body: "{}" });
+  const session = await response.json();
+  if (!session.sessionId) throw new Error(`session: ${response.status} ${JSON.stringify(session)}`);
+  return session.sessionId;
+}
+
+/** One run in a session (a new one by default), read to its end over SSE; resolves with its latency in ms. */
+export async function oneRun(url, sessionId) {
+  const started = performance.now();
+  const session = sessionId ?? (await newSession(url));
+  const run = await fetch(`${url}/v1/sessions/${session}/runs`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ prompt: "Refund A17" }),
+  });
+  if (run.status !== 202) throw new Error(`run start: ${run.status} ${await run.text()}`);
+  const { runId } = await run.json();
+  const stream = await fetch(`${url}/v1/runs/${runId}/events`, { headers });
+  const text = await stream.text(); // the stream ends after run-finished
+  if (!text.includes('"run-finished"') || !text.includes('"completed"'))
+    throw new Error(`run ${runId} did not complete: ${text.slice(-300)}`);
+  return performance.now() - started;
+}
+
+/**
+ * `clients` concurrent clients, each doing `runsPerClient` runs one after another, after a warm-up. Besides
+ * throughput and latency: serve's own CPU per run and its sandbox workers' (everything below it), measured
+ * from procfs over the timed part only.
+ */
+export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4, nodeArgs } = {}) {
+  const server = await startServe(dir, store, { nodeArgs });
+  try {
+    await Promise.all(Array.from({ length: Math.min(clients, 10) }, () => oneRun(server.url))); // warm-up: bundle cache, JIT
+    const latencies = [];
+    const cpuBefore = treeCpuMs(server.pid);
+    const begin = performance.now();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        for (let i = 0; i < runsPerClient; i++) latencies.push(await oneRun(server.url));
+      }),
+    );
+    const elapsedS = (performance.now() - begin) / 1000;
+    const cpuAfter = treeCpuMs(server.pid);
+    latencies.sort((a, b) => a - b);
+    return {
+      runsPerS: latencies.length / elapsedS,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      runs: latencies.length,
+      cpuMsPerRun: (cpuAfter.own - cpuBefore.own) / latencies.length,
+      workerCpuMsPerRun: (cpuAfter.below - cpuBefore.below) / latencies.length,
+    };
+  } finally {
+    await server.stop();
+  }
+}

@@ -1,0 +1,93 @@
+// A CPU profile of `hookbox serve` under the bench's HTTP workload (scripts/bench/http-workload.mjs): serve runs
+// with --cpu-prof, the clients run, serve stops on SIGTERM and writes the profile. Prints where serve's CPU went:
+// self time by source file of hookbox (through dist's source maps) or package, and the hottest functions.
+// node scripts/bench/profile-serve.mjs [--clients N] [--runs-per-client N] [--store memory|file] [--keep DIR] [--top N]
+// (after npm run build). --keep leaves the .cpuprofile in DIR (open it in Chrome DevTools or speedscope).
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, dirname } from "node:path";
+import { parseArgs } from "node:util";
+import { fileURLToPath } from "node:url";
+import { SourceMap } from "node:module";
+import { httpWorkload, round, writeTenant } from "./http-workload.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const { values } = parseArgs({
+  options: {
+    clients: { type: "string" },
+    "runs-per-client": { type: "string" },
+    store: { type: "string" },
+    keep: { type: "string" },
+    top: { type: "string" },
+  },
+});
+const work = mkdtempSync(join(tmpdir(), "hookbox-profile-"));
+const profiles = values.keep ?? join(work, "profiles");
+
+const maps = new Map();
+/** The hookbox source file (src/...) a position of a dist file comes from, else the package or Node part. */
+function placeOf(url, line, column) {
+  if (!url) return "(native)";
+  if (url.startsWith("node:")) return "node:" + url.slice(5).split("/")[0];
+  const path = url.startsWith("file://") ? fileURLToPath(url) : url;
+  const nodeModules = path.lastIndexOf("node_modules/");
+  if (nodeModules >= 0) {
+    const parts = path.slice(nodeModules + 13).split("/");
+    return parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
+  }
+  if (!path.startsWith(join(root, "dist"))) return relative(root, path);
+  if (!maps.has(path)) {
+    try {
+      maps.set(path, new SourceMap(JSON.parse(readFileSync(`${path}.map`, "utf8"))));
+    } catch {
+      maps.set(path, undefined);
+    }
+  }
+  const entry = maps.get(path)?.findEntry(line, column);
+  return entry?.originalSource ? relative(root, fileURLToPath(new URL(entry.originalSource, `file://${path}`))) : relative(root, path);
+}
+
+try {
+  writeTenant(work);
+  const store = values.store === "memory" ? ":memory:" : join(work, "bench.db");
+  const measured = await httpWorkload(work, store, {
+    clients: Number(values.clients ?? 50),
+    runsPerClient: Number(values["runs-per-client"] ?? 4),
+    nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profiles}`],
+  });
+  const file = readdirSync(profiles).find((name) => name.endsWith(".cpuprofile"));
+  if (!file) throw new Error(`serve wrote no profile in ${profiles}`);
+  const profile = JSON.parse(readFileSync(join(profiles, file), "utf8"));
+  const totalUs = profile.endTime - profile.startTime;
+  const perSample = totalUs / profile.samples.length;
+  const byPlace = new Map();
+  const byFunction = new Map();
+  let idleUs = 0;
+  for (const node of profile.nodes) {
+    const us = node.hitCount * perSample;
+    if (us === 0) continue;
+    const { functionName, url, lineNumber, columnNumber } = node.callFrame;
+    if (functionName === "(idle)") {
+      idleUs += us;
+      continue;
+    }
+    const place = placeOf(url, lineNumber, columnNumber);
+    byPlace.set(place, (byPlace.get(place) ?? 0) + us);
+    const name = `${functionName || "(anonymous)"} ${place}`;
+    byFunction.set(name, (byFunction.get(name) ?? 0) + us);
+  }
+  const busyUs = totalUs - idleUs;
+  const top = Number(values.top ?? 25);
+  const table = (map) =>
+    [...map.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([name, us]) => `  ${(us / 1000).toFixed(0).padStart(7)} ms  ${((100 * us) / busyUs).toFixed(1).padStart(5)}%  ${name}`)
+      .join("\n");
+  process.stdout.write(
+    `serve: ${measured.runs} timed runs (${round(measured.runsPerS)} runs/s), ${round(measured.cpuMsPerRun, 2)} ms CPU per run, workers ${round(measured.workerCpuMsPerRun, 2)} ms\n` +
+      `profile: ${(totalUs / 1e6).toFixed(1)} s, busy ${(busyUs / 1e6).toFixed(1)} s (warm-up included)\n\nself time by file:\n${table(byPlace)}\n\nhottest functions:\n${table(byFunction)}\n`,
+  );
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
