@@ -16,6 +16,8 @@ interface RawManifest {
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** A script's name goes into every event and span of its calls: short, and plain like a tool's or a tenant's. */
+const SCRIPT_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 const DEFAULT_PARAMETERS: JsonObject = { type: "object", properties: {} };
 
 function loadError(bundle: Bundle, message: string): HookboxError {
@@ -30,6 +32,14 @@ export function validateManifest(rawText: string, bundle: Bundle, schemas: ToolS
   const raw = JSON.parse(rawText) as RawManifest;
   const name = raw.name ?? bundle.defaultName;
   if (typeof name !== "string" || name.trim() === "") throw loadError(bundle, "name must be a non-empty string");
+  if (!SCRIPT_NAME.test(name)) {
+    const shown = JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}...` : name);
+    const origin = raw.name === undefined ? ` (from its file name; give defineScript a name)` : "";
+    throw loadError(
+      bundle,
+      `name ${shown}${origin} (${name.length} characters): a script name may use letters, digits, _, . and - (1 to 64 characters, not starting with . or -)`,
+    );
+  }
   const onHookError = raw.onHookError ?? "fail-closed";
   if (typeof onHookError !== "string" || !(ON_HOOK_ERROR as readonly string[]).includes(onHookError)) {
     throw loadError(bundle, `onHookError must be one of ${ON_HOOK_ERROR.join(", ")}, got ${JSON.stringify(onHookError)}`);

@@ -2,9 +2,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BatchSpanProcessor, TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
+import { TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
+import type { Attributes, SpanOptions } from "@opentelemetry/api";
 import { HookboxError } from "../errors.js";
 import type { HookSpanInfo, RunTrace, RunTraceStart } from "./run-trace.js";
+import { TENANT_ATTRIBUTE, TenantSpanProcessor } from "./tenant-batches.js";
 
 /*
  * The exporting tracer, loaded only when an OTLP endpoint is configured (tracing.ts). Parents are passed
@@ -19,6 +21,25 @@ export interface OtelTracing {
 }
 
 type Protocol = "http/protobuf" | "http/json";
+
+/*
+ * What one span may carry (docs/observability.md): names, attribute values and status messages come from
+ * tenants' scripts and the model (tool names, errors, reasons), so each is clipped. A span is then a few
+ * kilobytes at most, and a batch of them stays far below a collector's request limit.
+ */
+/** The longest attribute value (the SDK clips; event attributes too). */
+export const ATTRIBUTE_VALUE_CHARS = 1024;
+/** The longest span name (`execute_tool <the model's tool name>`). */
+export const SPAN_NAME_CHARS = 128;
+/** The longest status message (an error's message, a run's reason). */
+export const STATUS_MESSAGE_CHARS = 1024;
+
+const BATCHING = { maxQueuePerTenant: 2048, maxExportBatchSize: 512, maxTenants: 256, maxExportsInFlight: 8 };
+
+/** `text` cut to `max` characters, marked with an ellipsis when it was cut. */
+export function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
 
 /** The OTLP protocol from the standard variables; the SDK's default is http/protobuf. */
 export function otlpProtocol(env: NodeJS.ProcessEnv): Protocol {
@@ -41,9 +62,11 @@ async function exporterFor(protocol: Protocol): Promise<SpanExporter> {
 
 export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTracing> {
   const exporter = await exporterFor(otlpProtocol(env));
+  const batches = new TenantSpanProcessor(exporter, BATCHING);
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": env.OTEL_SERVICE_NAME?.trim() || "hookbox" }),
-    spanProcessors: [new BatchSpanProcessor({ exporter })],
+    spanLimits: { attributeValueLengthLimit: ATTRIBUTE_VALUE_CHARS },
+    spanProcessors: [batches],
   });
   const tracer = provider.getTracer("hookbox");
   const propagator = new W3CTraceContextPropagator();
@@ -61,12 +84,16 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
 
   return {
     startRun(start) {
-      const runSpan = tracer.startSpan(
+      // Every span names its tenant: spans are batched by it, and a reader can filter by it.
+      const startSpan = (name: string, options: SpanOptions & { attributes: Attributes }, parent: Context) =>
+        tracer.startSpan(
+          clip(name, SPAN_NAME_CHARS),
+          { ...options, attributes: { ...options.attributes, [TENANT_ATTRIBUTE]: start.tenant } },
+          parent,
+        );
+      const runSpan = startSpan(
         "hookbox.run",
-        {
-          kind: SpanKind.INTERNAL,
-          attributes: { "hookbox.session_id": start.sessionId, "hookbox.run_id": start.runId, "hookbox.tenant": start.tenant },
-        },
+        { kind: SpanKind.INTERNAL, attributes: { "hookbox.session_id": start.sessionId, "hookbox.run_id": start.runId } },
         parentFrom(start.traceparent),
       );
       const runContext = trace.setSpan(ROOT_CONTEXT, runSpan);
@@ -78,7 +105,7 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
       return {
         traceId: runSpan.spanContext().traceId,
         async inference(requestModel, work) {
-          const span = tracer.startSpan(
+          const span = startSpan(
             `chat ${requestModel}`,
             { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": requestModel } },
             parent(),
@@ -106,7 +133,7 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
           );
         },
         async tool(call, work) {
-          const span = tracer.startSpan(
+          const span = startSpan(
             `execute_tool ${call.name}`,
             {
               kind: SpanKind.INTERNAL,
@@ -118,14 +145,14 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
             child(span, () =>
               work({
                 failed(message) {
-                  span.setStatus({ code: SpanStatusCode.ERROR, message });
+                  span.setStatus({ code: SpanStatusCode.ERROR, message: clip(message, STATUS_MESSAGE_CHARS) });
                 },
               }),
             ),
           );
         },
         async hook(info: HookSpanInfo, work) {
-          const span = tracer.startSpan(
+          const span = startSpan(
             "hookbox.hook",
             {
               kind: SpanKind.INTERNAL,
@@ -159,10 +186,11 @@ export async function createOtelTracing(env: NodeJS.ProcessEnv): Promise<OtelTra
               "hookbox.cost_usd": outcome.usage.costUsd,
             });
           }
-          if (outcome.status !== "completed") runSpan.setStatus({ code: SpanStatusCode.ERROR, message: outcome.reason ?? outcome.status });
+          if (outcome.status !== "completed")
+            runSpan.setStatus({ code: SpanStatusCode.ERROR, message: clip(outcome.reason ?? outcome.status, STATUS_MESSAGE_CHARS) });
           runSpan.end();
-          // A finished run's spans leave now: a process that exits soon after loses nothing.
-          provider.forceFlush().catch(() => {});
+          // A finished run's spans leave now (its tenant's, no one else's): a process that exits soon after loses nothing.
+          batches.flushTenant(start.tenant).catch(() => {});
         },
       };
     },
@@ -176,7 +204,10 @@ async function ended<T>(span: Span, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: clip(error instanceof Error ? error.message : String(error), STATUS_MESSAGE_CHARS),
+    });
     throw error;
   } finally {
     span.end();

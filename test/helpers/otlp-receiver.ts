@@ -18,33 +18,48 @@ export interface OtlpRequest {
   path: string;
   contentType: string;
   body: Buffer;
+  /** Refused as too large (413), as a collector refuses a request over its limit: its spans were not taken. */
+  refused?: boolean;
 }
 
 /**
  * A real OTLP/HTTP trace receiver on loopback, like a collector's: it accepts POST /v1/traces, records every
- * request, and decodes http/json bodies into spans (protobuf bodies are kept raw).
+ * request, and decodes http/json bodies into spans (protobuf bodies are kept raw). With `maxRequestBytes`, a
+ * bigger request is answered 413 and its spans are not taken, as a collector's request limit does (it is still
+ * recorded, marked `refused`, so a test can see whose spans it held).
  */
-export async function startOtlpReceiver(): Promise<{
+export async function startOtlpReceiver(options: { maxRequestBytes?: number } = {}): Promise<{
   url: string;
   requests: OtlpRequest[];
   spans(): ReceivedSpan[];
+  /** The spans of requests refused as too large. */
+  refusedSpans(): ReceivedSpan[];
   waitForSpans(count: number, timeoutMs?: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
 }> {
   const requests: OtlpRequest[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await read(req);
-    requests.push({ path: req.url ?? "", contentType: String(req.headers["content-type"] ?? ""), body });
+    const refused = options.maxRequestBytes !== undefined && body.length > options.maxRequestBytes;
+    requests.push({ path: req.url ?? "", contentType: String(req.headers["content-type"] ?? ""), body, ...(refused ? { refused } : {}) });
+    if (refused) {
+      res.writeHead(413, { "content-type": "text/plain" });
+      res.end("request too large");
+      return;
+    }
     res.writeHead(200, { "content-type": String(req.headers["content-type"] ?? "application/json") });
     res.end(req.headers["content-type"]?.includes("json") ? "{}" : "");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  const spans = () => requests.filter((r) => r.contentType.includes("json")).flatMap((r) => decodeJson(r.body));
+  const decoded = (refused: boolean) =>
+    requests.filter((r) => r.contentType.includes("json") && Boolean(r.refused) === refused).flatMap((r) => decodeJson(r.body));
+  const spans = () => decoded(false);
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
     spans,
+    refusedSpans: () => decoded(true),
     async waitForSpans(count, timeoutMs = 10_000) {
       const until = Date.now() + timeoutMs;
       while (spans().length < count && Date.now() < until) await new Promise((r) => setTimeout(r, 50));

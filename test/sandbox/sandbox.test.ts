@@ -91,10 +91,23 @@ describe("loading", () => {
     ["bad onHookError", `export default { onHookError: "ignore" };`, "onHookError must be one of"],
     ["throwing top level", `throw new Error("top-level boom");`, "top-level boom"],
     ["syntax error", `export default {`, "bad.ts:1:17: esbuild cannot bundle this"],
+    // A script's name goes into every event and span of its calls: bounded, and plain, like a tool's.
+    ["a name of 2 MB", `export default { name: "n".repeat(2 * 1024 * 1024) };`, "(2097152 characters): a script name may use letters"],
+    ["a name of 65 characters", `export default { name: "${"a".repeat(65)}" };`, "(65 characters): a script name may use letters"],
+    ["a name with a line break", `export default { name: "guard\\nINFO forged log line" };`, '"guard\\nINFO forged log line"'],
+    ["a name with a space", `export default { name: "refund policy" };`, "a script name may use letters, digits, _, . and -"],
   ])("rejects a bad script: %s", async (_label, source, expected) => {
     const error = await rejection(pool.tenant("load-bad").load([script("bad", source)]));
     expect(error.code).toBe("SCRIPT_LOAD");
     expect(error.message).toContain(expected);
+  });
+
+  it("checks the name a script takes from its file too, and accepts plain names up to 64 characters", async () => {
+    const error = await rejection(pool.tenant("load-e").load([script("refund policy", `export default {};`)]));
+    expect(error.code).toBe("SCRIPT_LOAD");
+    expect(error.message).toContain('name "refund policy" (from its file name; give defineScript a name)');
+    const [manifest] = await pool.tenant("load-f").load([script("policy.v2", `export default { name: "${"a".repeat(60)}_.-9" };`)]);
+    expect(manifest.name).toBe(`${"a".repeat(60)}_.-9`);
   });
 
   it("refuses two scripts with the same name", async () => {
