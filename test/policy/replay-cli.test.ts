@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,12 +8,15 @@ import { startOpenAIServer } from "../helpers/openai-server.js";
 /*
  * `hookbox replay` over a store of runs recorded by the real `hookbox run` against a real OpenAI-compatible
  * server on loopback. The host tool appends to a counter file and the server counts model requests:
- * replay must change neither.
+ * replay must change neither. The server stays up until the end, so a model call made by a replay would
+ * reach it and be counted (a closed server would only make such a call fail unseen).
  */
 const dir = mkdtempSync(join(tmpdir(), "hookbox-replay-"));
 const store = join(dir, "store.db");
 const counter = join(dir, "tool-calls.log");
 let modelRequests: unknown[] = [];
+let modelServer: Awaited<ReturnType<typeof startOpenAIServer>> | undefined;
+afterAll(async () => modelServer?.close());
 
 const policy = (limit: number) => `import { defineScript } from "hookbox";
 export default defineScript({
@@ -58,40 +61,36 @@ export default [{
 `,
   );
   const refund = (id: string, amount: number) => ({ id, name: "refund", args: { id, amount } });
-  const server = await startOpenAIServer([
+  const server = (modelServer = await startOpenAIServer([
     { toolCalls: [refund("A", 30), refund("B", 80)] },
     { text: "A and B refunded" },
     { toolCalls: [refund("C", 120)] },
     { text: "C needs a human" },
     { toolCalls: [refund("D", 60)] },
     { text: "D refunded" },
-  ]);
+  ]));
   modelRequests = server.requests;
-  try {
-    for (const prompt of ["refund A and B", "refund C", "refund D"]) {
-      const recorded = await runCli(
-        [
-          "run",
-          join(dir, "policy.ts"),
-          "--model",
-          "openai-compatible:fake",
-          "--base-url",
-          server.url,
-          "--host-tools",
-          join(dir, "tools.mjs"),
-          "--store",
-          store,
-          "--tenant",
-          "acme",
-          "--prompt",
-          prompt,
-        ],
-        { env: { OPENAI_API_KEY: "test-key" } },
-      );
-      expect(recorded.code, recorded.stderr).toBe(0);
-    }
-  } finally {
-    await server.close();
+  for (const prompt of ["refund A and B", "refund C", "refund D"]) {
+    const recorded = await runCli(
+      [
+        "run",
+        join(dir, "policy.ts"),
+        "--model",
+        "openai-compatible:fake",
+        "--base-url",
+        server.url,
+        "--host-tools",
+        join(dir, "tools.mjs"),
+        "--store",
+        store,
+        "--tenant",
+        "acme",
+        "--prompt",
+        prompt,
+      ],
+      { env: { OPENAI_API_KEY: "test-key" } },
+    );
+    expect(recorded.code, recorded.stderr).toBe(0);
   }
   expect(toolCalls()).toEqual(["A", "B", "D"]);
   expect(modelRequests).toHaveLength(6);

@@ -7,6 +7,9 @@ import type { HookboxEvent } from "../../src/events/types.js";
 import type { TenantConfig, TenantRuntime } from "../../src/host/types.js";
 import { tempDir } from "../store/helpers.js";
 import { FakeRuntime, type FakeStep } from "./fake-runtime.js";
+import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
+import type { SandboxPool } from "../../src/sandbox/api.js";
+import type { StartRunRequest } from "../../src/host/types.js";
 
 const twoTools: FakeStep[] = [
   {
@@ -163,11 +166,25 @@ describe("SessionManager", () => {
     expect(stored.map((e) => e.seq)).toEqual(live.filter((e) => e.seq > 4).map((e) => e.seq));
   });
 
-  it("resumes an interrupted run without re-executing a committed tool, re-running beforeToolCall for the rest", async () => {
-    const { manager, runtime } = setup();
-    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+  it("resumes an interrupted run without re-executing a committed tool, re-running beforeToolCall for the rest, not beforeRun", async () => {
+    dir = tempDir("hookbox-session-");
+    store = openStore(join(dir, "store.db"));
+    const model = writeModel(dir, [
+      {
+        toolCalls: [
+          { id: "c1", name: "a", args: {} },
+          { id: "c2", name: "b", args: {} },
+        ],
+        usage: { inputTokens: 300, outputTokens: 40 },
+      },
+      { text: "done" },
+    ]);
+    // Two real runtimes over the same files, one per "process": the first is interrupted while tool b runs.
     let release!: () => void;
-    runtime.blockedTools.set("c2", new Promise((resolve) => (release = resolve)));
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    const first = await recordingRuntime(model, blocked);
+    const manager = new SessionManager({ store, runtimeFor: async () => first.runtime });
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
     const handle = await session.run("go");
     await waitForEvent(manager.events(handle.runId), "tool-started", (e) => e.callId === "c2");
     const interrupting = manager.interruptAll("draining");
@@ -175,27 +192,32 @@ describe("SessionManager", () => {
     await interrupting;
     const interrupted = await store.getRun(handle.runId);
     expect(interrupted).toMatchObject({ status: "interrupted", reason: "draining" });
-    expect(runtime.executed).toEqual(["c1"]);
+    expect(first.executed).toEqual(["a", "b"]); // b started; its result was never committed
+    expect(first.beforeRun).toEqual(["go"]);
 
     // A new process: new manager, new runtime, same file.
     await store.close();
     store = openStore(join(dir, "store.db"));
-    const fresh = new FakeRuntime("acme", twoTools);
-    const resumer = new SessionManager({ store, runtimeFor: async () => fresh });
+    const fresh = await recordingRuntime(model);
+    const resumer = new SessionManager({ store, runtimeFor: async () => fresh.runtime });
     const resumed = await resumer.resume(session.id);
     expect(resumed.runId).toBe(handle.runId);
-    expect(await resumed.wait()).toMatchObject({ status: "completed", iterations: 2 });
-    expect(fresh.requests[0].resumeFrom).toMatchObject({
+    expect(await resumed.wait()).toMatchObject({ status: "completed", iterations: 2, text: "done" });
+    expect(fresh.requests[0]!.resumeFrom).toMatchObject({
       nextSeq: interrupted!.lastSeq + 1,
       iterations: 1,
       inferenceId: interrupted!.inferenceId,
       // The budget goes on from what the interrupted run had used.
       usage: { inputTokens: 300, outputTokens: 40, costUsd: 0.25 },
     });
-    expect(fresh.executed).toEqual(["c2"]);
+    expect(fresh.executed).toEqual(["b"]);
     expect(fresh.beforeToolCall).toEqual(["c2"]);
+    // The run it continues already passed beforeRun: the resumed run does not ask again.
+    expect(fresh.beforeRun).toEqual([]);
     const all = await collect(resumer.events(handle.runId));
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(all.filter((e) => e.type === "run-started")).toHaveLength(1);
+    expect(all.filter((e) => e.type === "hook-decision" && e.hook === "beforeRun")).toHaveLength(1);
     expect(all.filter((e) => e.type === "run-finished").map((e) => (e as { status: string }).status)).toEqual(["interrupted", "completed"]);
     await expect(resumer.resume(session.id)).rejects.toMatchObject({
       code: "NOT_RESUMABLE",
@@ -240,4 +262,58 @@ async function waitForEvent<T extends HookboxEvent["type"]>(
     if (event.type === type && match(event as Extract<HookboxEvent, { type: T }>)) return event as Extract<HookboxEvent, { type: T }>;
   }
   throw new Error(`no ${type} event`);
+}
+
+function writeModel(dir: string, steps: unknown[]): string {
+  const file = join(dir, "model.json");
+  writeFileSync(file, JSON.stringify({ steps }));
+  return file;
+}
+
+/**
+ * The real tenant runtime (the real loop) with host tools `a` and `b` and a host hook set that record what ran;
+ * `b` waits for `blocked` before it answers. Scripts are not needed here: no sandbox pool is made.
+ */
+async function recordingRuntime(model: string, blocked?: Promise<void>) {
+  const executed: string[] = [];
+  const beforeToolCall: string[] = [];
+  const beforeRun: string[] = [];
+  const requests: StartRunRequest[] = [];
+  const noPool: SandboxPool = {
+    tenant() {
+      throw new Error("no sandbox in this test");
+    },
+    async close() {},
+  };
+  const tool = (name: string, wait?: Promise<void>) => ({
+    name,
+    description: name,
+    parameters: { type: "object" },
+    handler: async () => {
+      executed.push(name);
+      await wait;
+      return { ran: name };
+    },
+  });
+  const real = await createTenantRuntime({ name: "acme", scripts: [], model: { kind: "scripted", file: model } }, noPool, {
+    host: {
+      tools: [tool("a"), tool("b", blocked)],
+      hooks: [
+        {
+          name: "recorder",
+          beforeRun: (p) => void beforeRun.push(p.prompt),
+          beforeToolCall: (p) => void beforeToolCall.push(p.call.id),
+        },
+      ],
+    },
+    pricing: { "*": { inputPerMTok: 500, outputPerMTok: 2500 } },
+  });
+  const runtime: TenantRuntime = {
+    name: real.name,
+    start(request) {
+      requests.push(request);
+      return real.start(request);
+    },
+  };
+  return { runtime, executed, beforeToolCall, beforeRun, requests };
 }
