@@ -51,6 +51,8 @@ export default [{
   description: "Append the id to the execution log",
   parameters: { type: "object", properties: { id: { type: "string" }, delayMs: { type: "number" } }, required: ["id"] },
   async handler(args, ctx, { signal }) {
+    // A host tool's error may name a host path (here the fixture's own folder, the config's): the server redacts it.
+    if (args.failWithHostPath) throw new Error("cannot append to " + log);
     const first = record("tool " + ctx.sessionId + " " + args.id);
     if (args.delayMs && first) await sleep(args.delayMs, signal);
     return { recorded: args.id };

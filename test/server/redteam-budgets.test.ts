@@ -67,6 +67,9 @@ beforeAll(async () => {
       limits: { maxRunBytes: 64 * MiB, maxTurnBytes: 32 * MiB },
     },
     { name: "bloater", key: "bloater-key", steps: [{ text: "hi" }], scripts: { "bloat.ts": bloatingMiddleware }, limits: { cpuMs: 5000 } },
+    // No session fits in one byte; a session fits in 50,000 bytes, a run with a 100,000-character prompt does not.
+    { name: "full", key: "full-key", steps: [{ text: "never" }], limits: { maxStoreBytes: 1 } },
+    { name: "narrow", key: "narrow-key", steps: [{ text: "never" }], limits: { maxStoreBytes: 50_000 } },
   ]);
   server = await startMeteredServe({ config: fixture.config, store: fixture.store });
 }, 60_000);
@@ -124,19 +127,24 @@ describe("hookbox serve under budget attacks", () => {
     expect(final.reason).toMatch(/tenant packrat is over its store quota/);
     // Only the run's small final event may go past the quota.
     expect(storedBytes("packrat")).toBeLessThan(3 * MiB + 2048);
-    const client = api(server.url, "packrat-key");
-    const refused = await client.request("POST", "/v1/sessions", {});
-    if (refused.status === 201) {
-      const next = await client.request("POST", `/v1/sessions/${refused.body.sessionId}/runs`, { prompt: "more" });
-      expect([202, 403]).toContain(next.status);
-      if (next.status === 202) {
-        const { messages } = await readEvents(server.url, "packrat-key", next.body.runId);
-        expect(messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "failed", errorCode: "STORE_QUOTA" });
-      }
-    } else {
-      expect(refused).toMatchObject({ status: 403, body: { error: { code: "STORE_QUOTA" } } });
-    }
-    expect(storedBytes("packrat")).toBeLessThan(3 * MiB + 4096);
+    expect(storedBytes("packrat")).toBeLessThan(3 * MiB + 2048);
+  }, 60_000);
+
+  it("a new session or run that would take the tenant over its store quota is refused with 403 STORE_QUOTA, storing nothing", async () => {
+    const full = await api(server.url, "full-key").request("POST", "/v1/sessions", {});
+    expect(full).toMatchObject({ status: 403, body: { error: { code: "STORE_QUOTA" } } });
+    expect(full.body.error.message).toMatch(/tenant full is over its store quota/);
+    expect(storedBytes("full")).toBe(0);
+
+    const narrow = api(server.url, "narrow-key");
+    const session = await narrow.request("POST", "/v1/sessions", {});
+    expect(session.status).toBe(201);
+    const sessionBytes = storedBytes("narrow");
+    expect(sessionBytes).toBeGreaterThan(0);
+    const run = await narrow.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "p".repeat(100_000) });
+    expect(run).toMatchObject({ status: 403, body: { error: { code: "STORE_QUOTA" } } });
+    expect(storedBytes("narrow")).toBe(sessionBytes);
+    expect((await narrow.request("GET", `/v1/sessions/${session.body.sessionId}`)).body).toMatchObject({ status: "idle" });
   }, 60_000);
 
   it("an inference asking for 20,000 tool calls runs none of them and fails with RUN_BUDGET", async () => {
