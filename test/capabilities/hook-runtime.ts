@@ -58,6 +58,15 @@ export async function runLogged(runtime: TenantRuntime, sessionId: string): Prom
   return JSON.parse(log!.message);
 }
 
+/** Runs to completion; returns every log line of the run, each parsed as JSON (one per line the script logged). */
+export async function runLoggedLines(runtime: TenantRuntime, sessionId: string): Promise<unknown[]> {
+  const handle = runtime.start({ sessionId, prompt: "go" });
+  const events: HookboxEvent[] = [];
+  for await (const event of handle.events()) events.push(event);
+  expect((await handle.wait()).status).toBe("completed");
+  return events.flatMap((event) => (event.type === "log" ? [JSON.parse(event.message) as unknown] : []));
+}
+
 /** A loopback server process and a one-worker sandbox pool for a test file, started before its tests and closed after. */
 export function loopbackAndPool(): { loopback: Loopback; pool: SupervisedSandboxPool } {
   const shared = {} as { loopback: Loopback; pool: SupervisedSandboxPool };
