@@ -13,6 +13,8 @@ const echo = (log: unknown[] = []): HostTool => ({
     return args;
   },
 });
+/** Ten minutes: far past the test's own timeout. */
+const LONGER_THAN_THE_TEST = 600_000;
 const steps = [{ toolCalls: [{ id: "c1", name: "echo", args: { n: 1 } }] }, { text: "done" }];
 
 async function nextPause(handle: RunHandle, seen: HookboxEvent[]): Promise<Extract<HookboxEvent, { type: "debugger.pause" }>> {
@@ -60,14 +62,15 @@ describe("step control", () => {
     expect(ofType(events, "debugger.continue").map((c) => c.reason)).toEqual(["timeout", "timeout"]);
   });
 
+  // "At once" below: each run waits on something that would outlast the test (a 10-minute pause, a tool that
+  // never answers, a 10-minute model call or backoff), so only the cancellation can end it in time; how fast a
+  // cancel is belongs to `npm run bench`, not to a timed assertion a loaded machine could break.
   it("cancel during a pause ends the run at once", async () => {
     const h = await harness({ steps, host: { tools: [echo()] } });
-    const handle = h.runtime.start({ sessionId: "s", prompt: "x", options: { step: true, pauseTimeoutMs: 60_000 } });
+    const handle = h.runtime.start({ sessionId: "s", prompt: "x", options: { step: true, pauseTimeoutMs: LONGER_THAN_THE_TEST } });
     await nextPause(handle, []);
-    const started = performance.now();
     handle.cancel("user pressed stop");
     const result = await handle.wait();
-    expect(performance.now() - started).toBeLessThan(100);
     expect(result.status).toBe("cancelled");
     const events = await collect(handle);
     expect(ofType(events, "debugger.continue")[0].reason).toBe("cancelled");
@@ -109,10 +112,8 @@ describe("step control", () => {
     const h = await harness({ steps: [{ toolCalls: [{ id: "t", name: "slow", args: {} }] }, { text: "never" }], host: { tools: [slow] } });
     const handle = h.runtime.start({ sessionId: "s", prompt: "x" });
     for await (const e of handle.events()) if (e.type === "tool-started") break;
-    const started = performance.now();
     handle.cancel("stop");
     const result = await handle.wait();
-    expect(performance.now() - started).toBeLessThan(100);
     expect(result.status).toBe("cancelled");
     expect(toolSawAbort).toBe(true);
     const events = await collect(handle);
@@ -120,9 +121,9 @@ describe("step control", () => {
   });
 
   it("cancel during a long model call and during a retry backoff returns promptly", async () => {
-    const h = await harness({ steps: [{ text: "slow", delayMs: 10_000 }] });
+    const h = await harness({ steps: [{ text: "slow", delayMs: LONGER_THAN_THE_TEST }] });
     const handle = h.runtime.start({ sessionId: "s", prompt: "x" });
-    await new Promise((r) => setTimeout(r, 30));
+    for await (const e of handle.events()) if (e.type === "inference-started") break;
     handle.cancel();
     expect((await handle.wait()).status).toBe("cancelled");
 
@@ -136,14 +137,13 @@ describe("step control", () => {
     };
     const h2 = await harness({
       steps: [{ toolCalls: [{ id: "f", name: "flaky", args: {} }] }, { text: "x" }],
-      host: { tools: [flaky], hooks: [{ name: "retrier", onToolError: () => ({ action: "retry", backoffMs: 20_000 }) }] },
+      host: { tools: [flaky], hooks: [{ name: "retrier", onToolError: () => ({ action: "retry", backoffMs: LONGER_THAN_THE_TEST }) }] },
+      defaults: { retry: { budgetMs: 2 * LONGER_THAN_THE_TEST } },
     });
     const handle2 = h2.runtime.start({ sessionId: "s", prompt: "x" });
     for await (const e of handle2.events()) if (e.type === "tool-retry") break;
-    const started = performance.now();
     handle2.cancel();
     expect((await handle2.wait()).status).toBe("cancelled");
-    expect(performance.now() - started).toBeLessThan(100);
   });
 });
 

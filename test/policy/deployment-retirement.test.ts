@@ -6,6 +6,7 @@ import type { RunHandle, TenantConfig } from "../../src/host/types.js";
 import { Deployments } from "../../src/policy/deployments.js";
 import { openStore } from "../../src/store/index.js";
 import { tmp, writeSteps } from "../helpers/harness.js";
+import { waitUntil } from "../server/processes.js";
 
 // The runtime of a deployment that is no longer current is dropped once nothing of it runs here, so a
 // long-running server's memory follows the deployments in use. A real pool and a real SQLite store.
@@ -81,14 +82,17 @@ describe("runtimes of deployments no longer current", () => {
     const inFlight = await pausedRun(deployments);
     expect(loadedSandboxes()).toContain(firstSandbox);
 
+    // A control: a deployment loaded without a run, made not current at the same time as the first one. Once its
+    // sandbox is dropped, the retirement pass has run over the first deployment too.
+    const idle = await deployments.deploy("acme", { scripts: [{ name: "policy", version: 2 }] });
+    await deployments.runtimeFor("acme");
     const second = await deployments.deploy("acme", { scripts: [{ name: "policy", version: 2 }] });
-    await sleep(RETIRE_AFTER_MS * 4);
+    await waitUntil(() => !loadedSandboxes().includes(`acme~${idle.id}`), 20_000, "the idle deployment to be retired");
     // Not current any more, but its run is paused mid-way: it stays.
     expect(loadedSandboxes()).toContain(firstSandbox);
     expect((await finish(inFlight)).status).toBe("completed");
 
-    await sleep(RETIRE_AFTER_MS * 4);
-    expect(loadedSandboxes()).not.toContain(firstSandbox);
+    await waitUntil(() => !loadedSandboxes().includes(firstSandbox), 20_000, "the first deployment to be retired once its run ended");
     expect(loadedSandboxes()).toContain(`acme~${second.id}`);
 
     // A resume of a run recorded on the first deployment loads it again, with its own version.

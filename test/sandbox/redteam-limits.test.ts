@@ -5,21 +5,34 @@ import { assertWorkerIntact, attackLimits, attacker, redTeamPool, timedRejection
 
 /*
  * Red team: resource attacks. Limits: 100 ms CPU, 1 s wall, 32 MB per callback/tenant; the supervisor's
- * grace is 500 ms. Each case asserts the code, the bound, a prompt victim, and a working next call.
+ * grace is 500 ms. Each case asserts the code and which bound ended the attack (the isolate's own limit, named in
+ * the error, or the supervisor's kill), that the attack ended (within CONTAINED_MS), a victim served meanwhile,
+ * and a working next call. The wall-clock bounds are generous on purpose: an attack that is not contained runs on
+ * past them (or for good), so they still fail it, and a loaded machine cannot make a false red. How fast the
+ * host contains an attack and serves others is measured by `npm run bench` (docs/bench.md).
  */
+const CONTAINED_MS = 15_000;
 const { pool, good } = redTeamPool({ workers: 2, killGraceMs: 500, maxPayloadBytes: 1_000_000 });
 
 /** A hook that attacks when the call is named "attack" and behaves otherwise (to prove recovery). */
 const hook = (attack: string) =>
   `{ hooks: { beforeToolCall(p) { if (p.call.name === "attack") { ${attack} } return { action: "deny", reason: "fine" }; } } }`;
 
-async function expectContained(body: string, code: string, boundMs: number, messagePart?: string, limits = attackLimits) {
+/**
+ * The attack ends with `code`; a SANDBOX_TIMEOUT names the isolate's own limit that fired (`limit`: "cpu" or
+ * "wall", not the supervisor's kill, which names the worker); `messagePart` says more where a case needs it.
+ */
+async function expectContained(body: string, code: string, messagePart?: string, limits = attackLimits) {
   const { run, tenant } = await attacker(pool, body, limits);
   const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
-  const victimDuring = good.served(1500);
+  const victimDuring = good.served();
   const error = await timedRejection(attack);
   expect(error.code).toBe(code);
-  expect(error.ms).toBeLessThan(boundMs);
+  expect(error.ms).toBeLessThan(CONTAINED_MS);
+  if (code === "SANDBOX_TIMEOUT") {
+    expect(["cpu", "wall"]).toContain(error.details.limit);
+    expect(error.details.limitMs).toBe(error.details.limit === "cpu" ? limits.cpuMs : limits.wallMs);
+  }
   if (messagePart) expect(error.message).toContain(messagePart);
   await victimDuring;
   await good.served(); // and after
@@ -33,7 +46,7 @@ async function expectContained(body: string, code: string, boundMs: number, mess
 
 describe("red team: CPU and time", () => {
   it("a synchronous infinite loop", async () => {
-    await expectContained(hook(`while (true) {}`), "SANDBOX_TIMEOUT", 1000, "CPU time limit of 100 ms");
+    await expectContained(hook(`while (true) {}`), "SANDBOX_TIMEOUT", "CPU time limit of 100 ms");
   });
 
   it("an infinite loop after awaiting the host (next())", async () => {
@@ -51,24 +64,25 @@ describe("red team: CPU and time", () => {
     );
     expect(nextRan).toBe(true);
     expect(error.code).toBe("SANDBOX_TIMEOUT");
-    expect(error.ms).toBeLessThan(1500);
+    expect(error.details.limit).toBe("cpu");
+    expect(error.ms).toBeLessThan(CONTAINED_MS);
     await good.served();
   });
 
   it("an async loop of awaits (microtask flood)", async () => {
-    await expectContained(hook(`return (async () => { for (;;) await null; })();`), "SANDBOX_TIMEOUT", 1000);
+    await expectContained(hook(`return (async () => { for (;;) await null; })();`), "SANDBOX_TIMEOUT");
   });
 
   it("a self-feeding promise chain", async () => {
-    await expectContained(hook(`const f = () => Promise.resolve().then(f); f(); return new Promise(() => {});`), "SANDBOX_TIMEOUT", 1000);
+    await expectContained(hook(`const f = () => Promise.resolve().then(f); f(); return new Promise(() => {});`), "SANDBOX_TIMEOUT");
   });
 
   it("a promise that never settles fails at once", async () => {
-    await expectContained(hook(`return new Promise(() => {});`), "SCRIPT_ERROR", 500, "never settles");
+    await expectContained(hook(`return new Promise(() => {});`), "SCRIPT_ERROR", "never settles");
   });
 
   it("a catastrophic regex", async () => {
-    await expectContained(hook(`/^(a+)+$/.test("a".repeat(40) + "b");`), "SANDBOX_TIMEOUT", 1500);
+    await expectContained(hook(`/^(a+)+$/.test("a".repeat(40) + "b");`), "SANDBOX_TIMEOUT");
   });
 
   it("a long built-in that overshoots the in-isolate timeout is killed by the supervisor", async () => {
@@ -79,7 +93,9 @@ describe("red team: CPU and time", () => {
     });
     const error = await timedRejection(run.callHook("attack", "beforeToolCall", beforePayload("attack")));
     expect(error.code).toBe("SANDBOX_TIMEOUT");
-    expect(error.ms).toBeLessThan(3000);
+    // The supervisor's kill, which names the worker it killed (the isolate's own limit did not stop the built-in).
+    expect(error.message).toContain("the sandbox worker was killed");
+    expect(error.ms).toBeLessThan(CONTAINED_MS);
     await good.served();
     pool.tenant(tenant, { cpuMs: 1000, wallMs: 5000 }); // as in expectContained: survival, not speed under load
     expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
@@ -88,19 +104,19 @@ describe("red team: CPU and time", () => {
   });
 
   it("a getter that loops while the result is serialized", async () => {
-    await expectContained(hook(`return { action: "skip", get result() { while (true) {} } };`), "SANDBOX_TIMEOUT", 1000);
+    await expectContained(hook(`return { action: "skip", get result() { while (true) {} } };`), "SANDBOX_TIMEOUT");
   });
 
   it("a thrown value whose getter loops", async () => {
-    await expectContained(hook(`throw { get message() { while (true) {} }, get stack() { while (true) {} } };`), "SANDBOX_TIMEOUT", 1500);
+    await expectContained(hook(`throw { get message() { while (true) {} }, get stack() { while (true) {} } };`), "SANDBOX_TIMEOUT");
   });
 
   it("a proxy whose ownKeys trap loops", async () => {
-    await expectContained(hook(`return new Proxy({}, { ownKeys() { while (true) {} } });`), "SANDBOX_TIMEOUT", 1000);
+    await expectContained(hook(`return new Proxy({}, { ownKeys() { while (true) {} } });`), "SANDBOX_TIMEOUT");
   });
 
   it("a custom thenable that loops when adopted", async () => {
-    await expectContained(hook(`return { then(resolve) { while (true) {} } };`), "SANDBOX_TIMEOUT", 1000);
+    await expectContained(hook(`return { then(resolve) { while (true) {} } };`), "SANDBOX_TIMEOUT");
   });
 });
 
@@ -111,7 +127,6 @@ describe("red team: memory and stack", () => {
     await expectContained(
       hook(`const keep = []; for (;;) keep.push(new Array(1e6).fill(1.5));`),
       "SANDBOX_MEMORY",
-      3000,
       "memory limit of 32 MB",
       { ...attackLimits, cpuMs: 1000 },
     );
@@ -125,10 +140,10 @@ describe("red team: memory and stack", () => {
     });
     const attack = run.callHook("attack", "beforeToolCall", beforePayload("attack"));
     // Sharing the attacker's worker costs a victim time, never its call: unstarted calls move to a new worker.
-    const victimDuring = good.served(4000);
+    const victimDuring = good.served();
     const error = await timedRejection(attack);
     expect(["SANDBOX_MEMORY", "SANDBOX_TIMEOUT"]).toContain(error.code);
-    expect(error.ms).toBeLessThan(3500);
+    expect(error.ms).toBeLessThan(CONTAINED_MS);
     await victimDuring;
     await good.served();
     expect(await run.callHook("attack", "beforeToolCall", beforePayload("calm"))).toEqual({ action: "deny", reason: "fine" });
@@ -138,13 +153,12 @@ describe("red team: memory and stack", () => {
     await expectContained(
       hook(`let s = "x"; for (;;) s = s + s; return { action: "deny", reason: s };`),
       "SCRIPT_ERROR",
-      3000,
       "Invalid string length",
     );
   });
 
   it("deep recursion", async () => {
-    await expectContained(hook(`const f = (n) => f(n + 1) + 1; f(0);`), "SCRIPT_ERROR", 1000, "Maximum call stack");
+    await expectContained(hook(`const f = (n) => f(n + 1) + 1; f(0);`), "SCRIPT_ERROR", "Maximum call stack");
   });
 });
 
@@ -163,7 +177,7 @@ describe("red team: returned data", () => {
       "deeper",
     ],
   ])("%s is a HOOK_CONTRACT error naming the path", async (_label, attack, path, problem) => {
-    const error = await expectContained(hook(attack), "HOOK_CONTRACT", 1000);
+    const error = await expectContained(hook(attack), "HOOK_CONTRACT");
     expect(String(error.details.path)).toContain(path);
     expect(error.message).toContain(problem);
   });
@@ -205,11 +219,10 @@ describe("red team: floods", () => {
           (error: { code: string }) => error.code,
         ),
       );
-      const victimTime = await floodVictim.served(500);
+      await floodVictim.served();
       const outcomes = await Promise.all(calls);
       expect(outcomes.filter((outcome) => outcome === "SANDBOX_OVERLOADED").length).toBeGreaterThan(0);
       expect(outcomes.filter((outcome) => outcome === "ok").length).toBeGreaterThanOrEqual(8);
-      expect(victimTime).toBeLessThan(500);
     } finally {
       await flood.close();
     }

@@ -41,3 +41,20 @@ export async function waitUntil(condition: () => boolean, timeoutMs: number, wha
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** CPU ticks (user + system, 1/100 s) a process has used, from /proc/PID/stat; 0 once it is gone. */
+export function cpuTicks(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** Waits until `pid` has burnt `ticks` more CPU ticks: it is running guest code, not waiting for it. */
+export async function waitUntilBusy(pid: number, ticks = 5, timeoutMs = 20_000): Promise<void> {
+  const start = cpuTicks(pid);
+  await waitUntil(() => cpuTicks(pid) - start >= ticks, timeoutMs, `process ${pid} to spin`);
+}

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync } from "node:fs";
+import { DatabaseSync } from "node:sqlite";
 import { runCli, jsonLines } from "../helpers/cli.js";
 import { openStore } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
@@ -19,6 +20,15 @@ const slowSteps = [
   },
   { text: "done" },
 ];
+/** Tool results the store holds for a run (read beside the running server, as any reader of the file may). */
+function committedToolResults(store: string, runId: string): number {
+  const db = new DatabaseSync(store, { readOnly: true });
+  try {
+    return (db.prepare("SELECT COUNT(*) AS n FROM tool_results WHERE run_id = ?").get(runId) as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
 const logLines = (log: string) => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : []);
 
 async function startSlowRun(url: string) {
@@ -47,8 +57,12 @@ describe("hookbox serve lifecycle", () => {
     const server = await startServe({ config: fixture.config, store: fixture.store });
     const { sessionId, runId } = await startSlowRun(server.url);
     await waitUntil(() => logLines(fixture.log).some((l) => l.endsWith(" c2") && l.startsWith("tool ")), 10_000, "the slow tool to start");
-    const stream = readEvents(server.url, "acme-key", runId);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // c1's result is committed (so the resume must not run it again), and the event stream is connected.
+    await waitUntil(() => committedToolResults(fixture.store, runId) >= 1, 10_000, "c1's result to be committed");
+    let connected!: () => void;
+    const streaming = new Promise<void>((resolve) => (connected = resolve));
+    const stream = readEvents(server.url, "acme-key", runId, { onMessage: () => connected() });
+    await streaming;
     server.child.kill("SIGTERM");
     const { messages, ended } = await stream;
     expect(ended).toBe(true);
