@@ -46,14 +46,18 @@ export class TenantSpanProcessor implements SpanProcessor {
     return this.queues.get(tenant)?.forceFlush() ?? Promise.resolve();
   }
 
+  /** Sends every tenant's queue and waits until every request, earlier ones included, is answered. */
   async forceFlush(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queue) => queue.forceFlush().catch(() => undefined)));
+    await this.gate.drained();
   }
 
   async shutdown(): Promise<void> {
     const queues = [...this.queues.values()];
     this.queues.clear();
     await Promise.all(queues.map((queue) => queue.shutdown().catch(() => undefined)));
+    // A queue's shutdown waits for its last flush only: requests of earlier ones may still wait at the gate.
+    await this.gate.drained();
     await this.gate.shutdown();
   }
 
@@ -83,6 +87,9 @@ export class TenantSpanProcessor implements SpanProcessor {
 /** One exporter shared by every tenant's queue: at most `limit` requests in flight, the waiting tenants served in turn. */
 class FairExportGate {
   private inFlight = 0;
+  /** Requests waiting or in flight, and who waits for there to be none. */
+  private outstanding = 0;
+  private idle: (() => void)[] = [];
   /** Requests waiting, by tenant; the map's order is the turn (a tenant served goes to the back). */
   private readonly waiting = new Map<string, (() => void)[]>();
 
@@ -104,7 +111,14 @@ class FairExportGate {
     return this.exporter.shutdown();
   }
 
+  /** Resolves once no request waits or is in flight. */
+  drained(): Promise<void> {
+    if (this.outstanding === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
   private enqueue(tenant: string, start: () => void): void {
+    this.outstanding += 1;
     const queue = this.waiting.get(tenant);
     if (queue) queue.push(start);
     else this.waiting.set(tenant, [start]);
@@ -117,8 +131,10 @@ class FairExportGate {
       if (settled) return;
       settled = true;
       this.inFlight -= 1;
+      this.outstanding -= 1;
       this.next();
       done(result);
+      if (this.outstanding === 0) for (const resolve of this.idle.splice(0)) resolve();
     };
     try {
       this.exporter.export(spans, finish);

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll } from "vitest";
+import { shutdownTracing } from "../../src/telemetry/tracing.js";
 
 /** One exported span, flattened from OTLP/JSON: ids as lowercase hex, attribute values as JS values. */
 export interface ReceivedSpan {
@@ -22,13 +24,14 @@ export interface OtlpRequest {
   refused?: boolean;
 }
 
-/**
- * A real OTLP/HTTP trace receiver on loopback, like a collector's: it accepts POST /v1/traces, records every
- * request, and decodes http/json bodies into spans (protobuf bodies are kept raw). With `maxRequestBytes`, a
- * bigger request is answered 413 and its spans are not taken, as a collector's request limit does (it is still
- * recorded, marked `refused`, so a test can see whose spans it held).
- */
-export async function startOtlpReceiver(options: { maxRequestBytes?: number } = {}): Promise<{
+export interface ReceiverOptions {
+  /** Larger requests are answered 413, as a collector's request limit does. */
+  maxRequestBytes?: number;
+  /** Each request is answered this long after it arrived (a busy collector). */
+  delayMs?: number;
+}
+
+export interface OtlpReceiver {
   url: string;
   requests: OtlpRequest[];
   spans(): ReceivedSpan[];
@@ -36,12 +39,42 @@ export async function startOtlpReceiver(options: { maxRequestBytes?: number } = 
   refusedSpans(): ReceivedSpan[];
   waitForSpans(count: number, timeoutMs?: number): Promise<ReceivedSpan[]>;
   close(): Promise<void>;
-}> {
+}
+
+/**
+ * For a test file whose runs export in this process (library use): a receiver started before its tests, the
+ * OTLP variables pointing at it (http/json), and after its tests the tracer shut down and the variables restored.
+ */
+export function receiverForThisProcess(options: ReceiverOptions = {}): { receiver: OtlpReceiver } {
+  const shared = {} as { receiver: OtlpReceiver };
+  const saved = { ...process.env };
+  beforeAll(async () => {
+    shared.receiver = await startOtlpReceiver(options);
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = shared.receiver.url;
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = "http/json";
+    delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  });
+  afterAll(async () => {
+    await shutdownTracing();
+    process.env = saved;
+    await shared.receiver?.close();
+  });
+  return shared;
+}
+
+/**
+ * A real OTLP/HTTP trace receiver on loopback, like a collector's: it accepts POST /v1/traces, records every
+ * request, and decodes http/json bodies into spans (protobuf bodies are kept raw). With `maxRequestBytes`, a
+ * bigger request is answered 413 and its spans are not taken, as a collector's request limit does (it is still
+ * recorded, marked `refused`, so a test can see whose spans it held); with `delayMs`, each answer waits.
+ */
+export async function startOtlpReceiver(options: ReceiverOptions = {}): Promise<OtlpReceiver> {
   const requests: OtlpRequest[] = [];
   const server: Server = createServer(async (req, res) => {
     const body = await read(req);
     const refused = options.maxRequestBytes !== undefined && body.length > options.maxRequestBytes;
     requests.push({ path: req.url ?? "", contentType: String(req.headers["content-type"] ?? ""), body, ...(refused ? { refused } : {}) });
+    if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
     if (refused) {
       res.writeHead(413, { "content-type": "text/plain" });
       res.end("request too large");

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { harness, ofType } from "../helpers/harness.js";
-import { startOtlpReceiver } from "../helpers/otlp-receiver.js";
+import { receiverForThisProcess } from "../helpers/otlp-receiver.js";
 import { shutdownTracing } from "../../src/telemetry/tracing.js";
 import { TurnMetadataKeys } from "../../src/turns/keys.gen.js";
 import type { HostTool } from "../../src/loop/tool-registry.js";
@@ -10,20 +10,7 @@ import type { HostTool } from "../../src/loop/tool-registry.js";
  * sub-agent). Each run's spans stay in its own trace, under its own run span.
  */
 
-let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
-const saved = { ...process.env };
-
-beforeAll(async () => {
-  receiver = await startOtlpReceiver();
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
-  process.env.OTEL_EXPORTER_OTLP_PROTOCOL = "http/json";
-  delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-});
-afterAll(async () => {
-  await shutdownTracing();
-  process.env = saved;
-  await receiver?.close();
-});
+const shared = receiverForThisProcess();
 
 describe("spans of a run started inside another run's tool call", () => {
   it("stay in their own trace, under their own run span", async () => {
@@ -49,7 +36,7 @@ describe("spans of a run started inside another run's tool call", () => {
     expect(innerTraceId).not.toBe(outerTraceId);
 
     await shutdownTracing();
-    const spans = receiver.spans();
+    const spans = shared.receiver.spans();
     const innerRun = spans.find((s) => s.name === "hookbox.run" && s.attributes["hookbox.tenant"] === "inner")!;
     const outerRun = spans.find((s) => s.name === "hookbox.run" && s.attributes["hookbox.tenant"] === "outer")!;
     expect(innerRun.traceId).toBe(innerTraceId);

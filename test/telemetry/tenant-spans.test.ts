@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { harness } from "../helpers/harness.js";
-import { startOtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.js";
+import { receiverForThisProcess, type ReceivedSpan } from "../helpers/otlp-receiver.js";
 import { shutdownTracing } from "../../src/telemetry/tracing.js";
 import type { HostTool } from "../../src/loop/tool-registry.js";
 import type { HookboxEvent } from "../../src/events/types.js";
@@ -16,20 +16,7 @@ import type { HookboxEvent } from "../../src/events/types.js";
  */
 
 const LIMIT = 96 * 1024;
-let receiver: Awaited<ReturnType<typeof startOtlpReceiver>>;
-const saved = { ...process.env };
-
-beforeAll(async () => {
-  receiver = await startOtlpReceiver({ maxRequestBytes: LIMIT });
-  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = receiver.url;
-  process.env.OTEL_EXPORTER_OTLP_PROTOCOL = "http/json";
-  delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-});
-afterAll(async () => {
-  await shutdownTracing();
-  process.env = saved;
-  await receiver?.close();
-});
+const shared = receiverForThisProcess({ maxRequestBytes: LIMIT });
 
 const noop: HostTool = { name: "noop", description: "does nothing", parameters: { type: "object" }, handler: () => ({ done: true }) };
 const longId = (index: number) => `call-${index}-${"i".repeat(1100)}`;
@@ -70,6 +57,7 @@ describe("spans of two tenants", () => {
     const floodResult = await handle.wait();
     expect(floodResult.status, floodResult.reason?.slice(0, 200)).toBe("completed");
     await shutdownTracing();
+    const receiver = shared.receiver;
 
     const arrived = receiver.spans();
     const refused = receiver.refusedSpans();
