@@ -1,5 +1,5 @@
 import { FAMILY_GROUPS, KEY_FAMILY_NAMES, type Spec } from "./spec.js";
-import { quote, shapeZod, zodFor } from "./value-types.js";
+import { quote, shapeZod, tsFor, zodFor } from "./value-types.js";
 import { banner, docComment, enumLines, objectLiteral } from "./emit-common.js";
 
 /** src/turns/keys.gen.ts: host constants and TypedKey instances with their zod schemas. */
@@ -8,7 +8,7 @@ export function emitHostKeys(spec: Spec): string {
   out.push(
     'import { z } from "zod";',
     'import { TypedKey, TypedKeyError } from "./typed-key.js";',
-    'import { JsonObjectSchema, JsonSchema } from "./json.js";',
+    'import { JsonObjectSchema, JsonSchema, type Json, type JsonObject } from "./json.js";',
     "",
   );
   out.push(`export const NAMESPACE = ${quote(spec.namespace)} as const;`, "");
@@ -21,6 +21,16 @@ export function emitHostKeys(spec: Spec): string {
 
   for (const shape of spec.shapes) {
     out.push(...docComment(shape.doc));
+    if (shape.kind === "object" && shape.extraJson) {
+      // Written out rather than inferred: zod's inferred type puts the optional fields beside a `Json` index
+      // signature in one literal, which a consumer's tsc rejects in the published .d.ts (TS2411).
+      const fields = Object.entries(shape.fields).map(
+        ([name, field]) => `${name}${field.optional ? "?" : ""}: ${tsFor(spec, field.type)};`,
+      );
+      out.push(`export type ${shape.typeName} = { [field: string]: Json } & { ${fields.join(" ")} };`);
+      out.push(`export const ${shape.typeName}Schema: z.ZodType<${shape.typeName}> = ${shapeZod(spec, shape)};`, "");
+      continue;
+    }
     out.push(`export const ${shape.typeName}Schema = ${shapeZod(spec, shape)};`);
     out.push(`export type ${shape.typeName} = z.infer<typeof ${shape.typeName}Schema>;`, "");
   }

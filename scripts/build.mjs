@@ -5,6 +5,7 @@ import { build } from "esbuild";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { mkdirSync, rmSync } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -21,6 +22,27 @@ const nodeCommon = {
   packages: "external",
   sourcemap: "linked",
   logLevel: "warning",
+};
+
+// bin/node-support.js refuses an old Node. It stays its own module, imported from dist/ where it ships (bin/), and
+// its import is moved to the top of the entry, so it is evaluated before every chunk the library imports (ESM
+// evaluates imports in order; esbuild writes external imports after its chunks).
+const NODE_SUPPORT_IMPORT = 'import "../bin/node-support.js";';
+const nodeSupportFirst = {
+  name: "node-support-first",
+  setup(build) {
+    build.onResolve({ filter: /\/bin\/node-support\.js$/ }, () => ({ path: "../bin/node-support.js", external: true }));
+    build.onEnd(async (result) => {
+      if (result.errors.length) return;
+      for (const entry of ["index.js", "cli.js"]) {
+        const file = join(root, "dist", entry);
+        const code = await readFile(file, "utf8");
+        if (!code.includes(NODE_SUPPORT_IMPORT)) continue;
+        // Same line count, so the source map still holds: the import leaves an empty line and joins line 1.
+        await writeFile(file, `${NODE_SUPPORT_IMPORT}${code.replace(NODE_SUPPORT_IMPORT, "")}`);
+      }
+    });
+  },
 };
 
 // tsc emits declarations only (esbuild does the JS); incremental, so an unchanged tree costs well under a second.
@@ -45,6 +67,7 @@ await Promise.all([
     outdir: join(root, "dist"),
     splitting: true,
     chunkNames: "chunks/[name]-[hash]",
+    plugins: [nodeSupportFirst],
   }),
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/worker/main.ts")], outfile: join(root, "dist/sandbox-worker.js") }),
   // Started through the same launcher as the workers, it reports what code inside can do (hookbox doctor).

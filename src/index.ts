@@ -5,6 +5,10 @@
  * stay behind interfaces.
  */
 
+// First: on an unsupported Node, loading the library throws the CLI's one line before anything else runs
+// (scripts/build.mjs keeps this import a separate module, evaluated before every other one).
+import "../bin/node-support.js";
+
 // Running loops for one tenant.
 export { createTenantRuntime, type TenantRuntimeExtras } from "./host/tenant-runtime.js";
 export type { ProviderTools } from "./engine/infer.js";
@@ -67,7 +71,7 @@ export type { KvStore, KvPage, KvSetOptions, KvListOptions } from "./store/kv.js
 // Sessions and their store.
 export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
 export type { Session, CreateSessionOptions } from "./session/session.js";
-export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./store/index.js";
+export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./store/open.js";
 export type {
   Store,
   SessionRecord,
@@ -87,7 +91,7 @@ export type {
   TurnLayout,
   LogSegment,
   TurnPiece,
-} from "./store/index.js";
+} from "./store/types.js";
 export type { UsageTotals } from "./store/usage.js";
 
 // Traces (OpenTelemetry, when an OTLP endpoint is set).
@@ -103,4 +107,4 @@ export * from "./turns/keys.gen.js";
 
 // Policy lifecycle: replay of recorded hook calls (docs/policy-lifecycle.md).
 export { replay, loadReplayScripts, type ReplayChange, type ReplaySummary, type ReplayScripts } from "./policy/replay.js";
-export type { ScriptVersionRecord, DeploymentRecord, RunDeployment, HookCallRecord, RunFilter } from "./store/index.js";
+export type { ScriptVersionRecord, DeploymentRecord, RunDeployment, HookCallRecord, RunFilter } from "./store/policy-types.js";

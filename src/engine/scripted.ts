@@ -6,6 +6,7 @@ import type {
   LanguageModelV4Content,
   LanguageModelV4GenerateResult,
   LanguageModelV4StreamPart,
+  LanguageModelV4StreamResult,
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
@@ -92,7 +93,8 @@ export class ScriptedModel implements LanguageModelV4 {
     return { content, finishReason: { unified: finish, raw: finish }, usage: stepUsage(step), warnings: [] };
   }
 
-  async doStream(options: LanguageModelV4CallOptions) {
+  // The return type is the interface's own, so the published declaration names no stream type of @types/node.
+  async doStream(options: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> {
     const result = await this.doGenerate(options);
     const parts: LanguageModelV4StreamPart[] = [{ type: "stream-start", warnings: [] }];
     for (const part of result.content) {

@@ -6,7 +6,8 @@ import type { ChainVerdict } from "../host/types.js";
 import type { SandboxPool, SandboxLimits, ScriptManifest, ScriptSource, TenantSandbox } from "../sandbox/api.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { JsonObject } from "../turns/json.js";
-import type { RunFilter, Store } from "../store/index.js";
+import type { Store } from "../store/types.js";
+import type { RunFilter } from "../store/policy-types.js";
 
 /*
  * Replay: the given scripts' hooks re-evaluated against recorded hook chain inputs. Each recorded

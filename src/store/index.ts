@@ -1,7 +1,3 @@
-import { SqliteStore } from "./sqlite.js";
-import { MemoryStore } from "./memory.js";
-import type { Store } from "./types.js";
-
 export type {
   Store,
   SessionRecord,
@@ -33,18 +29,5 @@ export type {
 } from "./policy-types.js";
 export { SqliteStore } from "./sqlite.js";
 export { MemoryStore } from "./memory.js";
-export { LATEST_VERSION as STORE_SCHEMA_VERSION } from "./migrations.js";
+export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./open.js";
 export { thisProcessInstance } from "./process-alive.js";
-
-/**
- * Opens the SQLite store at `file` (created if missing; `:memory:` for a throwaway one). Runs left
- * `running` by a process that is gone are marked `interrupted`. Throws HookboxError STORE naming the file.
- */
-export function openStore(file: string): Store {
-  return new SqliteStore(file);
-}
-
-/** A store that lives in this process only. */
-export function openMemoryStore(): Store {
-  return new MemoryStore();
-}

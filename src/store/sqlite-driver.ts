@@ -1,11 +1,16 @@
-import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { createRequire } from "node:module";
+import type { DatabaseSync as Database, SQLInputValue } from "node:sqlite";
+
+// Required when this module runs rather than linked with the import graph: on a Node without node:sqlite,
+// loading the library must reach its version check (bin/node-support.js, evaluated first) instead of failing to link.
+const { DatabaseSync } = createRequire(import.meta.url)("node:sqlite") as typeof import("node:sqlite");
 
 /*
  * The one module that knows which SQLite binding the store runs on: Node's built-in `node:sqlite`
  * (no native package to compile or download on install). Everything else sees these types and helpers.
  */
 
-export type SqliteDatabase = DatabaseSync;
+export type SqliteDatabase = Database;
 export type SqlValue = SQLInputValue;
 
 /** A prepared statement; rows come back untyped and each caller names the row shape it selected. */

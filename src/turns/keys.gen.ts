@@ -2,7 +2,7 @@
 
 import { z } from "zod";
 import { TypedKey, TypedKeyError } from "./typed-key.js";
-import { JsonObjectSchema, JsonSchema } from "./json.js";
+import { JsonObjectSchema, JsonSchema, type Json, type JsonObject } from "./json.js";
 
 export const NAMESPACE = "hookbox" as const;
 
@@ -58,23 +58,23 @@ export const UsageSchema = z.strictObject({
 export type Usage = z.infer<typeof UsageSchema>;
 
 /** The user's original, unabridged request and who asked; extra fields are kept. */
-export const UserContextSchema = z.object({
+export type UserContext = { [field: string]: Json } & { originalUserRequest: string; userId?: string; projectId?: string; timestampMs: number; };
+export const UserContextSchema: z.ZodType<UserContext> = z.object({
   originalUserRequest: z.string(),
   userId: z.string().optional(),
   projectId: z.string().optional(),
   timestampMs: z.number(),
 }).catchall(JsonSchema);
-export type UserContext = z.infer<typeof UserContextSchema>;
 
 /** How the loop runs tools for this turn; unknown fields are kept for host extensions. */
-export const ToolConfigSchema = z.object({
+export type ToolConfig = { [field: string]: Json } & { enabled?: boolean; maxIterations?: number; maxParallelTools?: number; toolTimeoutMs?: number; allowedTools?: string[]; };
+export const ToolConfigSchema: z.ZodType<ToolConfig> = z.object({
   enabled: z.boolean().optional(),
   maxIterations: z.number().int().optional(),
   maxParallelTools: z.number().int().optional(),
   toolTimeoutMs: z.number().int().optional(),
   allowedTools: z.array(z.string()).optional(),
 }).catchall(JsonSchema);
-export type ToolConfig = z.infer<typeof ToolConfigSchema>;
 
 /** Who runs a tool: the host process, a sandboxed script, or the model's provider (provider-run calls). */
 export const ToolOriginSchema = z.enum(["host", "script", "provider"]);
@@ -99,53 +99,54 @@ export const ToolErrorSchema = z.strictObject({
 });
 export type ToolError = z.infer<typeof ToolErrorSchema>;
 
-export const UserPayloadSchema = z.object({
+export type UserPayload = { [field: string]: Json } & { text: string; };
+export const UserPayloadSchema: z.ZodType<UserPayload> = z.object({
   text: z.string(),
 }).catchall(JsonSchema);
-export type UserPayload = z.infer<typeof UserPayloadSchema>;
 
-export const LlmTextPayloadSchema = z.object({
+export type LlmTextPayload = { [field: string]: Json } & { text: string; provider_metadata?: JsonObject; citations?: Json; };
+export const LlmTextPayloadSchema: z.ZodType<LlmTextPayload> = z.object({
   text: z.string(),
   provider_metadata: JsonObjectSchema.optional(),
   citations: JsonSchema.optional(),
 }).catchall(JsonSchema);
-export type LlmTextPayload = z.infer<typeof LlmTextPayloadSchema>;
 
-export const ToolCallPayloadSchema = z.object({
+export type ToolCallPayload = { [field: string]: Json } & { id: string; name: string; args: JsonObject; raw_args?: string; provider_metadata?: JsonObject; };
+export const ToolCallPayloadSchema: z.ZodType<ToolCallPayload> = z.object({
   id: z.string(),
   name: z.string(),
   args: JsonObjectSchema,
   raw_args: z.string().optional(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type ToolCallPayload = z.infer<typeof ToolCallPayloadSchema>;
 
-export const ToolUsePayloadSchema = z.object({
+export type ToolUsePayload = { [field: string]: Json } & { id: string; name?: string; result?: Json; error?: ToolError; };
+export const ToolUsePayloadSchema: z.ZodType<ToolUsePayload> = z.object({
   id: z.string(),
   name: z.string().optional(),
   result: JsonSchema.optional(),
   error: ToolErrorSchema.optional(),
 }).catchall(JsonSchema);
-export type ToolUsePayload = z.infer<typeof ToolUsePayloadSchema>;
 
-export const SystemPayloadSchema = z.object({
+export type SystemPayload = { [field: string]: Json } & { text: string; };
+export const SystemPayloadSchema: z.ZodType<SystemPayload> = z.object({
   text: z.string(),
 }).catchall(JsonSchema);
-export type SystemPayload = z.infer<typeof SystemPayloadSchema>;
 
-export const ReasoningPayloadSchema = z.object({
+export type ReasoningPayload = { [field: string]: Json } & { text: string; provider_metadata?: JsonObject; };
+export const ReasoningPayloadSchema: z.ZodType<ReasoningPayload> = z.object({
   text: z.string(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type ReasoningPayload = z.infer<typeof ReasoningPayloadSchema>;
 
-export const ContextPayloadSchema = z.object({
+export type ContextPayload = { [field: string]: Json } & { restart_type: string; item?: Json; };
+export const ContextPayloadSchema: z.ZodType<ContextPayload> = z.object({
   restart_type: z.string(),
   item: JsonSchema.optional(),
 }).catchall(JsonSchema);
-export type ContextPayload = z.infer<typeof ContextPayloadSchema>;
 
-export const ProviderToolCallPayloadSchema = z.object({
+export type ProviderToolCallPayload = { [field: string]: Json } & { id: string; name: string; args: JsonObject; raw_args?: string; dynamic?: boolean; provider_metadata?: JsonObject; };
+export const ProviderToolCallPayloadSchema: z.ZodType<ProviderToolCallPayload> = z.object({
   id: z.string(),
   name: z.string(),
   args: JsonObjectSchema,
@@ -153,9 +154,9 @@ export const ProviderToolCallPayloadSchema = z.object({
   dynamic: z.boolean().optional(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type ProviderToolCallPayload = z.infer<typeof ProviderToolCallPayloadSchema>;
 
-export const ProviderToolResultPayloadSchema = z.object({
+export type ProviderToolResultPayload = { [field: string]: Json } & { id: string; name: string; result: Json; is_error?: boolean; dynamic?: boolean; provider_metadata?: JsonObject; };
+export const ProviderToolResultPayloadSchema: z.ZodType<ProviderToolResultPayload> = z.object({
   id: z.string(),
   name: z.string(),
   result: JsonSchema,
@@ -163,9 +164,9 @@ export const ProviderToolResultPayloadSchema = z.object({
   dynamic: z.boolean().optional(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type ProviderToolResultPayload = z.infer<typeof ProviderToolResultPayloadSchema>;
 
-export const SourcePayloadSchema = z.object({
+export type SourcePayload = { [field: string]: Json } & { source_type: string; id: string; url?: string; title?: string; media_type?: string; filename?: string; provider_metadata?: JsonObject; };
+export const SourcePayloadSchema: z.ZodType<SourcePayload> = z.object({
   source_type: z.string(),
   id: z.string(),
   url: z.string().optional(),
@@ -174,22 +175,21 @@ export const SourcePayloadSchema = z.object({
   filename: z.string().optional(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type SourcePayload = z.infer<typeof SourcePayloadSchema>;
 
-export const FilePayloadSchema = z.object({
+export type FilePayload = { [field: string]: Json } & { media_type: string; data?: string; url?: string; reasoning?: boolean; provider_metadata?: JsonObject; };
+export const FilePayloadSchema: z.ZodType<FilePayload> = z.object({
   media_type: z.string(),
   data: z.string().optional(),
   url: z.string().optional(),
   reasoning: z.boolean().optional(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type FilePayload = z.infer<typeof FilePayloadSchema>;
 
-export const CustomPayloadSchema = z.object({
+export type CustomPayload = { [field: string]: Json } & { custom_kind: string; provider_metadata?: JsonObject; };
+export const CustomPayloadSchema: z.ZodType<CustomPayload> = z.object({
   custom_kind: z.string(),
   provider_metadata: JsonObjectSchema.optional(),
 }).catchall(JsonSchema);
-export type CustomPayload = z.infer<typeof CustomPayloadSchema>;
 
 /** The payload schema of each block kind that has one (kinds without one carry any JSON object). */
 export const BlockPayloadSchemas = {

@@ -1,6 +1,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repoRoot } from "../helpers/cli.js";
 
@@ -32,5 +33,34 @@ describe("an unsupported Node", () => {
       expect(lines[0]).toMatch(/^hookbox: Node \d+\.\d+\.\d+ is not supported; hookbox needs Node 24 or 26 .*security fixes/);
       expect(lines[0]).toContain("scripts/fetch-node.sh 26");
     }
+  }, 120_000);
+
+  it("refuses to load the library with the CLI's same line (error code UNSUPPORTED_NODE), before anything half-starts", () => {
+    const node = oldNode();
+    const cli = spawnSync(node, [join(repoRoot, "bin/hookbox.js"), "doctor"], { encoding: "utf8", timeout: 30_000 });
+    const program = `import(${JSON.stringify(join(repoRoot, "dist/index.js"))}).then(
+      (hookbox) => { hookbox.createSandboxPool(); console.log("loaded"); },
+      (error) => console.log(JSON.stringify({ code: error.code, message: error.message })),
+    );`;
+    const r = spawnSync(node, ["--input-type=module", "-e", program], { encoding: "utf8", timeout: 30_000 });
+    expect(r.stderr).toBe("");
+    expect(JSON.parse(r.stdout)).toEqual({ code: "UNSUPPORTED_NODE", message: cli.stderr.trim() });
+  }, 60_000);
+
+  it("npm ci stops before it fetches or builds anything (engine-strict in the committed .npmrc)", () => {
+    const node = oldNode();
+    const dir = mkdtempSync(join(tmpdir(), "hookbox-old-npm-"));
+    for (const file of ["package.json", "package-lock.json", ".npmrc"]) copyFileSync(join(repoRoot, file), join(dir, file));
+    const r = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], {
+      cwd: dir,
+      encoding: "utf8",
+      timeout: 120_000,
+      env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH ?? ""}`, npm_config_update_notifier: "false" },
+    });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("EBADENGINE");
+    expect(r.stderr).toContain('Required: {"node":">=24"}');
+    expect(r.stderr).not.toMatch(/gyp|g\+\+/);
+    expect(existsSync(join(dir, "node_modules"))).toBe(false);
   }, 120_000);
 });

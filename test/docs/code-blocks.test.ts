@@ -256,6 +256,11 @@ describe("code blocks in README.md and docs/", () => {
         timeout: 120_000,
       });
       expectOnlyMarkedErrors(hosts, r.stdout);
+      // ...and none in what they import: hookbox's own declarations are checked too (skipLibCheck false).
+      const elsewhere = r.stdout
+        .split("\n")
+        .filter((line) => /error TS/.test(line) && !hosts.some((block) => line.includes(fileOf(block))));
+      expect(elsewhere).toEqual([]);
     }, 120_000);
   });
 });

@@ -12,11 +12,11 @@ import { tmp } from "../helpers/harness.js";
  */
 const fixtures = join(repoRoot, "test/fixtures/package");
 const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`, npm_config_update_notifier: "false" };
-const devVersions = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).devDependencies as Record<string, string>;
 const depVersions = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).dependencies as Record<string, string>;
 
 let app: string;
 let packed: string[];
+let install: { code: number | null; output: string };
 
 function sh(command: string, args: string[], cwd = app) {
   const r = spawnSync(command, args, { cwd, env, encoding: "utf8", timeout: 180_000 });
@@ -36,15 +36,18 @@ beforeAll(() => {
   packed = info!.files.map((file) => file.path);
   app = join(dir, "app");
   execFileSync("mkdir", [app]);
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "my-app", private: true, type: "module" }));
-  const install = sh("npm", [
+  // The allowScripts docs/library.md recommends: no dependency's install script runs.
+  const allowScripts = { "isolated-vm": false, esbuild: false, hookbox: false };
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "my-app", private: true, type: "module", allowScripts }));
+  install = sh("npm", [
     "install",
     "--prefer-offline",
     "--no-audit",
     "--no-fund",
     join(dir, info!.filename),
     `typescript@${depVersions.typescript}`,
-    `@types/node@${devVersions["@types/node"]}`,
+    // The current @types/node, not the one hookbox builds with: the published declarations must hold with it.
+    "@types/node@latest",
   ]);
   expect(install.code, install.output).toBe(0);
 }, 240_000);
@@ -94,6 +97,25 @@ describe("the packed package in a fresh project", { timeout: 180_000 }, () => {
       .map((line) => JSON.parse(line));
     expect(events.filter((e) => e.type === "hook-decision").map((e) => e.decision.action)).toContain("deny");
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
+  });
+
+  it("installs with no install script run and nothing compiled, and npm lists none as uncovered by allowScripts", () => {
+    expect(install.output).not.toMatch(/allowScripts/);
+    expect(existsSync(join(app, "node_modules/isolated-vm/build"))).toBe(false);
+  });
+
+  it("the declarations a host reads are clean under strict and skipLibCheck false, and carry no store internals", () => {
+    for (const file of ["host.ts", "tsconfig.json"]) copyFileSync(join(fixtures, file), join(app, file));
+    expect(JSON.parse(readFileSync(join(app, "tsconfig.json"), "utf8")).compilerOptions).toMatchObject({
+      strict: true,
+      skipLibCheck: false,
+    });
+    const listed = sh("npx", ["tsc", "-p", ".", "--listFilesOnly"]);
+    const declarations = listed.stdout.split("\n").filter((file) => file.includes("node_modules/hookbox/dist/types/"));
+    expect(declarations.length).toBeGreaterThan(10);
+    expect(declarations.filter((file) => /\/store\/(sqlite|memory|migrations|index)/.test(file))).toEqual([]);
+    const typed = sh("npx", ["tsc", "-p", "."]);
+    expect(typed.output).toBe("");
   });
 
   it("a TypeScript host program imports the library, type-checks with tsc, and runs a loop", () => {
