@@ -2,6 +2,7 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { randomUUID } from "node:crypto";
 import { isHookboxError } from "../errors.js";
+import { parseSince } from "../contracts/since.js";
 import type { SandboxPool } from "../sandbox/api.js";
 import type { DeploymentRecord, Store } from "../store/index.js";
 import { DeploymentRefused, asSource, type Deployments } from "../policy/deployments.js";
@@ -35,7 +36,13 @@ export const DeployBody = z.strictObject({
 });
 export const ReplayBody = z.strictObject({
   scripts: z.array(ScriptRefSchema).min(1).max(32),
-  since: z.iso.datetime({ offset: true }).optional(),
+  since: z
+    .string()
+    .superRefine((value, ctx) => {
+      const since = parseSince(value);
+      if ("problem" in since) ctx.addIssue({ code: "custom", message: since.problem });
+    })
+    .optional(),
   sessionIds: z.array(z.string().min(1).max(200)).max(1000).optional(),
 });
 
@@ -172,7 +179,7 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
         store,
         filter: {
           tenant,
-          ...(body.since ? { sinceMs: Date.parse(body.since) } : {}),
+          ...(body.since ? { sinceMs: (parseSince(body.since) as { ms: number }).ms } : {}),
           ...(body.sessionIds ? { sessionIds: body.sessionIds } : {}),
         },
         scripts,

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { z } from "zod";
 import type { SessionManager } from "../session/manager.js";
+import { parseSince } from "../contracts/since.js";
 import { ApiError } from "./api-error.js";
 
 type Env = { Variables: { tenant: string } };
@@ -29,14 +30,9 @@ export function registerUsageRoute(app: Hono<Env>, manager: SessionManager): voi
     const raw = c.req.query("since");
     let sinceMs = 0;
     if (raw !== undefined) {
-      sinceMs = /^\d{4}-\d{2}-\d{2}/.test(raw) ? Date.parse(raw) : Number.NaN;
-      if (Number.isNaN(sinceMs))
-        throw new ApiError(
-          400,
-          "VALIDATION",
-          `since: expected an ISO 8601 time such as 2026-11-01T00:00:00Z, got "${raw.slice(0, 40)}"`,
-          "since",
-        );
+      const since = parseSince(raw);
+      if ("problem" in since) throw new ApiError(400, "VALIDATION", `since: ${since.problem}`, "since");
+      sinceMs = since.ms;
     }
     const tenant = c.get("tenant");
     const totals = await manager.store.usageTotals(tenant, sinceMs);

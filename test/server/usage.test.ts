@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
 import { writeFixture } from "./fixture.js";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli } from "../helpers/cli.js";
 
 /*
  * Usage accounting and budgets through the real `hookbox serve`: totals come from the store, per tenant,
@@ -84,6 +88,32 @@ describe("GET /v1/usage and budgets over HTTP", () => {
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: "VALIDATION" });
     expect(bad.body.error.message).toContain("since");
+  });
+
+  it("since has one grammar and one message: GET /v1/usage, POST /v1/replays and hookbox replay --since", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hookbox-since-"));
+    const script = join(dir, "noop.ts");
+    writeFileSync(script, `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: {} });\n`);
+    const client = api(server.url, "acme-key");
+    for (const bad of ["yesterday", "2026-02-30", "2026-11-01T09:30", "11/01/2026"]) {
+      const problem = `expected an ISO 8601 date or time such as 2026-11-01 or 2026-11-01T09:30:00Z (a time needs Z or an offset), got ${JSON.stringify(bad)}`;
+      const usage = await client.request("GET", `/v1/usage?since=${encodeURIComponent(bad)}`);
+      expect(usage.status, bad).toBe(400);
+      expect(usage.body.error.message).toBe(`since: ${problem}`);
+      const replays = await client.request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }], since: bad });
+      expect(replays.status, bad).toBe(400);
+      expect(replays.body.error.message).toContain(problem);
+      const cli = await runCli(["replay", "--store", fixture.store, "--scripts", script, "--since", bad]);
+      expect(cli.code, bad).toBe(2);
+      expect(cli.stderr).toBe(`hookbox replay: USAGE: --since: ${problem}\n`);
+    }
+    // A date alone is midnight UTC, for all three.
+    const usage = await client.request("GET", "/v1/usage?since=2026-11-01");
+    expect(usage.body.since).toBe("2026-11-01T00:00:00.000Z");
+    const replays = await client.request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }], since: "2026-11-01" });
+    expect(JSON.stringify(replays.body)).not.toContain("since");
+    const cli = await runCli(["replay", "--store", fixture.store, "--scripts", script, "--since", "2026-11-01"]);
+    expect(cli.stderr).not.toContain("--since");
   });
 
   it("a tenant's maxTokens is the default and the ceiling: a run within it fails with BUDGET at it, one asking for more is refused", async () => {

@@ -4,6 +4,7 @@ import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore, type RunFilter } from "../../store/index.js";
 import { loadReplayScripts, replay, type ReplayChange, type ReplaySummary } from "../../policy/replay.js";
 import { failUsage } from "../exit.js";
+import { parseSince } from "../../contracts/since.js";
 import { printable } from "../terminal-text.js";
 
 const usage = "usage: hookbox replay --store FILE --scripts FILE... [--session ID | --tenant NAME] [--since ISO] [--json]";
@@ -99,9 +100,9 @@ function parseReplayFlags(argv: string[]): ReplayFlags {
   if (values.session) filter.sessionIds = [values.session];
   if (values.tenant) filter.tenant = values.tenant;
   if (values.since !== undefined) {
-    const sinceMs = Date.parse(values.since);
-    if (!Number.isFinite(sinceMs)) throw new HookboxError("USAGE", `--since must be an ISO date or time, got "${values.since}"`);
-    filter.sinceMs = sinceMs;
+    const since = parseSince(values.since);
+    if ("problem" in since) throw new HookboxError("USAGE", `--since: ${since.problem}`);
+    filter.sinceMs = since.ms;
   }
   return { store: values.store, scripts, filter, json: values.json ?? false };
 }
