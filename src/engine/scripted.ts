@@ -12,6 +12,7 @@ import type {
 import { HookboxError } from "../errors.js";
 import { JsonObjectSchema } from "../turns/json.js";
 import { jsonPath } from "../contracts/json-path.js";
+import { parseJsonText } from "../contracts/json-text.js";
 
 /** The scripted model file (docs/cli.md): `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
 const ScriptedStepSchema = z.strictObject({
@@ -27,11 +28,17 @@ const ScriptedFileSchema = z.strictObject({ steps: z.array(ScriptedStepSchema).m
 export type ScriptedStep = z.infer<typeof ScriptedStepSchema>;
 
 export function loadScriptedSteps(file: string): ScriptedStep[] {
-  let raw: unknown;
+  let text: string;
   try {
-    raw = JSON.parse(readFileSync(file, "utf8"));
+    text = readFileSync(file, "utf8");
   } catch (error) {
     throw new HookboxError("CONFIG", `scripted model ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  let raw: unknown;
+  try {
+    raw = parseJsonText(text);
+  } catch (error) {
+    throw new HookboxError("CONFIG", `scripted model ${file}: not valid JSON: ${(error as Error).message}`, { file });
   }
   const parsed = ScriptedFileSchema.safeParse(raw);
   if (!parsed.success) {

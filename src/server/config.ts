@@ -7,6 +7,7 @@ import type { ModelSpec, RunOptions, TenantConfig, RunBudgets } from "../host/ty
 import type { SandboxLimits } from "../sandbox/api.js";
 import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.js";
 import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
+import { parseJsonText } from "../contracts/json-text.js";
 import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
 
 /*
@@ -14,15 +15,25 @@ import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
  * Every problem is a CONFIG error naming the file and the field (`tenants[1].apiKeys[0].env`).
  */
 
-const ApiKeySchema = z.union([
-  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
-  z.strictObject({ sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex digits (the SHA-256 of the key)") }),
-]);
+// A union's own error names the shapes it accepts: zod's default for a union is "Invalid input".
+const ApiKeySchema = z.union(
+  [
+    z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
+    z.strictObject({ sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, "must be 64 hex digits (the SHA-256 of the key)") }),
+  ],
+  { error: 'expected {"env": "VARIABLE_NAME"} or {"sha256": "<64 hex digits: the SHA-256 of the key>"}' },
+);
 
-const ModelSchema = z.union([
-  z.string().regex(/^scripted:.+/, 'must be "scripted:FILE", or an object {"kind":"openai-compatible", ...}'),
-  z.strictObject({ kind: z.literal("openai-compatible"), model: z.string().min(1), baseUrl: z.url(), apiKeyEnv: z.string().optional() }),
-]);
+const MODEL_SHAPES =
+  'expected "scripted:FILE", "openai-compatible:MODEL" (with the tenant\'s "baseUrl") or ' +
+  '{"kind": "openai-compatible", "model": "MODEL", "baseUrl": "https://...", "apiKeyEnv"?: "VARIABLE_NAME"}';
+const ModelSchema = z.union(
+  [
+    z.string().regex(/^(scripted|openai-compatible):.+/, MODEL_SHAPES),
+    z.strictObject({ kind: z.literal("openai-compatible"), model: z.string().min(1), baseUrl: z.url(), apiKeyEnv: z.string().optional() }),
+  ],
+  { error: MODEL_SHAPES },
+);
 
 const positiveInt = z.number().int().positive();
 
@@ -83,6 +94,13 @@ const TenantSchema = z.strictObject({
   hostTools: z.string().min(1).optional(),
   model: ModelSchema,
   fallbackModel: ModelSchema.optional(),
+  /** For "openai-compatible:MODEL" strings (model, fallbackModel, guardModel): the server, as the CLI's --base-url. */
+  baseUrl: z.url().optional(),
+  /** For "openai-compatible:MODEL" strings: the variable holding the API key, as the CLI's --api-key-env. */
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+    .optional(),
   /** USD per million tokens by model id; "*" for any model not named. */
   pricing: PricingSchema.optional(),
   limits: LimitsSchema.optional(),
@@ -96,9 +114,15 @@ const TenantSchema = z.strictObject({
   /** URL prefixes ctx.fetch may reach, with host-side headers. */
   egress: z.array(EgressEntrySchema).optional(),
   /** The model ctx.model.generate calls; "run" is the tenant's own model. */
-  guardModel: z.union([z.literal("run"), ModelSchema]).optional(),
+  guardModel: z
+    .union([z.literal("run"), ModelSchema], { error: `expected "run" (the tenant's model), or ${MODEL_SHAPES.slice("expected ".length)}` })
+    .optional(),
   /** ctx.kv: false denies it; quotaBytes bounds the tenant's entries (default 10 MiB). */
-  kv: z.union([z.literal(false), z.strictObject({ quotaBytes: positiveInt.optional() })]).optional(),
+  kv: z
+    .union([z.literal(false), z.strictObject({ quotaBytes: positiveInt.optional() })], {
+      error: 'expected false (no ctx.kv) or {"quotaBytes"?: a positive integer}',
+    })
+    .optional(),
   capabilityLimits: CapabilityLimitsSchema.optional(),
 });
 
@@ -162,11 +186,17 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
   const env = options.env ?? process.env;
   const requireKeys = options.requireKeys ?? true;
   const path = resolve(file);
-  let raw: unknown;
+  let text: string;
   try {
-    raw = JSON.parse(readFileSync(path, "utf8"));
+    text = readFileSync(path, "utf8");
   } catch (error) {
     throw configError(file, "", (error as Error).message);
+  }
+  let raw: unknown;
+  try {
+    raw = parseJsonText(text);
+  } catch (error) {
+    throw configError(file, "", `not valid JSON: ${(error as Error).message}`);
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
@@ -202,8 +232,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
       keys.set(hash, tenant.name);
     });
     const scripts = tenant.scripts.map((script, s) => ({ path: existingFile(file, base, script, `${at}.scripts[${s}]`) }));
-    const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`) };
-    if (tenant.fallbackModel) config.fallbackModel = modelSpec(file, base, tenant.fallbackModel, `${at}.fallbackModel`);
+    const config: TenantConfig = { name: tenant.name, scripts, model: modelSpec(file, base, tenant.model, `${at}.model`, tenant) };
+    if (tenant.fallbackModel) config.fallbackModel = modelSpec(file, base, tenant.fallbackModel, `${at}.fallbackModel`, tenant);
     if (tenant.pricing) config.pricing = tenant.pricing;
     if (tenant.isolation) config.isolation = tenant.isolation;
     if (tenant.cordon) config.cordon = tenant.cordon;
@@ -261,7 +291,14 @@ export function sha256Hex(value: string): string {
   return createHash("sha256").update(value).digest("hex");
 }
 
-function modelSpec(file: string, base: string, model: z.infer<typeof ModelSchema>, field: string): ModelSpec {
+/** A tenant's model field as a ModelSpec; `openai-compatible:MODEL` takes the tenant's baseUrl and apiKeyEnv. */
+function modelSpec(
+  file: string,
+  base: string,
+  model: z.infer<typeof ModelSchema>,
+  field: string,
+  tenant: { baseUrl?: string; apiKeyEnv?: string },
+): ModelSpec {
   if (typeof model !== "string")
     return {
       kind: "openai-compatible",
@@ -269,6 +306,16 @@ function modelSpec(file: string, base: string, model: z.infer<typeof ModelSchema
       baseUrl: model.baseUrl,
       ...(model.apiKeyEnv ? { apiKeyEnv: model.apiKeyEnv } : {}),
     };
+  if (model.startsWith("openai-compatible:")) {
+    if (!tenant.baseUrl)
+      throw configError(file, field, `"${model}" needs the tenant's "baseUrl" (the server's URL, as --base-url gives the CLI)`);
+    return {
+      kind: "openai-compatible",
+      model: model.slice("openai-compatible:".length),
+      baseUrl: tenant.baseUrl,
+      ...(tenant.apiKeyEnv ? { apiKeyEnv: tenant.apiKeyEnv } : {}),
+    };
+  }
   return { kind: "scripted", file: existingFile(file, base, model.slice("scripted:".length), field) };
 }
 
@@ -284,7 +331,7 @@ function capabilityGrants(file: string, base: string, tenant: z.infer<typeof Ten
     grants.egress = tenant.egress;
   }
   if (tenant.guardModel !== undefined)
-    grants.guardModel = tenant.guardModel === "run" ? "run" : modelSpec(file, base, tenant.guardModel, `${at}.guardModel`);
+    grants.guardModel = tenant.guardModel === "run" ? "run" : modelSpec(file, base, tenant.guardModel, `${at}.guardModel`, tenant);
   if (tenant.kv === false) grants.kv = false;
   const limits: Partial<CapabilityLimits> = { ...tenant.capabilityLimits };
   if (tenant.kv && tenant.kv.quotaBytes !== undefined) limits.kvQuotaBytes = tenant.kv.quotaBytes;

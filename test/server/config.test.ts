@@ -22,7 +22,26 @@ const cases: [string, (config: any) => void, RegExp][] = [
   ["a missing script file", (c) => (c.tenants[0].scripts = ["nope.ts"]), /tenants\[0\]\.scripts\[0\]: file nope\.ts does not exist/],
   ["a missing host tools file", (c) => (c.tenants[1].hostTools = "gone.mjs"), /tenants\[1\]\.hostTools: file gone\.mjs does not exist/],
   ["a missing model file", (c) => (c.tenants[0].model = "scripted:none.json"), /tenants\[0\]\.model: file none\.json does not exist/],
-  ["a bad model", (c) => (c.tenants[0].model = "gpt-4"), /tenants\[0\]\.model: /],
+  [
+    "a bad model",
+    (c) => (c.tenants[0].model = "gpt-4"),
+    /tenants\[0\]\.model: expected "scripted:FILE", "openai-compatible:MODEL" \(with the tenant's "baseUrl"\) or \{"kind": "openai-compatible"/,
+  ],
+  [
+    "an api key of neither shape",
+    (c) => (c.tenants[0].apiKeys = [{ key: "secret" }]),
+    /tenants\[0\]\.apiKeys\[0\]: expected \{"env": "VARIABLE_NAME"\} or \{"sha256": "<64 hex digits: the SHA-256 of the key>"\}$/,
+  ],
+  [
+    "a bad kv grant",
+    (c) => (c.tenants[0].kv = true),
+    /tenants\[0\]\.kv: expected false \(no ctx\.kv\) or \{"quotaBytes"\?: a positive integer\}$/,
+  ],
+  [
+    "an openai-compatible:MODEL string without the tenant's baseUrl",
+    (c) => (c.tenants[0].model = "openai-compatible:gpt-4o-mini"),
+    /tenants\[0\]\.model: "openai-compatible:gpt-4o-mini" needs the tenant's "baseUrl"/,
+  ],
   ["a duplicate tenant", (c) => (c.tenants[1].name = "acme"), /tenants\[1\]\.name: duplicate tenant "acme" \(also tenants\[0\]\)/],
   [
     "a duplicate key",
@@ -78,6 +97,47 @@ describe("serve config", () => {
     expect(result.code).toBe(2);
     expect(result.stderr.trim().split("\n")).toHaveLength(1);
     expect(result.stderr).toContain(`config ${fixture.config}: tenants[1].name: duplicate tenant "acme"`);
+  });
+
+  it("accepts the CLI's openai-compatible:MODEL string, with the tenant's baseUrl and apiKeyEnv as --base-url and --api-key-env", () => {
+    const fixture = fixtureWith((c) => {
+      c.tenants[0].model = "openai-compatible:gpt-4o-mini";
+      c.tenants[0].fallbackModel = "openai-compatible:backup";
+      c.tenants[0].baseUrl = "http://127.0.0.1:9/v1";
+      c.tenants[0].apiKeyEnv = "ACME_OPENAI_KEY";
+    });
+    const acme = loadServerConfig(fixture.config).tenants[0].config;
+    expect(acme.model).toEqual({
+      kind: "openai-compatible",
+      model: "gpt-4o-mini",
+      baseUrl: "http://127.0.0.1:9/v1",
+      apiKeyEnv: "ACME_OPENAI_KEY",
+    });
+    expect(acme.fallbackModel).toEqual({
+      kind: "openai-compatible",
+      model: "backup",
+      baseUrl: "http://127.0.0.1:9/v1",
+      apiKeyEnv: "ACME_OPENAI_KEY",
+    });
+  });
+
+  it("a JSON syntax error in the config or a scripted model file names the line and column, and echoes nothing of the file", async () => {
+    const fixture = writeFixture([{ name: "acme", key: "k1", steps: twoToolSteps }]);
+    const broken = join(fixture.dir, "broken.json");
+    writeFileSync(broken, '{\n  "tenants": [\n    { "name": "acme", "apiKeys": [{ "sha256": "s3cr3t" }], },\n  ]\n}\n');
+    const bad = await runCli(["serve", "--port", "0", "--store", fixture.store, "--config", broken]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(
+      `hookbox serve: CONFIG: config ${broken}: not valid JSON: line 3 column 58: a trailing comma: JSON allows no ',' before '}'\n`,
+    );
+
+    const model = join(fixture.dir, "model.json");
+    writeFileSync(model, '{"steps": [\n  {"text": "hi"}\n  {"text": "again"}\n]}');
+    const run = await runCli(["run", "--model", `scripted:${model}`, "--prompt", "x"]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      `hookbox run: CONFIG: scripted model ${model}: not valid JSON: line 3 column 3: unexpected '{': expected ',' or ']' after an array element\n`,
+    );
   });
 
   it("stops hookbox serve with exit 2 on a config that is not JSON, and on a bad store", async () => {
