@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { checkCommand } from "../../src/cli/commands/check.js";
 import { capture, tempDir } from "../codegen/helpers.js";
 import { runCli } from "../helpers/cli.js";
+import { writeSteps } from "../helpers/harness.js";
 
 function script(name: string, text: string): string {
   const dir = tempDir("hookbox-check-");
@@ -186,6 +187,45 @@ export default defineScript({
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
+
+describe("hookbox check: what run would refuse at load", () => {
+  const typed = (body: string) => `import { defineScript } from "hookbox";\n${body}\n`;
+  it.each([
+    ["no default export", typed("export const policy = defineScript({ hooks: {} });"), "the script has no default export"],
+    [
+      "a tool schema the load refuses",
+      typed(
+        'export default defineScript({ tools: [{ name: "t", description: "d", parameters: { type: "object", properties: { a: { type: "string", pattern: "(?=x)" } } }, handler: () => 1 }] });',
+      ),
+      'tools[0] (t): parameters at #/properties/a/pattern: the pattern "(?=x)"',
+    ],
+    [
+      "a throw while the script loads",
+      typed('throw new Error("boom at load");\nexport default defineScript({ hooks: {} });'),
+      "boom at load",
+    ],
+  ])("%s: exit 1 with run's own SCRIPT_LOAD message, though the types are clean", async (_what, text, message) => {
+    const file = script("policy.ts", text);
+    const r = await runCli(["check", file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^error SCRIPT_LOAD: \S*policy\.ts: /m);
+    expect(r.stdout).toContain(message);
+    expect(r.stdout).not.toMatch(/TS\d+/);
+    const run = await runCli(["run", file, "--model", `scripted:${writeSteps([{ text: "hi" }])}`, "--prompt", "x"]);
+    expect(run.stderr).toContain(message);
+  });
+
+  it("two scripts that load alone but not together (a tool name both define) are refused as run refuses them", async () => {
+    const tool =
+      'export default defineScript({ tools: [{ name: "lookup", description: "d", parameters: { type: "object" }, handler: () => 1 }] });';
+    const dir = tempDir("hookbox-check-");
+    writeFileSync(join(dir, "a.ts"), typed(tool));
+    writeFileSync(join(dir, "b.ts"), typed(tool));
+    const r = await runCli(["check", join(dir, "a.ts"), join(dir, "b.ts")]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^error \w+: .*lookup/m);
+  });
+});
 
 describe("hookbox check: approvals and run hooks", () => {
   const RUN_HOOKS = `import { defineScript } from "hookbox";
