@@ -21,6 +21,9 @@ const commands: Record<string, () => Promise<Command>> = {
 export async function main(argv: string[]): Promise<number> {
   watchStdout();
   const code = await command(argv);
+  // The last lines may meet a closed pipe too: its error arrives after the write, so wait for it.
+  await new Promise<void>((resolve) => process.stdout.write("", () => resolve()));
+  await new Promise((resolve) => setImmediate(resolve));
   return stdoutClosed.aborted ? STDOUT_CLOSED_EXIT : code;
 }
 

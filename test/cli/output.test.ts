@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { hookboxBin, jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
@@ -82,10 +82,15 @@ describe("stdout closed by its reader", () => {
 
   it("hookbox run --json | head -1 prints one line and no EPIPE stack trace", () => {
     const dir = tmp("hookbox-epipe-");
-    // A slow tool: the events after it are written well after head has exited.
+    // The tool returns only once head has exited (cat after it sees its end), so the events after it meet a closed pipe.
+    const gone = join(dir, "head-gone");
     writeFileSync(
       join(dir, "tools.mjs"),
-      `export default [{ name: "slow", description: "waits", parameters: { type: "object" }, handler: async () => { await new Promise((r) => setTimeout(r, 1000)); return { ok: true }; } }];\n`,
+      `import { existsSync } from "node:fs";
+export default [{ name: "slow", description: "waits for head to exit", parameters: { type: "object" }, handler: async () => {
+  for (let i = 0; i < 600 && !existsSync(${JSON.stringify(gone)}); i++) await new Promise((r) => setTimeout(r, 50));
+  return { ok: true };
+} }];\n`,
     );
     const model = writeSteps([{ toolCalls: [{ id: "c1", name: "slow", args: {} }] }, { text: "done" }]);
     for (const json of [["--json"], []]) {
@@ -93,7 +98,9 @@ describe("stdout closed by its reader", () => {
         .concat(["--prompt", "x", ...json])
         .map((word) => `'${word}'`)
         .join(" ");
-      const r = spawnSync("bash", ["-c", `${command} 2>"${dir}/stderr" < /dev/null | head -1; echo "status \${PIPESTATUS[0]}" >&2`], {
+      rmSync(gone, { force: true });
+      const pipeline = `${command} 2>"${dir}/stderr" < /dev/null | head -1 | { cat; touch "${gone}"; }; echo "status \${PIPESTATUS[0]}" >&2`;
+      const r = spawnSync("bash", ["-c", pipeline], {
         cwd: repoRoot,
         encoding: "utf8",
         timeout: 60_000,
