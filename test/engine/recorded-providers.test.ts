@@ -4,8 +4,10 @@ import { createAnthropic } from "@ai-sdk/anthropic";
 import { createDeepSeek } from "@ai-sdk/deepseek";
 import { createGoogleGenerativeAI } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { defaultSettingsMiddleware, wrapLanguageModel } from "ai";
 import { PayloadKeys } from "../../src/turns/keys.gen.js";
+import type { HostHooks } from "../../src/loop/hook-provider.js";
 import { fixture } from "../helpers/recorded-provider.js";
 import { ofType, runAiSdk, runHookbox, systemText } from "./provider-harness.js";
 
@@ -68,6 +70,25 @@ const cases: Case[] = [
       expect(assistant.reasoning_content).toBe(recorded.reasoning_content);
       expect(assistant.tool_calls[0]).toMatchObject({ id: recorded.tool_calls[0].id, function: { name: "lookup_order" } });
       expect(body.messages.find((m: any) => m.role === "tool")).toMatchObject({ tool_call_id: recorded.tool_calls[0].id });
+    },
+    reasoning(blocks) {
+      expect(blocks.map((b) => b.payload[PayloadKeys.text])).toEqual([
+        json("deepseek/reasoning-tool.json").choices[0].message.reasoning_content,
+      ]);
+    },
+  },
+  {
+    name: "openai-compatible, as `--model openai-compatible:` builds it, with DeepSeek's reasoner (reasoning_content back)",
+    model: (fetch) =>
+      createOpenAICompatible({ name: "openai-compatible", baseURL: "https://api.deepseek.com/v1", apiKey: "k", fetch }).chatModel(
+        "deepseek-reasoner",
+      ),
+    files: ["deepseek/reasoning-tool", "deepseek/answer"],
+    sentBack(body) {
+      const recorded = json("deepseek/reasoning-tool.json").choices[0].message;
+      const assistant = body.messages.find((m: any) => m.role === "assistant");
+      expect(assistant.reasoning_content).toBe(recorded.reasoning_content);
+      expect(assistant.tool_calls[0]).toMatchObject({ id: recorded.tool_calls[0].id, function: { name: "lookup_order" } });
     },
     reasoning(blocks) {
       expect(blocks.map((b) => b.payload[PayloadKeys.text])).toEqual([
@@ -145,7 +166,13 @@ describe.each(cases)("$name", (c) => {
     const replies = c.files.map((file) => `${file}.${stream ? "sse" : "json"}`);
 
     it("runs the call, keeps every part with its metadata, and sends back what the provider requires", async () => {
-      const run = await runHookbox({ model: c.model, replies, stream });
+      const seen: { hook: string; call: unknown; result?: unknown }[] = [];
+      const watch: HostHooks = {
+        name: "watch",
+        beforeToolCall: (p) => void seen.push({ hook: p.phase, call: p.call }),
+        afterToolCall: (p) => void seen.push({ hook: p.phase, call: p.call, result: p.result }),
+      };
+      const run = await runHookbox({ model: c.model, replies, stream, host: { hooks: [watch] } });
       expect(run.result.status, run.result.reason).toBe("completed");
       expect(run.result.text).toBe("Order A17 totals 120.");
       expect(run.result.finishReason).toBe("stop");
@@ -162,6 +189,11 @@ describe.each(cases)("$name", (c) => {
       );
       c.reasoning(firstAnswer.filter((b) => b.kind === "reasoning"));
       c.sentBack(run.requests[1].body);
+      const call = { id: finished[0].toolCalls[0].id, name: "lookup_order", args: { id: "A17" }, origin: "host" };
+      expect(seen).toEqual([
+        { hook: "beforeToolCall", call },
+        { hook: "afterToolCall", call, result: { id: "A17", total: 120 } },
+      ]);
     });
 
     it("sends the same second request as the AI SDK's own loop over the same answers", async () => {
