@@ -48,7 +48,8 @@ export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
         costUsd: event.usage?.costUsd ?? 0,
       };
     case "tool-finished":
-      return { ...none, toolCalls: 1 };
+      // A provider-run call is the provider's work (and on its bill), not one the host executed.
+      return event.providerExecuted ? undefined : { ...none, toolCalls: 1 };
     case "capability":
       // A script's guard-model call spends tokens like an inference of the run.
       return event.usage

@@ -58,6 +58,8 @@ export interface HookboxRun {
 
 export async function runHookbox(setup: {
   model: (fetch: typeof globalThis.fetch) => LanguageModelV4;
+  /** A fallback model answering from the same recorded answers, in turn. */
+  fallback?: (fetch: typeof globalThis.fetch) => LanguageModelV4;
   replies: Reply[];
   stream: boolean;
   tools?: HostTool[];
@@ -75,6 +77,7 @@ export async function runHookbox(setup: {
     {
       ...setup.extras,
       model: capturing(setup.model(recorded.fetch), prompts),
+      ...(setup.fallback ? { fallbackModel: capturing(setup.fallback(recorded.fetch), prompts) } : {}),
       stream: setup.stream,
       host: { tools: setup.tools ?? [lookupOrder()], ...setup.host },
     },

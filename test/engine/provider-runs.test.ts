@@ -8,6 +8,7 @@ import type { SandboxPool } from "../../src/sandbox/api.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import type { HostHooks } from "../../src/loop/hook-provider.js";
 import { PayloadKeys } from "../../src/turns/keys.gen.js";
+import { usageDelta } from "../../src/store/usage.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
 import { writeScripts } from "../helpers/harness.js";
 import { generateText, streamText } from "ai";
@@ -80,6 +81,8 @@ describe.each([false, true])("provider-run tools (stream=%s)", (stream) => {
       expect(watch.seen.map((s) => s.hook)).toEqual(["beforeToolCall", "afterToolCall"]);
       expect(watch.seen[0].payload.call).toMatchObject({ name: "web_search", origin: "provider", providerExecuted: true });
       expect(watch.seen[1].payload.result).toEqual(toolFinished[0].result);
+      // The store's usage totals count the host's tool executions only.
+      expect(run.events.map(usageDelta).reduce((sum, delta) => sum + (delta?.toolCalls ?? 0), 0)).toBe(0);
     });
 
     it("a hook cannot skip a provider-run call: the contract error ends the run (fail-closed)", async () => {
@@ -223,6 +226,20 @@ describe("stream errors take the HTTP errors' retry path", () => {
       "I'll look up order A17.",
       "Order A17 totals 120.",
     ]);
+  });
+
+  it("when the primary's retries are spent, a stream error goes to the fallback model like an HTTP error", async () => {
+    const run = await runHookbox({
+      model: anthropic,
+      fallback: (fetch) => createAnthropic({ ...key, fetch })("claude-haiku-4-5"),
+      replies: ["anthropic/overloaded-midstream.sse", "anthropic/answer.sse"],
+      stream: true,
+    });
+    expect(run.result.status, run.result.reason).toBe("completed");
+    expect(ofType(run.events, "inference-retry")).toEqual([
+      expect.objectContaining({ attempt: 2, fallback: true, status: 529, model: "anthropic.messages:claude-haiku-4-5" }),
+    ]);
+    expect(run.requests.map((r) => r.body.model)).toEqual(["claude-sonnet-4-5", "claude-haiku-4-5"]);
   });
 
   it("when the retries are spent, the run fails MODEL naming the model and what it answered (never ENGINE)", async () => {
