@@ -13,7 +13,7 @@ export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math
 export const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** Three inferences and two tools (the bench's run), or with `steps` another shape (the long session's). */
-export function writeTenant(dir, { steps } = {}) {
+export function writeTenant(dir, { steps, limits = {} } = {}) {
   writeFileSync(
     join(dir, "tools.mjs"),
     `export default [
@@ -49,7 +49,7 @@ export default defineScript({ name: "policy", hooks: {
           scripts: ["policy.ts"],
           hostTools: "tools.mjs",
           model: "scripted:model.json",
-          limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000, maxEventStreams: 1000 },
+          limits: { runsPerMinute: 1_000_000, requestsPerMinute: 10_000_000, maxEventStreams: 1000, ...limits },
         },
       ],
     }),

@@ -1,11 +1,10 @@
-import type { JSONValue, LanguageModelV4Message, LanguageModelV4Prompt, SharedV4ProviderOptions } from "@ai-sdk/provider";
+import type { JSONValue, LanguageModelV4Prompt, SharedV4ProviderOptions } from "@ai-sdk/provider";
 import { isParsedObject, type Json, type JsonObject } from "../turns/json.js";
 import type { Block, Turn } from "../turns/turn.js";
 import { PayloadKeys, TurnMetadataKeys } from "../turns/keys.gen.js";
 import { readCall } from "../turns/calls.js";
+import { foldBlocks, type AssistantPart, type PromptFold, type ToolResultPart } from "./prompt-fold.js";
 
-type AssistantPart = Extract<LanguageModelV4Message, { role: "assistant" }>["content"][number];
-type ToolResultPart = Extract<LanguageModelV4Message, { role: "tool" }>["content"][number] & { type: "tool-result" };
 type ToolOutput = ToolResultPart["output"];
 
 const text = (value: Json | undefined): string => (typeof value === "string" ? value : value === undefined ? "" : JSON.stringify(value));
@@ -98,56 +97,51 @@ const ASSISTANT_KINDS = new Set(["llm_text", "reasoning", "tool_call", "provider
  * every call, so the model always sees the unabridged request), then the turn's system blocks. A context
  * restart's enrichment belongs to the conversation where it happened, so it is a user message there: Gemini
  * and Anthropic refuse a system message after the conversation has started.
+ *
+ * The blocks are folded into messages once: blocks are immutable once in a turn, so the fold of a turn's
+ * blocks is kept (keyed by its first block, src/engine/prompt-fold.ts) and the next call, of this run or the
+ * session's next, folds only the blocks added since. A turn that does not continue the kept fold is folded anew.
  */
 export function turnToPrompt(turn: Turn): LanguageModelV4Prompt {
-  const system: LanguageModelV4Message[] = [];
-  const messages: LanguageModelV4Message[] = [];
+  const folded = foldBlocks(turn.blocks, foldBlock);
   const userContext = TurnMetadataKeys.userContext.find(turn.metadata);
-  if (userContext) {
-    system.push({ role: "system", content: `The user's original request (user context): ${JSON.stringify(userContext)}` });
+  return [
+    ...(userContext
+      ? [{ role: "system" as const, content: `The user's original request (user context): ${JSON.stringify(userContext)}` }]
+      : []),
+    ...folded.system,
+    ...folded.messages,
+  ];
+}
+
+/** One block into the fold: the same rules, in order, as a walk over the whole turn would apply. */
+function foldBlock(fold: PromptFold, block: Block): void {
+  const p = block.payload;
+  if (ASSISTANT_KINDS.has(block.kind)) {
+    if (fold.tool.length) fold.flush();
+    const part = assistantPart(block, fold.toolNames);
+    if (part) fold.assistant.push(part);
+    return;
   }
-  let assistant: AssistantPart[] = [];
-  let tool: ToolResultPart[] = [];
-  const flushAssistant = () => {
-    if (assistant.length) messages.push({ role: "assistant", content: assistant });
-    assistant = [];
-  };
-  const flush = () => {
-    flushAssistant();
-    if (tool.length) messages.push({ role: "tool", content: tool });
-    tool = [];
-  };
-  const toolNames = new Map<string, string>();
-  for (const block of turn.blocks) {
-    const p = block.payload;
-    if (ASSISTANT_KINDS.has(block.kind)) {
-      if (tool.length) flush();
-      const part = assistantPart(block, toolNames);
-      if (part) assistant.push(part);
-      continue;
-    }
-    switch (block.kind) {
-      case "system":
-        system.push({ role: "system", content: text(p[PayloadKeys.text]) });
-        break;
-      case "context":
-        flush();
-        messages.push({ role: "user", content: [{ type: "text", text: contextText(p) }] });
-        break;
-      case "user":
-        flush();
-        messages.push({ role: "user", content: [{ type: "text", text: text(p[PayloadKeys.text]) }] });
-        break;
-      case "tool_use":
-        flushAssistant();
-        tool.push(toolResult(block, toolNames));
-        break;
-      default:
-        break; // sources are for readers, not for the model; unknown kinds are not sent
-    }
+  switch (block.kind) {
+    case "system":
+      fold.system.push({ role: "system", content: text(p[PayloadKeys.text]) });
+      break;
+    case "context":
+      fold.flush();
+      fold.messages.push({ role: "user", content: [{ type: "text", text: contextText(p) }] });
+      break;
+    case "user":
+      fold.flush();
+      fold.messages.push({ role: "user", content: [{ type: "text", text: text(p[PayloadKeys.text]) }] });
+      break;
+    case "tool_use":
+      fold.flushAssistant();
+      fold.tool.push(toolResult(block, fold.toolNames));
+      break;
+    default:
+      break; // sources are for readers, not for the model; unknown kinds are not sent
   }
-  flush();
-  return [...system, ...messages];
 }
 
 function contextText(payload: JsonObject): string {

@@ -29,7 +29,8 @@ export function storedBlock(json: string): Block {
   return block;
 }
 
-function freeze(block: Block): void {
+/** Freezes a block as one that has joined a turn (without making its text). */
+export function freeze(block: Block): void {
   Object.freeze(block);
   if (block.payload) Object.freeze(block.payload);
   if (block.metadata) Object.freeze(block.metadata);
