@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { join } from "node:path";
 import { hostPathRedactor } from "../../src/server/redact.js";
 import { repoRoot } from "../helpers/cli.js";
@@ -16,5 +16,31 @@ describe("the redactor at the server's error boundary", () => {
   it("leaves the tenant's own text alone, and paths that only share a prefix", () => {
     expect(redact("no route GET /v1/sessions/abc")).toBe("no route GET /v1/sessions/abc");
     expect(redact("/srv/hookbox/data-other/file")).toBe("/srv/hookbox/data-other/file");
+  });
+});
+
+describe("the redactor's candidates, each on its own", () => {
+  // The working folder is a candidate too: seen from "/" (never a path to hide), each other candidate is seen alone.
+  beforeAll(() => void vi.spyOn(process, "cwd").mockReturnValue("/"));
+  afterAll(() => vi.restoreAllMocks());
+
+  it("hookbox's install folder (holding src/ or dist/) goes whole, wherever the process runs", () => {
+    const redact = hostPathRedactor({ storeLocation: ":memory:", configFile: "/etc/hookbox/config.json" });
+    expect(redact(`at f (${join(repoRoot, "src/loop/loop.ts")}:1:2)`)).toBe("at f (<host>/src/loop/loop.ts:1:2)");
+    expect(redact(`${join(repoRoot, "dist/cli.js")}`)).toBe("<host>/dist/cli.js");
+    expect(redact(`${repoRoot}-other/x`)).toBe(`${repoRoot}-other/x`);
+  });
+
+  it("an in-memory store adds no candidate, and neither does a root folder: text with slashes stays", () => {
+    const redact = hostPathRedactor({ storeLocation: ":memory:", configFile: "/config.json" });
+    expect(redact("no route GET /v1/sessions/abc")).toBe("no route GET /v1/sessions/abc");
+    expect(redact("/:memory: and :memory:")).toBe("/:memory: and :memory:");
+  });
+
+  it("the longest candidate wins where one folder holds another, and every occurrence goes", () => {
+    // The store's folder (/srv) holds the config's folder (/srv/conf): /srv/conf/... goes as a whole.
+    const redact = hostPathRedactor({ storeLocation: "/srv/store.db", configFile: "/srv/conf/config.json" });
+    expect(redact("/srv/conf/tools.mjs and /srv/other")).toBe("<host>/tools.mjs and <host>/other");
+    expect(redact("/srv/store.db, again /srv/store.db")).toBe("<host>, again <host>");
   });
 });

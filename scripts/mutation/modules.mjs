@@ -1,0 +1,16 @@
+// The modules `npm run mutation` mutates, one Stryker run each, and the test files that can kill their mutants.
+// Only tests that run the module in the test's own process count: Stryker switches mutants on inside the test
+// process, so a test that drives the CLI or `hookbox serve` (dist/, built unmutated) or a sandbox worker never sees
+// one. Run one module with `npm run mutation -- <name>`; scores and the survivors' explanations: docs/security.md.
+export const MODULES = {
+  "hook-chain": { mutate: ["src/loop/hook-chain.ts"], tests: ["test/loop/*.test.ts", "test/policy/shadow-capabilities.test.ts"] },
+  approvals: { mutate: ["src/loop/approvals.ts"], tests: ["test/loop/*.test.ts"] },
+  "run-budget": { mutate: ["src/loop/run-budget.ts"], tests: ["test/loop/*.test.ts", "test/capabilities/redteam-capabilities.test.ts"] },
+  redact: { mutate: ["src/server/redact.ts"], tests: ["test/server/redact.test.ts"] },
+  quota: { mutate: ["src/store/quota.ts"], tests: ["test/store/*.test.ts", "test/session/*.test.ts"] },
+  capabilities: {
+    mutate: ["src/capabilities/**/*.ts"],
+    tests: ["test/capabilities/*.test.ts", "test/policy/shadow-capabilities.test.ts"],
+  },
+  wall: { mutate: ["src/sandbox/wall/**/*.ts"], tests: ["test/wall/*.test.ts"] },
+};
