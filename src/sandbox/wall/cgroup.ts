@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
+import { threadId } from "node:worker_threads";
 import type { ResourceLimits } from "./limits.js";
 
 /*
@@ -8,7 +9,8 @@ import type { ResourceLimits } from "./limits.js";
  * limit (the kernel's OOM killer ends that worker alone), a pids limit (a fork bomb stops at it, inside its
  * own worker), and a CPU weight (a worker's processes together get one worker's share of a busy machine,
  * however many they are; the quarantine worker a small one). Each is a sibling of the host's own cgroup's
- * children, named hookbox-<host pid>-<n>, so a worker competes for the CPU as one process did before.
+ * children, named hookbox-<host pid>-t<thread id>-<n> (pools in worker threads of one process share the pid, not
+ * the thread id), so a worker competes for the CPU as one process did before.
  *
  * cgroup v2 (one hierarchy) and v1 (one per controller, as on hosts that mount the three separately) are
  * both handled; the process joins before bwrap runs (launcher.ts), so nothing of it ever runs outside.
@@ -37,7 +39,17 @@ export interface WorkerCgroup {
 let support: CgroupSupport | undefined;
 let created = 0;
 
-/** Whether this host can make worker cgroups, checked once per process. */
+/** This thread's prefix: the host's pid first (removeStale reads it), then the thread, whose counter is its own. */
+function ownName(): string {
+  return `hookbox-${process.pid}-t${threadId}`;
+}
+
+/** A cgroup path (as /proc/PID/cgroup shows it) that ends in a worker's cgroup made here. */
+export function isWorkerCgroupPath(path: string): boolean {
+  return /\/hookbox-\d+-t\d+-\d+$/.test(path);
+}
+
+/** Whether this host can make worker cgroups, checked once per process (once per thread: each has its module). */
 export function cgroupSupport(): CgroupSupport {
   support ??= detect();
   return support;
@@ -55,7 +67,7 @@ function detect(): CgroupSupport {
   if (!Array.isArray(hierarchies)) return hierarchies;
   for (const hierarchy of hierarchies) {
     removeStale(hierarchy.parent);
-    const probe = join(hierarchy.parent, `hookbox-${process.pid}-probe`);
+    const probe = join(hierarchy.parent, `${ownName()}-probe`);
     try {
       mkdirSync(probe);
       rmdirSync(probe);
@@ -104,7 +116,7 @@ function perController(lines: string[]): Hierarchy[] | CgroupSupport {
 export function workerCgroup(limits: ResourceLimits): WorkerCgroup | undefined {
   const found = cgroupSupport();
   if (!found.ok) return undefined;
-  const name = `hookbox-${process.pid}-${++created}`;
+  const name = `${ownName()}-${++created}`;
   const dirs: string[] = [];
   try {
     for (const hierarchy of found.hierarchies) {

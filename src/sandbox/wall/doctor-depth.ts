@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { cgroupSupport } from "./cgroup.js";
+import { cgroupSupport, isWorkerCgroupPath } from "./cgroup.js";
 import { DEFAULT_OPEN_FILES } from "./limits.js";
 import type { NativeResult, SelfReport } from "./probe-report.js";
 import { FILTER_MODE } from "./seccomp/filter.js";
@@ -79,7 +79,7 @@ export function measureCgroup(pid: number): CgroupMeasure | undefined {
       support.version === 2 ? entry.startsWith("0::") : entry.split(":")[1]?.split(",").includes(controller),
     );
     const path = line?.split(":").slice(2).join(":");
-    if (path === undefined || !/\/hookbox-\d+-\d+$/.test(path)) continue;
+    if (path === undefined || !isWorkerCgroupPath(path)) continue;
     const dir = join(hierarchy.parent, path.slice(path.lastIndexOf("/") + 1));
     measure.dirs.push(dir);
     const memory = read(dir, support.version === 2 ? "memory.max" : "memory.limit_in_bytes");
