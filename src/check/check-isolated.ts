@@ -1,10 +1,12 @@
 import { Worker } from "node:worker_threads";
 import { distFile } from "../sandbox/paths.js";
 import type { FileDiagnostic } from "../sandbox/files-bundler.js";
+import { TenantTurns } from "./tenant-turns.js";
 
 /*
  * Type-checks uploaded files off the server's event loop: one worker thread, kept warm between uploads (loading
- * the compiler costs more than a small check), with its own heap limit. Checks run one at a time; one that
+ * the compiler costs more than a small check), with its own heap limit. Checks run one at a time, tenants taking
+ * turns (tenant-turns.ts), so one tenant's pile of slow uploads delays another's by about one check. One that
  * passes its deadline or exhausts the heap ends the worker (the next check starts a new one), so an upload whose
  * types take the compiler minutes or gigabytes costs one refused upload.
  */
@@ -12,12 +14,14 @@ import type { FileDiagnostic } from "../sandbox/files-bundler.js";
 export interface IsolatedCheckOptions {
   timeoutMs?: number;
   heapMb?: number;
+  /** Whose upload this is: each tenant's checks wait in their own line (default: one shared line). */
+  tenant?: string;
 }
 
 export type CheckResult = { errors: FileDiagnostic[]; warnings: FileDiagnostic[] };
 
 let worker: { thread: Worker; heapMb: number } | undefined;
-let queue: Promise<unknown> = Promise.resolve();
+const turns = new TenantTurns();
 let lastId = 0;
 
 export function typeCheckFilesIsolated(
@@ -25,9 +29,7 @@ export function typeCheckFilesIsolated(
   entry: string,
   options: IsolatedCheckOptions = {},
 ): Promise<CheckResult> {
-  const next = queue.then(() => checkOnce(files, entry, options));
-  queue = next.catch(() => undefined);
-  return next;
+  return turns.run(options.tenant ?? "", () => checkOnce(files, entry, options));
 }
 
 function checkOnce(

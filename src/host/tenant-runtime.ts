@@ -102,7 +102,11 @@ export async function createTenantRuntime(
     config.isolation || config.cordon
       ? { ...(config.isolation ? { isolation: config.isolation } : {}), ...(config.cordon ? { cordon: config.cordon } : {}) }
       : undefined;
-  const sandbox: TenantSandbox | undefined = config.scripts.length ? pool.tenant(sandboxTenant, config.limits, isolation) : undefined;
+  // A deployment's sandbox is the tenant's: it shares the tenant's standing (docs/sandbox.md). Its shadow's
+  // keeps a standing of its own, so a shadow's breach never moves the runs it shadows to the quarantine worker.
+  const sandbox: TenantSandbox | undefined = config.scripts.length
+    ? pool.tenant(sandboxTenant, config.limits, { owner: config.name, ...isolation })
+    : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
   buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run

@@ -75,6 +75,13 @@ export interface TenantSandboxOptions {
    * cordons never share a worker process, so a worker taken over reaches only tenants of its own cordon.
    */
   cordon?: string;
+  /**
+   * The tenant a sandbox belongs to when its name is not the tenant's own (a deployment's, a replay's or an
+   * upload check's sandbox; default: its own name). The sandboxes of one owner share its
+   * standing: a breach in any of them quarantines them all, and a new one starts quarantined when its owner
+   * is. Set when the sandbox is created.
+   */
+  owner?: string;
 }
 
 export interface SandboxPool {

@@ -4,6 +4,14 @@ import type { Supervisor } from "./supervisor.js";
 import type { WorkerExit } from "./worker-exit.js";
 import type { WorkerProcess } from "./worker-process.js";
 
+/**
+ * Whether a tenant (with every sandbox it owns: deployments, shadows, replays, upload checks) broke a limit.
+ * Shared by those sandboxes, so none of them starts afresh on a shared worker once one has breached.
+ */
+export interface TenantStanding {
+  quarantined: boolean;
+}
+
 /** What placement asks of the tenant it places. */
 export interface PlacedTenant extends Evictable {
   readonly tenant: string;
@@ -19,7 +27,6 @@ export interface PlacedTenant extends Evictable {
  */
 export class TenantPlacement {
   private current: WorkerProcess | undefined;
-  private quarantined = false;
   /** Set by the pool; a change takes effect when nothing of the tenant runs (the tenant moves). */
   isolation: Isolation;
   /** Set by the pool, as the isolation is: the tenant only ever shares a worker with tenants of its cordon. */
@@ -30,6 +37,8 @@ export class TenantPlacement {
     where: { isolation: Isolation; cordon: string },
     private readonly supervisor: Supervisor,
     private readonly live: LiveIsolates,
+    /** Its owner's standing (placement of a sandbox the tenant owns shares it). */
+    private readonly standing: TenantStanding = { quarantined: false },
   ) {
     this.isolation = where.isolation;
     this.cordon = where.cordon;
@@ -41,7 +50,7 @@ export class TenantPlacement {
 
   /** The tenant breached a bound inside its worker, or overran its time: from now on it runs apart. */
   quarantine(): void {
-    this.quarantined = true;
+    this.standing.quarantined = true;
   }
 
   /** The worker for the tenant's next message: its own, or a new assignment when it should move and may. */
@@ -52,7 +61,7 @@ export class TenantPlacement {
       this.leave();
     }
     this.current = this.supervisor.assign(this.placed.tenant, {
-      quarantined: this.quarantined,
+      quarantined: this.standing.quarantined,
       isolation: this.isolation,
       cordon: this.cordon,
     });
@@ -74,7 +83,7 @@ export class TenantPlacement {
     this.current = undefined;
     this.live.forget(this.placed);
     const culprit = exit.culpritTenant === this.placed.tenant;
-    if (culprit) this.quarantined = true;
+    if (culprit) this.standing.quarantined = true;
     return { ours: true, culprit };
   }
 
@@ -100,7 +109,7 @@ export class TenantPlacement {
 
   /** Retiring workers are left; so are shared ones once quarantined, and workers of another isolation mode or cordon. */
   private shouldMove(worker: WorkerProcess): boolean {
-    if (worker.retiring || (this.quarantined && worker.role !== "quarantine")) return true;
+    if (worker.retiring || (this.standing.quarantined && worker.role !== "quarantine")) return true;
     if (this.supervisor.cordon(worker) !== this.cordon) return true;
     return this.supervisor.isDedicated(worker) !== (this.isolation === "process-per-tenant");
   }

@@ -11,6 +11,7 @@ import { DEFAULT_EVICTION, LiveIsolates } from "./live-isolates.js";
 import { Supervisor } from "./supervisor.js";
 import { checkCordon, checkMaxTenantsPerWorker, DEFAULT_CORDON, DEFAULT_MAX_TENANTS_PER_WORKER } from "./blast-radius.js";
 import { TenantSandboxImpl } from "./tenant-sandbox.js";
+import type { TenantStanding } from "./placement.js";
 import { workerLauncher, type WallMode } from "./wall/mode.js";
 import type { WallKind } from "./wall/launcher.js";
 
@@ -112,6 +113,8 @@ function installExitHook(): void {
 
 export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedSandboxPool {
   const tenants = new Map<string, TenantSandboxImpl>();
+  /** Each owner's standing, shared by its sandboxes (bounded by the owners: sandbox names come and go, owners stay). */
+  const standings = new Map<string, TenantStanding>();
   const launcher = workerLauncher(options.wall);
   const maxPayloadBytes = options.maxPayloadBytes ?? 8 * 1048576;
   const maxTenantsPerWorker = options.maxTenantsPerWorker ?? DEFAULT_MAX_TENANTS_PER_WORKER;
@@ -156,7 +159,10 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       if (tenant === undefined) {
         const isolation = given?.isolation ?? options.isolation ?? "shared";
         const where = { isolation, cordon: given?.cordon ?? DEFAULT_CORDON };
-        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, where, tenantOptions);
+        const owner = given?.owner ?? name;
+        let standing = standings.get(owner);
+        if (standing === undefined) standings.set(owner, (standing = { quarantined: false }));
+        tenant = new TenantSandboxImpl(name, { ...DEFAULT_SANDBOX_LIMITS, ...limits }, where, tenantOptions, standing);
         tenants.set(name, tenant);
       } else {
         if (limits !== undefined) tenant.limits = { ...tenant.limits, ...limits };
@@ -168,6 +174,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     drop(name: string): void {
       tenants.get(name)?.release();
       tenants.delete(name);
+      // A dropped sandbox that was its own owner takes its standing along; an owner's other sandboxes keep theirs.
+      standings.delete(name);
     },
     workers(): WorkerInfo[] {
       return supervisor.workers().map((worker) => ({

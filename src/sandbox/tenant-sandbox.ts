@@ -9,7 +9,7 @@ import { LazyResult, ResultUse, type CallReply } from "./call-args.js";
 import { describeCall, reviveLoadError } from "./call-errors.js";
 import { validateManifest } from "./manifest.js";
 import { OutcomeDispatch } from "./outcome-dispatch.js";
-import { TenantPlacement } from "./placement.js";
+import { TenantPlacement, type TenantStanding } from "./placement.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
 import type { DoneMessage, WorkerLimits } from "./wire/protocol.js";
 import { SandboxRunImpl, type RunOwner } from "./sandbox-run.js";
@@ -58,6 +58,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
     limits: SandboxLimits,
     where: { isolation: Isolation; cordon: string },
     private readonly options: TenantOptions,
+    /** Its owner's standing, shared by every sandbox of the owner (placement.ts). */
+    standing?: TenantStanding,
   ) {
     this.limits = limits;
     this.admission = new Admission(tenant, options, this.scripts, this.resultUse);
@@ -66,6 +68,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
       where,
       options.supervisor,
       options.live,
+      standing,
     );
     this.dispatch = new OutcomeDispatch({
       tenant,

@@ -7,7 +7,8 @@ import { sha256Hex } from "./config.js";
 import { ApiError, errorResponse } from "./api-error.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
 import { TokenBucket } from "./rate-limit.js";
-import { StreamCounter, streamRunEvents } from "./sse.js";
+import { streamRunEvents } from "./sse.js";
+import { TenantSlots } from "./tenant-slots.js";
 import { registerUsageRoute } from "./usage-route.js";
 import { parseTraceparent } from "../telemetry/run-trace.js";
 import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
@@ -40,7 +41,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
   const runBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.runsPerMinute)]));
   const requestBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.requestsPerMinute)]));
 
-  const streams = new StreamCounter();
+  const streams = new TenantSlots("TOO_MANY_STREAMS", "event streams open", "close one first");
 
   app.onError((error, c) => errorResponse(c, error, redact));
   app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`), redact));
@@ -153,7 +154,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
         "Last-Event-ID",
       );
     const tenant = tenants.get(c.get("tenant"))!;
-    const release = streams.open(tenant.config.name, tenant.maxEventStreams);
+    const release = streams.take(tenant.config.name, tenant.maxEventStreams);
     return streamRunEvents(c, { manager, runId: run.id, afterSeq: Number(raw.trim()), redact, onClose: release });
   });
 

@@ -68,6 +68,12 @@ const LimitsSchema = z.strictObject({
   maxStoreBytes: positiveInt.optional(),
   /** Event streams (SSE) the tenant may hold open at once (default 16). */
   maxEventStreams: positiveInt.optional(),
+  /** Replays (POST /v1/replays) the tenant may have in progress at once (default 1). */
+  maxReplaysInFlight: positiveInt.optional(),
+  /** Uploads (POST /v1/scripts: bundle, type check, trial load) the tenant may have in progress at once (default 2). */
+  maxUploadsInFlight: positiveInt.optional(),
+  /** Sandbox CPU one replay request may use, ms (default 30000). */
+  replayCpuMs: positiveInt.optional(),
 });
 
 /** Bounds on what one run may do with its capabilities (docs/capabilities.md). */
@@ -157,10 +163,16 @@ export interface ServedTenant {
   requestsPerMinute: number;
   maxStoreBytes: number;
   maxEventStreams: number;
+  maxReplaysInFlight: number;
+  maxUploadsInFlight: number;
+  replayCpuMs: number;
 }
 
 export const DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024;
 export const DEFAULT_MAX_EVENT_STREAMS = 16;
+export const DEFAULT_MAX_REPLAYS_IN_FLIGHT = 1;
+export const DEFAULT_MAX_UPLOADS_IN_FLIGHT = 2;
+export const DEFAULT_REPLAY_CPU_MS = 30_000;
 
 export interface ServerConfig {
   file: string;
@@ -268,6 +280,9 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
       requestsPerMinute: limits.requestsPerMinute ?? 6000,
       maxStoreBytes: limits.maxStoreBytes ?? DEFAULT_MAX_STORE_BYTES,
       maxEventStreams: limits.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+      maxReplaysInFlight: limits.maxReplaysInFlight ?? DEFAULT_MAX_REPLAYS_IN_FLIGHT,
+      maxUploadsInFlight: limits.maxUploadsInFlight ?? DEFAULT_MAX_UPLOADS_IN_FLIGHT,
+      replayCpuMs: limits.replayCpuMs ?? DEFAULT_REPLAY_CPU_MS,
     };
   });
   const server = parsed.data.server ?? {};

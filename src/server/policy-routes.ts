@@ -12,6 +12,7 @@ import { loadReplayScripts, replay, type ReplayChange } from "../policy/replay.j
 import type { ServedTenant } from "./config.js";
 import { ApiError } from "./api-error.js";
 import { readBody } from "./bodies.js";
+import { TenantSlots } from "./tenant-slots.js";
 
 /* The policy lifecycle routes (docs/policy-lifecycle.md): versions, deployments, the shadow report, replays. */
 
@@ -49,6 +50,8 @@ export const ReplayBody = z.strictObject({
 /** Replays answered over HTTP stop after this many calls (the summary counts what was replayed). */
 const MAX_REPLAY_CALLS = 100_000;
 const MAX_REPLAY_CHANGES_LISTED = 1000;
+/** A replay whose hooks fail this many calls in a row stops: the version is broken, more calls tell nothing. */
+const MAX_REPLAY_FAILURES_IN_A_ROW = 10;
 
 type Env = { Variables: { tenant: string } };
 
@@ -64,6 +67,14 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
     return given;
   };
   const served = (c: Context<Env>) => need().tenants.get(c.get("tenant"))!;
+  // Each replay and upload holds a sandbox (and an upload a type check): a tenant has a few at a time.
+  const replays = new TenantSlots("TOO_MANY_REPLAYS", "replays in progress", "wait for one to finish");
+  const uploads = new TenantSlots("TOO_MANY_UPLOADS", "uploads being checked", "wait for one to finish");
+  /** How a tenant's throwaway sandboxes are placed: owned by the tenant (its quarantine), with its isolation. */
+  const placement = (c: Context<Env>) => {
+    const isolation = served(c).config.isolation;
+    return { owner: c.get("tenant"), ...(isolation ? { isolation } : {}) };
+  };
 
   app.post("/v1/scripts", async (c) => {
     const { store, pool } = need();
@@ -76,7 +87,9 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
     const bytes = files.reduce((sum, [path, text]) => sum + Buffer.byteLength(path) + Buffer.byteLength(text), 0);
     if (bytes > limits.maxBytes)
       throw new ApiError(413, "UPLOAD_TOO_LARGE", `$.files: ${bytes} bytes; at most ${limits.maxBytes} per version`, "$.files");
+    const release = uploads.take(c.get("tenant"), served(c).maxUploadsInFlight);
     try {
+      const { isolation } = placement(c);
       const version = await createScriptVersion({
         store,
         pool: pool,
@@ -84,11 +97,14 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
         limits: served(c).config.limits ?? {},
         upload,
         maxTenantBytes: served(c).maxStoreBytes,
+        ...(isolation ? { isolation } : {}),
       });
       return c.json({ name: version.name, version: version.version, bundleHash: version.bundleHash, warnings: version.warnings }, 201);
     } catch (error) {
       if (!isHookboxError(error) || error.code !== "SCRIPT_INVALID") throw error;
       return c.json({ error: { code: "SCRIPT_INVALID", message: error.message, diagnostics: error.details.diagnostics } }, 400);
+    } finally {
+      release();
     }
   });
 
@@ -154,6 +170,8 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
 
   app.post("/v1/replays", async (c) => {
     const { store, pool } = need();
+    // Read now: the signal aborts when the client goes away only if it exists by then.
+    const clientGone = c.req.raw.signal;
     const body = await readBody(c, ReplayBody);
     const tenant = c.get("tenant");
     const versions = [];
@@ -168,11 +186,13 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
         );
       versions.push(version);
     }
+    const release = replays.take(tenant, served(c).maxReplaysInFlight);
     const sandboxName = `${tenant}~replay~${randomUUID()}`;
     try {
       const scripts = await loadReplayScripts(pool, sandboxName, versions.map(asSource), {
         limits: served(c).config.limits ?? {},
         versions: versions.map((v) => v.version),
+        sandbox: placement(c),
       });
       const changes: ReplayChange[] = [];
       const summary = await replay({
@@ -184,6 +204,9 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
         },
         scripts,
         maxCalls: MAX_REPLAY_CALLS,
+        maxCpuMs: served(c).replayCpuMs,
+        maxConsecutiveFailures: MAX_REPLAY_FAILURES_IN_A_ROW,
+        signal: clientGone,
         onChange: (change) => {
           if (changes.length < MAX_REPLAY_CHANGES_LISTED) changes.push(change);
         },
@@ -194,6 +217,7 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
       throw error;
     } finally {
       pool.drop?.(sandboxName);
+      release();
     }
   });
 }

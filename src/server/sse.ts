@@ -3,42 +3,9 @@ import { streamSSE } from "hono/streaming";
 import type { SessionManager } from "../session/manager.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { StoredEventText } from "../store/types.js";
-import { ApiError } from "./api-error.js";
 import type { Redactor } from "./redact.js";
 
 const HEARTBEAT_MS = 15_000;
-
-/**
- * Open event streams per tenant: each holds a connection and a reader, so a tenant gets at most its
- * `maxEventStreams` at once and the next one is refused with 429 TOO_MANY_STREAMS.
- */
-export class StreamCounter {
-  private readonly counts = new Map<string, number>();
-
-  /** Counts one more stream for `tenant` (or throws 429); the returned release ends it, once. */
-  open(tenant: string, max: number): () => void {
-    const count = this.counts.get(tenant) ?? 0;
-    if (count >= max)
-      throw new ApiError(
-        429,
-        "TOO_MANY_STREAMS",
-        `tenant ${tenant} already has ${count} event streams open (limit ${max}); close one first`,
-        undefined,
-        {
-          "retry-after": "1",
-        },
-      );
-    this.counts.set(tenant, count + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.counts.get(tenant) ?? 1) - 1;
-      if (left > 0) this.counts.set(tenant, left);
-      else this.counts.delete(tenant);
-    };
-  }
-}
 
 export interface StreamRunEventsOptions {
   manager: SessionManager;
