@@ -15,7 +15,8 @@ import { beforePayload, script, scriptDir } from "./helpers.js";
 const pool = createSandboxPool({ workers: 1, killGraceMs: 3000 });
 afterAll(() => pool.close());
 
-const limits = { cpuMs: 100, wallMs: 1000, memoryMb: 32 };
+// Wide enough that loading the script never times out on a loaded machine; the spin still ends at 500 ms.
+const limits = { cpuMs: 500, wallMs: 2000, memoryMb: 32 };
 const policy = script(
   "policy",
   `export default { name: "policy", hooks: { beforeToolCall(p) { if (p.call.name === "spin") while (true) {} return { action: "deny", reason: "calm" }; } } };`,
