@@ -11,6 +11,7 @@ import {
   type ScriptManifest,
   type ScriptSource,
   type TenantSandbox,
+  type TenantSandboxOptions,
 } from "../sandbox/api.js";
 import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
@@ -81,6 +82,18 @@ export interface DeploymentScripts {
  * One tenant: its scripts loaded in its sandbox, its host tools, its model. Loading happens here,
  * once; each run then gets fresh sandbox contexts and a fresh model instance.
  */
+/**
+ * Where a sandbox of the tenant goes: its isolation mode and cordon, owned by the tenant (sharing its standing).
+ * The tenant's own sandbox, a deployment's, a replay's and an upload check's all take these.
+ */
+export function tenantSandboxOptions(config: Pick<TenantConfig, "name" | "isolation" | "cordon">): TenantSandboxOptions {
+  return {
+    owner: config.name,
+    ...(config.isolation ? { isolation: config.isolation } : {}),
+    ...(config.cordon ? { cordon: config.cordon } : {}),
+  };
+}
+
 export async function createTenantRuntime(
   config: TenantConfig,
   pool: SandboxPool,
@@ -98,20 +111,17 @@ export async function createTenantRuntime(
   };
   const deployment = extras.deployment;
   const sandboxTenant = deployment?.sandboxTenant ?? config.name;
-  const isolation =
-    config.isolation || config.cordon
-      ? { ...(config.isolation ? { isolation: config.isolation } : {}), ...(config.cordon ? { cordon: config.cordon } : {}) }
-      : undefined;
   // A deployment's sandbox is the tenant's: it shares the tenant's standing (docs/sandbox.md). Its shadow's
   // keeps a standing of its own, so a shadow's breach never moves the runs it shadows to the quarantine worker.
+  const { owner: _owner, ...placement } = tenantSandboxOptions(config);
   const sandbox: TenantSandbox | undefined = config.scripts.length
-    ? pool.tenant(sandboxTenant, config.limits, { owner: config.name, ...isolation })
+    ? pool.tenant(sandboxTenant, config.limits, tenantSandboxOptions(config))
     : undefined;
   const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
   buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run
   const shadow = deployment?.shadow?.sources.length ? deployment.shadow : undefined;
-  const shadowSandbox = shadow && pool.tenant(shadow.sandboxTenant, config.limits, isolation);
+  const shadowSandbox = shadow && pool.tenant(shadow.sandboxTenant, config.limits, placement);
   const shadowManifests = shadowSandbox ? await shadowSandbox.load(shadow.sources) : [];
   // At the run's end, shadow chains in flight get at most their own wall limit per shadow script, plus a margin.
   const shadowWaitMs = (config.limits?.wallMs ?? DEFAULT_SANDBOX_LIMITS.wallMs) * shadowManifests.length + 1000;

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { posix } from "node:path";
 import { isHookboxError } from "../errors.js";
-import type { Isolation, SandboxLimits, SandboxPool } from "../sandbox/api.js";
+import type { SandboxLimits, SandboxPool, TenantSandboxOptions } from "../sandbox/api.js";
 import { bundleUploadedFiles, invalidUpload, loaderFor, type FileDiagnostic } from "../sandbox/files-bundler.js";
 import { typeCheckFilesIsolated } from "../check/check-isolated.js";
 import type { ScriptVersionRecord, Store } from "../store/index.js";
@@ -34,8 +34,8 @@ export interface CreateVersionOptions {
   upload: Upload;
   /** The tenant's store quota: a version that would take the tenant over it is refused with STORE_QUOTA. */
   maxTenantBytes?: number;
-  /** How the throwaway sandbox is placed: the tenant's isolation (it is owned by `tenant`, sharing its quarantine). */
-  isolation?: Isolation;
+  /** Where the throwaway sandbox goes: the tenant's isolation and cordon (owned by `tenant`, sharing its standing). */
+  placement?: Pick<TenantSandboxOptions, "isolation" | "cordon">;
 }
 
 /** Why a file path is refused, or undefined: relative POSIX paths of script files, nothing climbing or hidden. */
@@ -58,7 +58,7 @@ export async function createScriptVersion({
   limits,
   upload,
   maxTenantBytes,
-  isolation,
+  placement = {},
 }: CreateVersionOptions): Promise<ScriptVersionRecord> {
   const label = `${upload.name}@upload`;
   const pathProblems = Object.keys(upload.files).flatMap((file) => {
@@ -70,7 +70,7 @@ export async function createScriptVersion({
   const bundle = await bundleUploadedFiles(source);
   const checked = await typeCheckFilesIsolated(upload.files, upload.entry, { tenant });
   if (checked.errors.length) throw invalidUpload(label, checked.errors);
-  const manifestName = await loadOnce(pool, tenant, { ...(limits ? { limits } : {}), ...(isolation ? { isolation } : {}) }, source);
+  const manifestName = await loadOnce(pool, { ...placement, owner: tenant }, limits, source);
   const warnings = checked.warnings.map((w) => `${w.file}:${w.line}:${w.column}: ${w.message}`);
   if (manifestName !== upload.name) {
     warnings.push(`defineScript names the script "${manifestName}": hook decisions and logs name it so, not "${upload.name}"`);
@@ -91,21 +91,17 @@ export async function createScriptVersion({
 
 /**
  * Loads the upload in a sandbox of its own, disposed afterwards; a load failure becomes a diagnostic. The
- * sandbox is the tenant's (its isolation, its quarantine): a throwaway name is no way onto a shared worker.
+ * sandbox is its owner's (its isolation, cordon and standing): a throwaway name is no way onto a shared worker.
  */
 async function loadOnce(
   pool: SandboxPool,
-  tenant: string,
-  placement: { limits?: Partial<SandboxLimits>; isolation?: Isolation },
+  placement: TenantSandboxOptions & { owner: string },
+  limits: Partial<SandboxLimits> | undefined,
   source: { files: Record<string, string>; entry: string; label: string },
 ): Promise<string> {
-  const throwaway = `${tenant}~check~${randomUUID()}`;
+  const throwaway = `${placement.owner}~check~${randomUUID()}`;
   try {
-    const sandbox = pool.tenant(throwaway, placement.limits, {
-      owner: tenant,
-      ...(placement.isolation ? { isolation: placement.isolation } : {}),
-    });
-    const [manifest] = await sandbox.load([source]);
+    const [manifest] = await pool.tenant(throwaway, limits, placement).load([source]);
     return manifest!.name;
   } catch (error) {
     if (isHookboxError(error) && error.code === "SCRIPT_INVALID") throw error;

@@ -13,6 +13,7 @@ import type { ServedTenant } from "./config.js";
 import { ApiError } from "./api-error.js";
 import { readBody } from "./bodies.js";
 import { TenantSlots } from "./tenant-slots.js";
+import { tenantSandboxOptions } from "../host/tenant-runtime.js";
 
 /* The policy lifecycle routes (docs/policy-lifecycle.md): versions, deployments, the shadow report, replays. */
 
@@ -70,11 +71,8 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
   // Each replay and upload holds a sandbox (and an upload a type check): a tenant has a few at a time.
   const replays = new TenantSlots("TOO_MANY_REPLAYS", "replays in progress", "wait for one to finish");
   const uploads = new TenantSlots("TOO_MANY_UPLOADS", "uploads being checked", "wait for one to finish");
-  /** How a tenant's throwaway sandboxes are placed: owned by the tenant (its quarantine), with its isolation. */
-  const placement = (c: Context<Env>) => {
-    const isolation = served(c).config.isolation;
-    return { owner: c.get("tenant"), ...(isolation ? { isolation } : {}) };
-  };
+  /** Where a tenant's throwaway sandboxes go: owned by the tenant (its standing), with its isolation and cordon. */
+  const placement = (c: Context<Env>) => tenantSandboxOptions(served(c).config);
 
   app.post("/v1/scripts", async (c) => {
     const { store, pool } = need();
@@ -89,7 +87,6 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
       throw new ApiError(413, "UPLOAD_TOO_LARGE", `$.files: ${bytes} bytes; at most ${limits.maxBytes} per version`, "$.files");
     const release = uploads.take(c.get("tenant"), served(c).maxUploadsInFlight);
     try {
-      const { isolation } = placement(c);
       const version = await createScriptVersion({
         store,
         pool: pool,
@@ -97,7 +94,7 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
         limits: served(c).config.limits ?? {},
         upload,
         maxTenantBytes: served(c).maxStoreBytes,
-        ...(isolation ? { isolation } : {}),
+        placement: placement(c),
       });
       return c.json({ name: version.name, version: version.version, bundleHash: version.bundleHash, warnings: version.warnings }, 201);
     } catch (error) {

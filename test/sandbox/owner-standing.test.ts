@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool } from "../../src/sandbox/index.js";
 import type { TenantSandbox } from "../../src/sandbox/api.js";
-import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
+import { createTenantRuntime, tenantSandboxOptions } from "../../src/host/tenant-runtime.js";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforePayload, script, scriptDir } from "./helpers.js";
@@ -59,11 +59,12 @@ describe("sandboxes a tenant owns share its standing", () => {
     expect(roleOf("globex")).toBe("quarantine");
   });
 
-  it("a deployment's sandbox (built by the tenant runtime) is the tenant's; a shadow's keeps its own standing", async () => {
+  it("a deployment's sandbox (built by the tenant runtime) is the tenant's; a shadow's keeps its own standing; all keep its cordon", async () => {
     const record = { id: "dep_1", scripts: [], shadow: [] };
     const model = join(scriptDir, "model.json");
     writeFileSync(model, JSON.stringify({ steps: [{ text: "unused" }] }));
-    await createTenantRuntime({ name: "umbrella", scripts: [policy], model: { kind: "scripted", file: model }, limits }, pool, {
+    const config = { name: "umbrella", scripts: [policy], model: { kind: "scripted" as const, file: model }, limits, cordon: "paid" };
+    await createTenantRuntime(config, pool, {
       deployment: {
         record,
         sandboxTenant: "umbrella~dep_1",
@@ -75,8 +76,10 @@ describe("sandboxes a tenant owns share its standing", () => {
     expect(await call(pool.tenant("umbrella~dep_1"), "calm")).toBe("ok");
     expect(roleOf("umbrella~dep_1")).toBe("normal");
     expect(await call(pool.tenant("umbrella~dep_1"), "spin")).toBe("SANDBOX_TIMEOUT");
-    expect(await call(pool.tenant("umbrella~replay~1", limits, { owner: "umbrella" }), "calm")).toBe("ok");
+    // A replay's sandbox as the server opens it: the tenant's standing, and its cordon.
+    expect(await call(pool.tenant("umbrella~replay~1", limits, tenantSandboxOptions(config)), "calm")).toBe("ok");
     expect(roleOf("umbrella~replay~1")).toBe("quarantine");
+    expect(pool.workers().find((worker) => worker.tenants.includes("umbrella~replay~1"))?.cordon).toBe("paid");
   });
 
   it("another tenant's sandboxes keep their own standing", async () => {
