@@ -9,6 +9,7 @@ import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } fro
 import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
 import { TenantSlots } from "./tenant-slots.js";
+import { EventReplayBudget } from "./event-replay-budget.js";
 import { registerUsageRoute } from "./usage-route.js";
 import { parseTraceparent } from "../telemetry/run-trace.js";
 import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
@@ -42,6 +43,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
   const requestBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.requestsPerMinute)]));
 
   const streams = new TenantSlots("TOO_MANY_STREAMS", "event streams open", "close one first");
+  const replayed = new EventReplayBudget();
 
   app.onError((error, c) => errorResponse(c, error, redact));
   app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`), redact));
@@ -155,7 +157,14 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
       );
     const tenant = tenants.get(c.get("tenant"))!;
     const release = streams.take(tenant.config.name, tenant.maxEventStreams);
-    return streamRunEvents(c, { manager, runId: run.id, afterSeq: Number(raw.trim()), redact, onClose: release });
+    return streamRunEvents(c, {
+      manager,
+      runId: run.id,
+      afterSeq: Number(raw.trim()),
+      redact,
+      onClose: release,
+      pace: (chars, signal) => replayed.charge(tenant.config.name, tenant.eventReplayBytesPerMinute, chars, signal),
+    });
   });
 
   app.post("/v1/runs/:runId/continue", async (c) => {

@@ -74,6 +74,8 @@ const LimitsSchema = z.strictObject({
   maxUploadsInFlight: positiveInt.optional(),
   /** Sandbox CPU one replay request may use, ms (default 30000). */
   replayCpuMs: positiveInt.optional(),
+  /** Stored events the tenant's event streams may read again per minute, bytes of JSON (default 64 MiB). */
+  eventReplayBytesPerMinute: positiveInt.optional(),
 });
 
 /** Bounds on what one run may do with its capabilities (docs/capabilities.md). */
@@ -166,6 +168,7 @@ export interface ServedTenant {
   maxReplaysInFlight: number;
   maxUploadsInFlight: number;
   replayCpuMs: number;
+  eventReplayBytesPerMinute: number;
 }
 
 export const DEFAULT_MAX_STORE_BYTES = 1024 * 1024 * 1024;
@@ -173,6 +176,7 @@ export const DEFAULT_MAX_EVENT_STREAMS = 16;
 export const DEFAULT_MAX_REPLAYS_IN_FLIGHT = 1;
 export const DEFAULT_MAX_UPLOADS_IN_FLIGHT = 2;
 export const DEFAULT_REPLAY_CPU_MS = 30_000;
+export const DEFAULT_EVENT_REPLAY_BYTES_PER_MINUTE = 64 * 1024 * 1024;
 
 export interface ServerConfig {
   file: string;
@@ -283,6 +287,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
       maxReplaysInFlight: limits.maxReplaysInFlight ?? DEFAULT_MAX_REPLAYS_IN_FLIGHT,
       maxUploadsInFlight: limits.maxUploadsInFlight ?? DEFAULT_MAX_UPLOADS_IN_FLIGHT,
       replayCpuMs: limits.replayCpuMs ?? DEFAULT_REPLAY_CPU_MS,
+      eventReplayBytesPerMinute: limits.eventReplayBytesPerMinute ?? DEFAULT_EVENT_REPLAY_BYTES_PER_MINUTE,
     };
   });
   const server = parsed.data.server ?? {};

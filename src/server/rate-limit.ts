@@ -7,14 +7,18 @@ export class TokenBucket {
     this.tokens = perMinute;
   }
 
-  /** Takes a token; returns 0 when allowed, else the ms until one is available. */
-  take(now = Date.now()): number {
+  /**
+   * Takes `amount` tokens; returns 0 when allowed, else the ms until they are available. An amount larger
+   * than the bucket is allowed once the bucket is full, and leaves it in debt.
+   */
+  take(amount = 1, now = Date.now()): number {
     this.tokens = Math.min(this.perMinute, this.tokens + ((now - this.updatedMs) * this.perMinute) / 60_000);
     this.updatedMs = now;
-    if (this.tokens >= 1) {
-      this.tokens -= 1;
+    const needed = Math.min(amount, this.perMinute);
+    if (this.tokens >= needed) {
+      this.tokens -= amount;
       return 0;
     }
-    return Math.ceil(((1 - this.tokens) * 60_000) / this.perMinute);
+    return Math.ceil(((needed - this.tokens) * 60_000) / this.perMinute);
   }
 }

@@ -14,6 +14,8 @@ export interface StreamRunEventsOptions {
   redact: Redactor;
   /** Called once when the stream ends, however it ends. */
   onClose(): void;
+  /** Charges each page of stored events to the tenant, waiting while it is over its budget (event-replay-budget.ts). */
+  pace?(chars: number, signal: AbortSignal): Promise<void>;
 }
 
 /**
@@ -28,7 +30,11 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
     stream.onAbort(() => closed.abort());
     const heartbeat = setInterval(() => void stream.write(": keep-alive\n\n").catch(() => closed.abort()), HEARTBEAT_MS);
     try {
-      for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, closed.signal)) {
+      const pace = options.pace && ((chars: number) => options.pace!(chars, closed.signal));
+      for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, {
+        signal: closed.signal,
+        ...(pace ? { pace } : {}),
+      })) {
         await stream.writeSSE({ id: String(item.seq), data: redactEventText(item, options.redact) });
       }
     } finally {

@@ -25,7 +25,7 @@ import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText }
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
-import { readRunEvents, readRunEventTexts } from "./read-events.js";
+import { readRunEvents, readRunEventTexts, type ReadRunEventsOptions } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions, type SessionOwner } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
@@ -223,8 +223,8 @@ export class SessionManager implements SessionOwner {
   }
 
   /** The same events as JSON text, stored ones as stored (what SSE sends). */
-  eventTexts(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<StoredEventText> {
-    return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
+  eventTexts(runId: string, afterSeq = 0, options: Pick<ReadRunEventsOptions, "signal" | "pace"> = {}): AsyncIterable<StoredEventText> {
+    return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...options });
   }
 
   /** The session and one page of its runs (src/session/describe.ts); only the latest run carries its turn. */

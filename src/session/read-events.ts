@@ -14,6 +14,11 @@ export interface ReadRunEventsOptions {
   feed: () => RunFeed | undefined;
   /** Stops waiting for live events (a reader that went away). */
   signal?: AbortSignal;
+  /**
+   * Called with the JSON characters of each page of stored events before it is handed out: a server charges
+   * them to the reader's tenant and may make the reader wait (live events are not charged).
+   */
+  pace?: (chars: number) => Promise<void>;
 }
 
 /** How one kind of item is read from the store and made from a live event. */
@@ -22,6 +27,8 @@ interface ItemSource<T extends { seq: number; type: string }> {
   fromLive(event: HookboxEvent): T;
   /** The status of a `run-finished` item. */
   status(item: T): string | undefined;
+  /** The JSON characters of an item (what a page is charged). */
+  chars(item: T): number;
 }
 
 /**
@@ -34,6 +41,7 @@ export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<Hoo
     page: (afterSeq, page) => options.store.listEvents(options.runId, afterSeq, page),
     fromLive: (event) => event,
     status: (event) => (event.type === "run-finished" ? event.status : undefined),
+    chars: (event) => JSON.stringify(event).length,
   });
 }
 
@@ -43,6 +51,7 @@ export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator
     page: (afterSeq, page) => options.store.listEventTexts(options.runId, afterSeq, page),
     fromLive: (event) => ({ seq: event.seq, type: event.type, json: eventJson(event) }),
     status: (item) => (JSON.parse(item.json) as { status?: string }).status,
+    chars: (item) => item.json.length,
   });
 }
 
@@ -63,7 +72,11 @@ async function* readRunItems<T extends { seq: number; type: string }>(
     let last = options.afterSeq;
     // Stored events come page by page, one page per turn of the event loop: a reader of a huge run holds
     // one bounded page at a time, and many readers take turns with everyone else.
-    const readPage = () => onePerTick(() => source.page(last, EVENT_PAGE));
+    const readPage = async () => {
+      const page = await onePerTick(() => source.page(last, EVENT_PAGE));
+      if (options.pace && page.length > 0) await options.pace(page.reduce((sum, item) => sum + source.chars(item), 0));
+      return page;
+    };
     for (let page = await readPage(); page.length > 0; page = await readPage()) {
       for (const [index, item] of page.entries()) {
         yield item;
