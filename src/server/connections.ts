@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
+import type { Duplex } from "node:stream";
 
 /*
  * What one client connection may hold of the server. Every open connection holds a file descriptor, and the
@@ -78,4 +79,37 @@ export function isDescriptorExhaustion(error: unknown): boolean {
     current = cause;
   }
   return false;
+}
+
+/** What Node's HTTP parser refuses before the app sees a request, answered in the API's own error shape. */
+const CLIENT_ERRORS: Record<string, { status: number; reason: string; code: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    reason: "Request Header Fields Too Large",
+    code: "HEADERS_TOO_LARGE",
+    message: "the request line and headers exceed 16 KiB",
+  },
+  ERR_HTTP_REQUEST_TIMEOUT: {
+    status: 408,
+    reason: "Request Timeout",
+    code: "REQUEST_TIMEOUT",
+    message: "the request's headers and body did not arrive in time",
+  },
+};
+const MALFORMED = { status: 400, reason: "Bad Request", code: "MALFORMED_REQUEST", message: "the request is not valid HTTP/1.1" };
+
+/**
+ * Requests Node's parser refuses (malformed, headers too large, too slow) are answered as JSON with the API's
+ * error shape, like everything else, instead of Node's bare status line; then the connection is closed.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (error.code === "ECONNRESET" || !socket.writable) return void socket.destroy();
+    const answer = CLIENT_ERRORS[error.code ?? ""] ?? MALFORMED;
+    const body = JSON.stringify({ error: { code: answer.code, message: answer.message } });
+    socket.end(
+      `HTTP/1.1 ${answer.status} ${answer.reason}\r\ncontent-type: application/json; charset=UTF-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
 }

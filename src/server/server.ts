@@ -8,7 +8,7 @@ import { hostPathRedactor } from "./redact.js";
 import type { SandboxPool } from "../sandbox/api.js";
 import { Deployments } from "../policy/deployments.js";
 import type { ServerConfig } from "./config.js";
-import { applyConnectionCap, connectionLimits, timeoutOptions } from "./connections.js";
+import { answerClientErrors, applyConnectionCap, connectionLimits, timeoutOptions } from "./connections.js";
 import type { Server } from "node:http";
 
 export interface RunningServer {
@@ -67,6 +67,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     instance.once("error", reject);
   });
   applyConnectionCap(server as Server, connections);
+  answerClientErrors(server as Server);
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
 
