@@ -13,6 +13,8 @@ export interface ModelFailure {
   retryAfterMs?: number;
   /** The failure came inside a streamed answer (after the HTTP 200). */
   midStream?: boolean;
+  /** The URL the request went to, without credentials or query (errors name it). */
+  url?: string;
 }
 
 export interface ModelRetry {
@@ -117,12 +119,25 @@ export function classifyModelError(error: unknown): ModelFailure | undefined {
   // Without a status the request never got an answer (connection refused, reset, DNS): the SDK marks those retryable.
   const retryable = status === undefined ? error.isRetryable : status === 408 || status === 409 || status === 429 || status >= 500;
   const retryAfterMs = parseRetryAfter(error.responseHeaders);
+  const url = shownUrl(error.url);
   return {
     ...(status !== undefined ? { status } : {}),
     message: error.message,
     retryable,
     ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    ...(url ? { url } : {}),
   };
+}
+
+/** A request URL as errors may show it: no user, password, query or fragment (they can carry keys). */
+function shownUrl(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  try {
+    const url = new URL(raw);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `retry-after-ms` (OpenAI), else `Retry-After` as seconds or an HTTP date. */
@@ -144,8 +159,11 @@ export function parseRetryAfter(headers: Record<string, string> | undefined, now
 function modelError({ failure, model }: { failure: ModelFailure; model: LanguageModelV4 }): HookboxError {
   const status = failure.status !== undefined ? `answered ${failure.status}` : undefined;
   const what = failure.midStream ? (status ? `${status} in its stream` : "broke off its answer") : (status ?? "was unreachable");
-  return new HookboxError("MODEL", `model ${modelName(model)} ${what}: ${failure.message}`, {
+  // A model that never answered is named with where it was asked (a wrong --base-url is the usual cause).
+  const at = failure.url && !status && !failure.midStream ? ` at ${failure.url}` : "";
+  return new HookboxError("MODEL", `model ${modelName(model)}${at} ${what}: ${failure.message}`, {
     model: modelName(model),
+    ...(failure.url ? { url: failure.url } : {}),
     ...(failure.status !== undefined ? { status: failure.status } : {}),
     ...(failure.midStream ? { midStream: true } : {}),
   });

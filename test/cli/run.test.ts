@@ -130,3 +130,43 @@ export default defineScript({ name: "guard", hooks: { beforeRun() { return { act
     expect(r.stderr).toBe("hookbox run: aborted (RUN_DENIED): guard: closed today\n");
   });
 });
+
+describe("hookbox run: a model nobody answers", () => {
+  it("is named with its URL, not as the middleware that called it", async () => {
+    // A loopback port that was just closed: nothing listens there.
+    const { createServer } = await import("node:net");
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    await new Promise((resolve) => server.close(resolve));
+    const dir = mkdtempSync(join(tmpdir(), "hookbox-unreachable-"));
+    const script = join(dir, "stamp.ts");
+    writeFileSync(
+      script,
+      `import { defineScript } from "hookbox";\nexport default defineScript({ middleware: [async function stamp(turn, next) { return next(turn); }] });\n`,
+    );
+    const r = await runCli(
+      [
+        "run",
+        script,
+        "--model",
+        "openai-compatible:gpt-test",
+        "--base-url",
+        `http://127.0.0.1:${port}/v1`,
+        "--model-retries",
+        "0",
+        "--prompt",
+        "hi",
+      ],
+      { env: { OPENAI_API_KEY: "not-a-real-key" } },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^hookbox run: failed \\(MODEL\\): model openai-compatible\\.chat:gpt-test at http://127\\.0\\.0\\.1:${port}/v1/chat/completions was unreachable: `,
+      ),
+    );
+    expect(r.stderr).not.toContain("middleware");
+    expect(r.stderr).not.toContain("not-a-real-key");
+  });
+});
