@@ -1,4 +1,11 @@
-import { ErrorCtor, JSONStringify, ObjectDefineProperty, StringCtor, StringPrototypeSlice } from "./primordials.js";
+import {
+  ErrorCtor,
+  JSONStringify,
+  ObjectDefineProperty,
+  StringCtor,
+  StringPrototypeIncludes,
+  StringPrototypeSlice,
+} from "./primordials.js";
 import { isGuestDataError } from "./serialize.js";
 import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../src/sandbox/wire/error-limits.js";
 
@@ -20,7 +27,11 @@ function readString(read: () => unknown, max: number): string | undefined {
  */
 export function describeThrown(thrown: unknown, code = "SCRIPT_ERROR"): string {
   try {
-    if (isGuestDataError(thrown)) return JSONStringify({ code: "HOOK_CONTRACT", message: thrown.problem, path: thrown.path });
+    if (isGuestDataError(thrown)) {
+      // A value over the size limit is its own code, whatever else it is: the limit, not the contract, refused it.
+      const tooLarge = StringPrototypeIncludes(thrown.problem, "-byte limit");
+      return JSONStringify({ code: tooLarge ? "PAYLOAD_TOO_LARGE" : "HOOK_CONTRACT", message: thrown.problem, path: thrown.path });
+    }
     if (thrown !== null && (typeof thrown === "object" || typeof thrown === "function")) {
       const error = thrown as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
       const name = readString(() => error.name, 200) ?? "Error";

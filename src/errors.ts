@@ -46,6 +46,11 @@ export type HostErrorCode =
   | "STORE_QUOTA"
   /** The store's filesystem (or database) is full: nothing was written; reads still work. */
   | "STORE_FULL"
+  /**
+   * A value crossing the sandbox's boundary is over its `maxPayloadBytes`: a call's payload going in, a result
+   * coming out, a turn a middleware passes to next(). The message names the limit; nothing of the value ran or was kept.
+   */
+  | "PAYLOAD_TOO_LARGE"
   /** A bug in the host itself surfaced in this run; the run fails, the host goes on. */
   | "HOST_FAULT"
   /** The sandbox wall was required and cannot be had on this machine. */

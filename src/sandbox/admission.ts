@@ -67,8 +67,9 @@ export class Admission {
     const label = `${script}: ${describeCall(request)}`;
     if (encoded.bytes > this.limits.maxPayloadBytes)
       throw new HookboxError(
-        "SANDBOX_OVERLOADED",
-        `${label}: payload of ${encoded.bytes} bytes exceeds the ${this.limits.maxPayloadBytes}-byte limit`,
+        "PAYLOAD_TOO_LARGE",
+        `${label}: the payload is ${encoded.bytes} bytes, over the sandbox's maxPayloadBytes of ${this.limits.maxPayloadBytes}`,
+        { bytes: encoded.bytes, maxPayloadBytes: this.limits.maxPayloadBytes },
       );
     const depth = nestingDepth();
     if (depth >= this.limits.maxNestingDepth)

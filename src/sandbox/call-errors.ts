@@ -32,6 +32,15 @@ export function reviveCallError(error: SerializedError, label: CallLabel): Hookb
   if (error.code === "HOOK_CONTRACT" && typeof details.path === "string") {
     return hookContractError(label.script, describeCall(label), details.path, error.message);
   }
+  if (error.code === "PAYLOAD_TOO_LARGE") {
+    // The runtime says "$.result is larger than the N-byte limit"; the worker's own check "returned N bytes, over ...".
+    const what = typeof details.path === "string" && details.path !== "$" ? `${details.path} ` : "";
+    return new HookboxError(
+      "PAYLOAD_TOO_LARGE",
+      `${label.script}: ${describeCall(label)} returned a value over the sandbox's maxPayloadBytes: ${what}${error.message}`,
+      details,
+    );
+  }
   if (error.code === "SCRIPT_ERROR" && typeof details.stack === "string") {
     const stack = remapStack(details.stack, sourceMapFor);
     const location = firstUserFrame(stack);

@@ -35,7 +35,10 @@ export async function runNested(
   try {
     const text = await chain.run({ depth: depth + 1 }, () => next(turnText));
     if (text.length > maxPayloadBytes)
-      return failure("SANDBOX_OVERLOADED", `the turn from next() exceeds the ${maxPayloadBytes}-byte limit`);
+      return failure(
+        "PAYLOAD_TOO_LARGE",
+        `the turn from next() is ${text.length} bytes, over the sandbox's maxPayloadBytes of ${maxPayloadBytes}`,
+      );
     return { ok: true, value: text };
   } catch (error) {
     return isHookboxError(error) ? failure(error.code, error.message) : failure("MIDDLEWARE", (error as Error)?.message ?? String(error));

@@ -21,7 +21,15 @@ const clipped = (max: number) =>
  * CANCELLED or a host error), the message clipped, and only the details the host reads, each bounded.
  */
 const SerializedErrorSchema = z.object({
-  code: z.enum(["SCRIPT_ERROR", "SCRIPT_LOAD", "HOOK_CONTRACT", "SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED"]),
+  code: z.enum([
+    "SCRIPT_ERROR",
+    "SCRIPT_LOAD",
+    "HOOK_CONTRACT",
+    "PAYLOAD_TOO_LARGE",
+    "SANDBOX_TIMEOUT",
+    "SANDBOX_MEMORY",
+    "SANDBOX_CRASHED",
+  ]),
   message: clipped(MAX_ERROR_MESSAGE_CHARS),
   details: z
     .object({

@@ -163,8 +163,26 @@ describe("red team: memory and stack", () => {
 });
 
 describe("red team: returned data", () => {
+  it("a turn from next() over the size cap reaches the middleware as PAYLOAD_TOO_LARGE, naming the limit", async () => {
+    const { run } = await attacker(
+      pool,
+      `{ middleware: [async function relay(turn, next) { try { return await next(turn); } catch (error) { return { ...turn, blocks: [], metadata: { code: error.code, message: error.message } }; } }] }`,
+    );
+    const out = await run.callMiddleware("attack", "relay", turn(), middlewareCtx, async (t) => ({
+      ...t,
+      blocks: [...t.blocks, { id: "big", kind: "llm_text", payload: { text: "x".repeat(2_000_000) }, metadata: {} }],
+    }));
+    expect(out.metadata).toMatchObject({ code: "PAYLOAD_TOO_LARGE" });
+    expect(String(out.metadata.message)).toMatch(/the turn from next\(\) is \d+ bytes, over the sandbox's maxPayloadBytes of 1000000/);
+  });
+
+  it("a result over the size cap is PAYLOAD_TOO_LARGE, naming the path and the limit", async () => {
+    const error = await expectContained(hook(`return { action: "skip", result: "x".repeat(5e6) };`), "PAYLOAD_TOO_LARGE");
+    expect(String(error.details.path)).toContain("$.result");
+    expect(error.message).toMatch(/maxPayloadBytes: \$\.result .*1000000-byte limit/);
+  });
+
   it.each([
-    ["a huge string", `return { action: "skip", result: "x".repeat(5e6) };`, "$.result", "limit"],
     ["a cyclic object", `const o = { a: {} }; o.a.back = o; return { action: "skip", result: o };`, "$.result.a.back", "cyclic"],
     ["a function", `return { action: "skip", result: { fn() {} } };`, "$.result.fn", "function"],
     ["NaN", `return { action: "skip", result: [1, NaN] };`, "$.result[1]", "NaN"],
@@ -196,10 +214,11 @@ describe("red team: returned data", () => {
     });
   });
 
-  it("a payload over the size cap is refused before it enters the sandbox", async () => {
+  it("a payload over the size cap is refused before it enters the sandbox, with its own code naming the limit", async () => {
     const { run } = await attacker(pool, `{ tools: [{ name: "t", description: "", handler: (args) => args }] }`);
     const error = await timedRejection(run.callTool("attack", "t", { big: "x".repeat(2_000_000) }, toolCtx));
-    expect(error.code).toBe("SANDBOX_OVERLOADED");
+    expect(error.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(error.message).toMatch(/the payload is \d+ bytes, over the sandbox's maxPayloadBytes of 1000000/);
   });
 });
 

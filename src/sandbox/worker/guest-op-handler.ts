@@ -58,7 +58,7 @@ function errorFromGuest(text: string, call: WorkerCall) {
   } catch {
     // fall through with defaults
   }
-  const code = parsed.code === "HOOK_CONTRACT" ? "HOOK_CONTRACT" : "SCRIPT_ERROR";
+  const code = parsed.code === "HOOK_CONTRACT" || parsed.code === "PAYLOAD_TOO_LARGE" ? parsed.code : "SCRIPT_ERROR";
   const thrownCode = typeof parsed.errorCode === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(parsed.errorCode) ? parsed.errorCode : undefined;
   const message = typeof parsed.message === "string" ? clipText(parsed.message, MAX_ERROR_MESSAGE_CHARS) : "failed";
   const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
@@ -70,7 +70,7 @@ function errorFromGuest(text: string, call: WorkerCall) {
     details.thrownMessage = message;
   }
   const name = clipText((typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : ""), 200);
-  return { code, message: code === "HOOK_CONTRACT" ? message : `${name}: ${message}`, details };
+  return { code, message: code === "SCRIPT_ERROR" ? `${name}: ${message}` : message, details };
 }
 
 /**
@@ -99,7 +99,11 @@ export function settleCall(
     collector.outcomes.push({
       type: "failed",
       callId: call.callId,
-      error: { code: "HOOK_CONTRACT", message: "returned a value larger than the payload limit", details: { path: "$" } },
+      error: {
+        code: "PAYLOAD_TOO_LARGE",
+        message: `returned ${text.length} bytes, over the sandbox's maxPayloadBytes of ${call.maxPayloadBytes}`,
+        details: { path: "$" },
+      },
     });
   else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(text.slice(0, 65536), call) });
 }
