@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import http from "node:http";
 import net from "node:net";
+import { readdirSync } from "node:fs";
 import { api, startServe, type ServeProcess } from "./serve-process.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 
@@ -126,6 +127,9 @@ describe("connections beyond the descriptor limit", () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     expect((await request(agent, "GET", "/v1/sessions", undefined, crowded.url)).status).toBe(200);
     const sockets = await idleSockets(DESCRIPTORS, crowded.url);
+    // Connected is not yet accepted: wait until the server holds (nearly) all the descriptors it may.
+    const open = () => readdirSync(`/proc/${crowded.child.pid}/fd`).length;
+    await expect.poll(open, { timeout: 10_000 }).toBeGreaterThanOrEqual(DESCRIPTORS - 2);
     try {
       const answer = await request(agent, "POST", "/v1/sessions", {}, crowded.url);
       expect(answer.status, JSON.stringify(answer.body)).toBe(503);
