@@ -144,3 +144,50 @@ describe("the approval wait", () => {
     expect(ofType(events, "approval.resolved")).toEqual([expect.objectContaining({ decision: "timeout" })]);
   });
 });
+
+describe("answering an approval through the library", () => {
+  it("unknown ids are NOT_FOUND, a schema-breaking edit is refused with its path and the approval stays open, a reject keeps its trimmed reason", async () => {
+    const typed: HostTool = {
+      name: "refund",
+      description: "",
+      parameters: { type: "object", properties: { order: { type: "object", properties: { amount: { type: "number", maximum: 100 } } } } },
+      handler: () => ({ ok: true }),
+    };
+    const hooks: HostHooks = { name: "asker", beforeToolCall: () => ({ action: "ask", reason: "check" }) };
+    const h = await harness({
+      steps: [{ toolCalls: [{ id: "c1", name: "refund", args: { order: { amount: 5 } } }] }, { text: "done" }],
+      host: { tools: [typed], hooks: [hooks] },
+    });
+    const handle = h.runtime.start({ sessionId: "sess_test", prompt: "x", options: { approvalTimeoutMs: 60_000 } });
+    const events: HookboxEvent[] = [];
+    for await (const event of handle.events()) {
+      events.push(event);
+      if (event.type !== "approval.requested") continue;
+      expect(event.deadlineMs).toBeGreaterThan(event.timestampMs);
+      expect(handle.openApprovals.map((open) => open.pauseId)).toEqual([event.pauseId]);
+      expect(handle.answerApproval("pause_unknown", { decision: "reject" })).toEqual({
+        ok: false,
+        code: "NOT_FOUND",
+        message: "no open approval pause_unknown in this run",
+      });
+      expect(handle.answerApproval(event.pauseId, { decision: "approve", args: { order: { amount: 500 } } })).toEqual({
+        ok: false,
+        code: "TOOL_ARGS",
+        message: "args.order.amount must be <= 100 (tool refund)",
+        path: ["order", "amount"],
+      });
+      expect(handle.openApprovals).toHaveLength(1);
+      expect(handle.answerApproval(event.pauseId, { decision: "reject", reason: "  duplicate  " })).toEqual({
+        ok: true,
+        decision: "rejected",
+      });
+      expect(handle.openApprovals).toEqual([]);
+      expect(handle.answerApproval(event.pauseId, { decision: "reject" })).toMatchObject({ ok: false, code: "NOT_FOUND" });
+    }
+    expect(ofType(events, "approval.resolved")).toEqual([expect.objectContaining({ decision: "rejected", reason: "duplicate" })]);
+    expect((await handle.wait()).turn.blocks.find((b) => b.kind === "tool_use")?.payload[PayloadKeys.error]).toEqual({
+      message: "denied by policy: rejected by the reviewer: duplicate",
+      code: "DENIED",
+    });
+  });
+});
