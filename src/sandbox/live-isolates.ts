@@ -1,5 +1,6 @@
 /** A tenant whose isolate may be evicted: it says whether it can go now (nothing of it runs) and goes. */
 export interface Evictable {
+  readonly tenant: string;
   /** Disposes the tenant's isolate (and leaves its worker) unless a callback of it is in flight; true if it did. */
   evictIfIdle(): boolean;
 }
@@ -42,6 +43,17 @@ export class LiveIsolates {
   /** The tenant's isolate is gone (evicted, moved off its worker, or its worker died). */
   forget(tenant: Evictable): void {
     this.lastUse.delete(tenant);
+  }
+
+  /** Evicts the least recently used idle tenant that `among` accepts; true if one went. */
+  evictLeastRecent(among: (tenant: Evictable) => boolean): boolean {
+    for (const tenant of this.lastUse.keys()) {
+      if (!among(tenant)) continue;
+      const before = this.evictions;
+      this.evict(tenant);
+      if (this.evictions > before) return true;
+    }
+    return false;
   }
 
   close(): void {

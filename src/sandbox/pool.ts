@@ -128,6 +128,10 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
     // A reply carries a few payloads at most (each bounded by maxPayloadBytes in the worker) and bounded logs.
     maxFrameBytes: 4 * maxPayloadBytes + 1048576,
     maxTenantsPerWorker,
+    makeRoom: (workers) => {
+      const tenantsThere = new Set(workers.flatMap((worker) => [...worker.tenants]));
+      return live.evictLeastRecent((tenant) => tenantsThere.has(tenant.tenant));
+    },
     onWorkerLost: (worker, exit) => {
       for (const tenant of tenants.values()) tenant.onWorkerLost(worker, exit);
     },

@@ -14,6 +14,11 @@ export interface SupervisorOptions {
   maxFrameBytes: number;
   /** A shared worker never holds more tenants than this. */
   maxTenantsPerWorker: number;
+  /**
+   * A full group about to grow while the shared workers already hold `workers` x the RSS budget: evict the
+   * least recently used idle tenant of `workers` instead, if there is one (true when one went).
+   */
+  makeRoom: (workers: WorkerProcess[]) => boolean;
   /** A worker went away: its tenants must fail their callbacks in flight on it. */
   onWorkerLost: (worker: WorkerProcess, exit: WorkerExit) => void;
   /** A worker is over its RSS budget: idle tenants should leave it so it can be replaced. */
@@ -51,6 +56,9 @@ export interface Assignment {
  * process with well-behaved tenants. No worker ever holds tenants of two cordons or more than the cap, so a
  * process taken over reaches at most that many tenants, all of its own cordon. Dead or retired workers are
  * replaced lazily, on the next assignment; a worker beyond its group's base count leaves once it is empty.
+ * A full group grows only while the shared workers hold less than `workers` x the RSS budget together: past
+ * that, the group's least recently used idle tenant is evicted to make room (memory stays where it was
+ * before the cap; a busy group still grows, bounded by maxLiveIsolates).
  * A `process-per-tenant` tenant gets a worker of its own (at quarantine priority once it broke a limit),
  * which exits when the tenant leaves it.
  */
@@ -80,8 +88,11 @@ export class Supervisor {
       this.dedicated.add(worker);
     } else {
       const group = this.group(role, options.cordon);
-      const open = group.filter((member) => member.alive && !member.retiring && member.tenants.size < this.options.maxTenantsPerWorker);
-      // An empty slot gets a fresh worker before any live worker gets crowded; a full group grows.
+      let open = this.open(group);
+      // A full group grows, but not past the memory the pool's workers were given: there it makes room.
+      if (open.length === 0 && this.liveCount(group) >= this.baseCount(role) && this.sharedRssBytes() >= this.memoryBudgetBytes())
+        if (this.options.makeRoom(group)) open = this.open(group);
+      // An empty slot gets a fresh worker before any live worker gets crowded.
       worker =
         this.liveCount(group) < this.baseCount(role) || open.length === 0
           ? this.join(group, role, options.cordon)
@@ -162,6 +173,23 @@ export class Supervisor {
   private liveCount(group: WorkerProcess[]): number {
     for (let i = group.length - 1; i >= 0; i--) if (!group[i].alive || group[i].retiring) group.splice(i, 1);
     return group.length;
+  }
+
+  /** The group's workers with room for another tenant. */
+  private open(group: WorkerProcess[]): WorkerProcess[] {
+    return group.filter((member) => member.alive && !member.retiring && member.tenants.size < this.options.maxTenantsPerWorker);
+  }
+
+  /** What the shared workers hold together, as the host measured it. */
+  private sharedRssBytes(): number {
+    let total = 0;
+    for (const group of this.groups.values()) for (const worker of group) if (worker.alive) total += worker.rssBytes;
+    return total;
+  }
+
+  /** The memory the pool's shared workers were given: `workers` x the RSS budget (what they held before the cap). */
+  private memoryBudgetBytes(): number {
+    return this.baseCount("normal") * this.options.rssBudgetBytes;
   }
 
   private baseCount(role: WorkerRole): number {

@@ -57,6 +57,22 @@ describe("maxTenantsPerWorker", () => {
     expect(pool.workers()[0].tenants.sort()).toEqual(["default-0", "default-1"]);
   });
 
+  it("a full cordon past the pool's memory makes room (its least recently used idle tenant goes) instead of growing", async () => {
+    // workers x workerRssBudgetMb = 100 MB: two walled workers (~55 MB each) already hold that much.
+    const pool = newPool({ workers: 1, maxTenantsPerWorker: 2, workerRssBudgetMb: 100 });
+    const runs = [];
+    for (let i = 0; i < 4; i++) runs.push(await tenantRun(pool, `default-${i}`));
+    expect(pool.workers()).toHaveLength(2);
+    const fifth = await tenantRun(pool, "default-4");
+    await served(fifth);
+    expect(layout(pool).map((worker) => worker.tenants)).toEqual([2, 2]);
+    expect(pool.stats().evictions).toBe(1);
+    expect(pool.workers().flatMap((worker) => worker.tenants)).not.toContain("default-0");
+    // The evicted tenant comes back on its next call (a cold start), and room is made again.
+    await served(runs[0]);
+    expect(pool.stats().evictions).toBe(2);
+  });
+
   it("refuses a cap that is not a positive integer", () => {
     expect(() => createSandboxPool({ maxTenantsPerWorker: 0 })).toThrowError(/maxTenantsPerWorker: expected a positive integer/);
   });

@@ -26,6 +26,7 @@ function supervisor(launcher: Launcher): Supervisor {
     graceMs: 500,
     rssBudgetBytes: 1 << 30,
     maxTenantsPerWorker: 64,
+    makeRoom: () => false,
     maxFrameBytes: 1 << 24,
     onWorkerLost: () => undefined,
     onWorkerRetiring: () => undefined,
