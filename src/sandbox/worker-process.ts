@@ -115,7 +115,7 @@ export class WorkerProcess {
       // No IPC channel: the frame pipe is the only way in or out, and its end tells the worker we are gone.
       stdio: ["ignore", "pipe", "pipe", "pipe"],
       env: workerEnv(),
-      resources: { memoryBytes: options.memoryBytes, cpu: this.role === "quarantine" ? "low" : "normal" },
+      resources: { memoryBytes: options.memoryBytes },
     });
     this.pipe = this.child.stdio[3] as Socket;
     // Niced before it starts its threads (they inherit it): bwrap's sandbox processes inherit it from bwrap.

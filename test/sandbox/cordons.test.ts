@@ -97,6 +97,9 @@ describe("cordons", () => {
     pool.tenant("free-a", { cpuMs: 50, wallMs: 300 });
     pool.tenant("paid-a", { cpuMs: 50, wallMs: 300 });
     for (const run of [free, paid]) await expect(run.callHook("policy", "beforeToolCall", beforePayload("spin"))).rejects.toThrow();
+    // Quarantined now (nice 19): generous limits again, so a loaded machine does not fail the calls that check where they went.
+    pool.tenant("free-a", { cpuMs: 5000, wallMs: 10_000 });
+    pool.tenant("paid-a", { cpuMs: 5000, wallMs: 10_000 });
     await served(free);
     await served(paid);
     const quarantine = layout(pool).filter((worker) => worker.role === "quarantine");

@@ -159,6 +159,7 @@ describe("bombs end their own worker, and only it", () => {
   afterAll(() => pool.close());
 
   it("a fork bomb stops at its cgroup's process limit, the host and the other tenants are served, and ending the worker takes every process", async () => {
+    // Its children sleep: this is the process bomb (CPU is the watchdog's, see docs/sandbox.md).
     const good = await victim(pool);
     await good.served(5000);
     const before = new Set(workerCgroups());

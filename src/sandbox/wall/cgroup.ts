@@ -1,23 +1,24 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { threadId } from "node:worker_threads";
 import type { ResourceLimits } from "./limits.js";
 
 /*
  * A cgroup per walled process, where the host can make one (docs/sandbox.md, "Resource limits"): a memory
- * limit (the kernel's OOM killer ends that worker alone), a pids limit (a fork bomb stops at it, inside its
- * own worker), and a CPU weight (a worker's processes together get one worker's share of a busy machine,
- * however many they are; the quarantine worker a small one). Each is a sibling of the host's own cgroup's
- * children, named hookbox-<host pid>-t<thread id>-<n> (pools in worker threads of one process share the pid, not
- * the thread id), so a worker competes for the CPU as one process did before.
+ * limit (the kernel's OOM killer ends that worker alone) and a pids limit (a fork bomb stops at it, inside its
+ * own worker). Each is a sibling of the host's own cgroup's children, named hookbox-<host pid>-t<thread id>-<n> (pools in
+ * worker threads of one process share the pid, not the thread id). No CPU
+ * controller: a worker in a CPU cgroup of its own leaves the host's autogroup and competes with the host's
+ * whole session as an equal, which cost the host's event loop (loop_tool_calls_per_s 1579-1878 -> 467-491,
+ * event_loop_delay_p99_ms_under_attack 2-8 -> 16-37 in the bench); CPU stays bounded by the watchdog and the
+ * quarantine worker's nice 19, as before.
  *
- * cgroup v2 (one hierarchy) and v1 (one per controller, as on hosts that mount the three separately) are
+ * cgroup v2 (one hierarchy) and v1 (one per controller, as on hosts that mount them separately) are
  * both handled; the process joins before bwrap runs (launcher.ts), so nothing of it ever runs outside.
  */
 
-type Controller = "memory" | "pids" | "cpu";
-const CONTROLLERS: Controller[] = ["memory", "pids", "cpu"];
+type Controller = "memory" | "pids";
+const CONTROLLERS: Controller[] = ["memory", "pids"];
 const ROOT = "/sys/fs/cgroup";
 
 interface Hierarchy {
@@ -78,7 +79,7 @@ function detect(): CgroupSupport {
   return { ok: true, version: existsSync(join(ROOT, "cgroup.controllers")) ? 2 : 1, hierarchies };
 }
 
-/** cgroup v2: the host's cgroup must hand memory and pids (and cpu, where it can) to its children. */
+/** cgroup v2: the host's cgroup must hand memory and pids to its children. */
 function unified(lines: string[]): Hierarchy[] | CgroupSupport {
   const path = lines.find((line) => line.startsWith("0::"))?.slice(3);
   if (path === undefined) return { ok: false, reason: "no cgroup v2 entry in /proc/self/cgroup" };
@@ -104,7 +105,6 @@ function perController(lines: string[]): Hierarchy[] | CgroupSupport {
     const line = lines.find((entry) => entry.split(":")[1]?.split(",").includes(controller));
     const mount = join(ROOT, controller);
     if (line === undefined || !existsSync(join(mount, "cgroup.procs"))) {
-      if (controller === "cpu") continue;
       return { ok: false, reason: `no ${controller} cgroup hierarchy at ${mount}` };
     }
     hierarchies.push({ parent: join(mount, line.split(":").slice(2).join(":")), controllers: [controller] });
@@ -134,19 +134,11 @@ export function workerCgroup(limits: ResourceLimits): WorkerCgroup | undefined {
 
 function settings(version: 1 | 2, controllers: Controller[], limits: ResourceLimits): [string, string][] {
   const out: [string, string][] = [];
-  const low = limits.cpu === "low";
   if (controllers.includes("memory")) {
     if (version === 2) out.push(["memory.max", String(limits.memoryBytes)], ["memory.swap.max", "0"]);
     else out.push(["memory.limit_in_bytes", String(limits.memoryBytes)]);
   }
   if (controllers.includes("pids")) out.push(["pids.max", String(limits.processes)]);
-  // A worker may use as much of a busy machine as one process per core would (its start-up and GC are
-  // multi-threaded, and one process's share made tenant loads time out on a loaded host). The quarantine
-  // worker gets a quarter of that: it loses to the others when the machine is busy, but still starts and
-  // answers on a machine loaded by other users (a nice-19-like 1.5% share starved it to death there).
-  const weight = (normal: number) => Math.max(1, Math.round((low ? normal / 4 : normal) * availableParallelism()));
-  if (controllers.includes("cpu"))
-    out.push(version === 2 ? ["cpu.weight", String(Math.min(10_000, weight(100)))] : ["cpu.shares", String(weight(1024))]);
   return out;
 }
 

@@ -52,7 +52,6 @@ export interface CgroupMeasure {
   dirs: string[];
   memoryBytes?: number;
   processes?: number;
-  cpu?: string;
 }
 
 /** What the host sees of a walled process's cgroup (read while the probe is alive). */
@@ -86,8 +85,6 @@ export function measureCgroup(pid: number): CgroupMeasure | undefined {
     if (hierarchy.controllers.includes("memory") && memory) measure.memoryBytes = Number(memory);
     const pids = read(dir, "pids.max");
     if (hierarchy.controllers.includes("pids") && pids) measure.processes = Number(pids);
-    const cpu = read(dir, support.version === 2 ? "cpu.weight" : "cpu.shares");
-    if (hierarchy.controllers.includes("cpu") && cpu) measure.cpu = `${support.version === 2 ? "weight" : "shares"} ${cpu}`;
   }
   return measure;
 }
@@ -103,7 +100,7 @@ export function cgroupCheck(measure: CgroupMeasure | undefined): DoctorCheck {
   return {
     name: "cgroup",
     ok,
-    detail: `cgroup v${support.version}, one per worker: memory ${memory}, processes ${measure.processes ?? "?"}, cpu ${measure.cpu ?? "not delegated"}`,
+    detail: `cgroup v${support.version}, one per worker: memory ${memory}, processes ${measure.processes ?? "?"}`,
   };
 }
 

@@ -8,8 +8,6 @@
 export interface ResourceRequest {
   /** The process's memory ceiling, bytes: its cgroup's memory limit. */
   memoryBytes?: number;
-  /** "low" for the quarantine worker: its share of the CPU when the machine is busy. */
-  cpu?: "normal" | "low";
 }
 
 export interface ResourceLimits {
@@ -17,7 +15,6 @@ export interface ResourceLimits {
   /** Processes and threads: the cgroup's pids.max, and RLIMIT_NPROC where that counts per worker. */
   processes: number;
   openFiles: number;
-  cpu: "normal" | "low";
 }
 
 /*
@@ -43,7 +40,6 @@ export function resourceLimits(request: ResourceRequest = {}): ResourceLimits {
     memoryBytes: request.memoryBytes ?? DEFAULT_MEMORY_BYTES,
     processes: DEFAULT_PROCESSES,
     openFiles: DEFAULT_OPEN_FILES,
-    cpu: request.cpu ?? "normal",
   };
 }
 

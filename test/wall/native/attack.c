@@ -108,7 +108,7 @@ static void syscalls(int keys) {
   printf("}\n");
 }
 
-/* Forks until the kernel refuses; the children spin. Reports, holds them for hold_ms, then leaves them. */
+/* Forks until the kernel refuses; the children sleep. Reports, holds them for hold_ms, then leaves them. */
 static void forkbomb(long hold_ms) {
   long forks = 0;
   int error = 0;
@@ -120,8 +120,7 @@ static void forkbomb(long hold_ms) {
     }
     if (pid == 0) {
       close(0), close(1), close(2);
-      for (volatile unsigned long spin = 0;; spin++) {
-      }
+      for (;;) pause();
     }
     if (++forks >= 100000) break;
   }
