@@ -1,12 +1,17 @@
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, readFileSync, statSync } from "node:fs";
+import ts from "typescript";
 import { isAbsolute, relative, resolve } from "node:path";
 import { formatDiagnostic, typeCheck, type ScriptDiagnostic } from "./compile.js";
+import { unreturnedDecisions } from "./unreturned-decisions.js";
 
 export interface CheckReport {
   /** Inputs that could not be read, each with the reason. Nothing is type-checked when any exists. */
   unreadable: { file: string; reason: string }[];
   diagnostics: ScriptDiagnostic[];
-  /** One `file:line:col - error TSnnnn: message` line per diagnostic, files relative to `cwd`. */
+  /**
+   * One `file:line:col - error TSnnnn: message` line per diagnostic, files relative to `cwd`, then one
+   * `file:line:col - warning: ...` per decision a hook builds and never returns (unreturned-decisions.ts).
+   */
   lines: string[];
 }
 
@@ -22,7 +27,12 @@ export function checkScripts(files: string[], cwd: string = process.cwd()): Chec
     const rel = relative(cwd, file);
     return rel && !rel.startsWith("..") && !isAbsolute(rel) ? rel : file;
   };
-  return { unreadable, diagnostics, lines: diagnostics.map((diagnostic) => formatDiagnostic(diagnostic, display)) };
+  const warnings = files.flatMap((file) => {
+    const path = resolve(cwd, file);
+    const source = ts.createSourceFile(path, readFileSync(path, "utf8"), ts.ScriptTarget.ES2022, true);
+    return unreturnedDecisions(source).map((found) => `${display(path)}:${found.line}:${found.column} - warning: ${found.message}`);
+  });
+  return { unreadable, diagnostics, lines: [...diagnostics.map((diagnostic) => formatDiagnostic(diagnostic, display)), ...warnings] };
 }
 
 function unreadableReason(path: string): string | undefined {

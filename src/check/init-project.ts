@@ -41,6 +41,7 @@ function hookboxInstalledAbove(dir: string): boolean {
 }
 
 const POLICY = `import { BlockKinds, PayloadKeys, defineScript, keys, setKey } from "hookbox";
+import type { BeforeToolCallReturn, OnToolErrorReturn } from "hookbox";
 
 const CARD_NUMBER = /\\b(?:\\d[ -]?){13,19}\\b/g;
 const REFUND_LIMIT = 100;
@@ -83,13 +84,14 @@ export default defineScript({
       },
     },
   ],
+  // Each hook's return type is written out, so any editor reports a bad return at its own line.
   hooks: {
-    beforeToolCall(p) {
+    beforeToolCall(p): BeforeToolCallReturn {
       if (p.call.name === "refund" && p.call.args.amount > REFUND_LIMIT) {
         return { action: "deny", reason: \`refunds over \${REFUND_LIMIT} need a human\` };
       }
     },
-    onToolError(p) {
+    onToolError(p): OnToolErrorReturn {
       return p.attempt < 3 ? { action: "retry", backoffMs: 50 } : { action: "fail" };
     },
   },
@@ -110,8 +112,8 @@ const README = `# hookbox script project
 - \`model.json\`: a scripted model: each inference consumes the next step.
 
 \`\`\`sh
-hookbox check policy.ts
-hookbox run policy.ts --model scripted:model.json --prompt "Please refund order A17, I was charged twice"
+npx hookbox check policy.ts
+npx hookbox run policy.ts --model scripted:model.json --prompt "Please refund order A17, I was charged twice"
 \`\`\`
 `;
 

@@ -188,6 +188,34 @@ function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
+describe("hookbox check: a decision a hook builds and does not return", () => {
+  it("is a warning at the decision (exit 0: returning nothing is allowed); a returned one is not", async () => {
+    const file = script(
+      "policy.ts",
+      `import { defineScript } from "hookbox";
+export default defineScript({ hooks: {
+  beforeToolCall(p) {
+    if (p.call.args.amount > 100) {
+      const decision = { action: "deny" as const, reason: "over limit" };
+    }
+    const kept = { action: "deny" as const, reason: "kept" };
+    if (p.call.name === "refund") return kept;
+  },
+  beforeRun(p) {
+    const nested = () => ({ action: "deny" as const, reason: "in a helper" });
+    if (p.prompt === "") return nested();
+  },
+} });
+`,
+    );
+    const r = await runCli(["check", file]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim().split("\n")).toEqual([
+      expect.stringMatching(/policy\.ts:5:13 - warning: beforeToolCall builds a decision \(decision\) and never returns it/),
+    ]);
+  });
+});
+
 describe("hookbox check: what run would refuse at load", () => {
   const typed = (body: string) => `import { defineScript } from "hookbox";\n${body}\n`;
   it.each([

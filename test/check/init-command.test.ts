@@ -48,6 +48,25 @@ describe("hookbox init", () => {
     expect(checked.stdout).toContain("error TS2345");
   });
 
+  it("annotates the template's hook return types, so the editor's own compiler reports a bad return at its line", async () => {
+    const dir = join(tempDir("hookbox-init-"), "project");
+    await capture(() => initCommand([dir]));
+    const policy = join(dir, "policy.ts");
+    const text = readFileSync(policy, "utf8");
+    expect(text).toContain("beforeToolCall(p): BeforeToolCallReturn {");
+    expect(text).toContain("onToolError(p): OnToolErrorReturn {");
+    // A deny without its reason: plain tsc (no hookbox check) reports the return's own line.
+    const broken = text.replace(
+      'return { action: "deny", reason: `refunds over ${REFUND_LIMIT} need a human` };',
+      'return { action: "deny" };',
+    );
+    expect(broken).not.toBe(text);
+    writeFileSync(policy, broken);
+    const line = broken.split("\n").findIndex((candidate) => candidate.includes('return { action: "deny" };')) + 1;
+    const editor = tscNoEmit(dir);
+    expect(editor.output).toMatch(new RegExp(`policy\\.ts\\(${line},\\d+\\): error TS2322`));
+  });
+
   it("refuses a directory that already holds its files, writing nothing", async () => {
     const dir = tempDir("hookbox-init-");
     writeFileSync(join(dir, "policy.ts"), "// mine\n");
