@@ -77,7 +77,10 @@ async function* readRunItems<T extends { seq: number; type: string }>(
       if (options.pace && page.length > 0) await options.pace(page.reduce((sum, item) => sum + source.chars(item), 0));
       return page;
     };
-    for (let page = await readPage(); page.length > 0; page = await readPage()) {
+    // A live run's reader leaves the store as soon as the feed has the event after the last one read: from
+    // there on every event reaches it live, and reading on would only re-read what the feed brings anyway.
+    const caughtUp = () => feed !== undefined && queue.length > 0 && queue[0].seq <= last + 1;
+    for (let page = await readPage(); page.length > 0; page = caughtUp() ? [] : await readPage()) {
       for (const [index, item] of page.entries()) {
         yield item;
         last = item.seq;
