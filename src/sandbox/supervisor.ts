@@ -28,6 +28,9 @@ export interface SupervisorOptions {
 /** How far above the host's own memory limit the kernel's ceiling (the worker's cgroup) sits. */
 const CGROUP_MEMORY_MARGIN = 512 * 1048576;
 
+/** A worker starts in well under a second (a walled one 0.3-0.9 s on a 2-core VM at load 20): past this it is stuck. */
+const WORKER_BOOT_LIMIT_MS = 30_000;
+
 /** How often the host measures a working worker's memory (and how old a measure the budget check may use). */
 const MEMORY_SAMPLE_MS = 100;
 
@@ -209,6 +212,7 @@ export class Supervisor {
       launcher: this.options.launcher,
       role,
       graceMs: this.options.graceMs,
+      bootLimitMs: WORKER_BOOT_LIMIT_MS,
       maxFrameBytes: this.options.maxFrameBytes,
       memoryLimitBytes: memoryLimitBytes(this.options.rssBudgetBytes),
       memorySampleMs: MEMORY_SAMPLE_MS,

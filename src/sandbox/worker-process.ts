@@ -41,6 +41,8 @@ export interface WorkerProcessOptions {
   launcher: Launcher;
   role: WorkerRole;
   graceMs: number;
+  /** How long the worker may take to say `ready` while a message waits for it; then it is killed. */
+  bootLimitMs: number;
   /** Largest frame the worker may send: a bigger one breaks the protocol. */
   maxFrameBytes: number;
   /** The worker's processes holding more than this while a message runs kill it, blaming that message. */
@@ -88,6 +90,7 @@ export class WorkerProcess {
   workerMsTotal = 0;
   replies = 0;
   private ready = false;
+  private readonly startedAt = performance.now();
   private nextSeq = 1;
   private readonly queue: PendingExec[] = [];
   /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
@@ -298,9 +301,10 @@ export class WorkerProcess {
   /** Starts the watchdog's clock for the head of the line (reply-deadline.ts). */
   private startHeadClock(from: number): void {
     this.deadline.clear();
-    if (!this.ready) return; // boot time is not the guest's
     const head = this.queue[0];
     if (head === undefined) return;
+    // Boot time is not the guest's, but a worker that never says ready must not hold its calls forever.
+    if (!this.ready) return this.deadline.watch(this.startedAt + this.options.bootLimitMs);
     this.headClockFrom = Math.max(from, head.sentAt);
     this.deadline.watch(this.headClockFrom + head.budgetMs + this.options.graceMs);
   }
@@ -308,6 +312,7 @@ export class WorkerProcess {
   private overdue(): void {
     const head = this.queue[0];
     if (head === undefined) return;
+    if (!this.ready) return this.kill({ reason: "crashed", detail: `it did not say it was ready within ${this.options.bootLimitMs} ms` });
     this.kill({
       reason: "killed-overdue",
       culpritSeq: head.seq,

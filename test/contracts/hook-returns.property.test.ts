@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { validateHookReturn } from "../../src/contracts/validate-hook-return.js";
+import { hookReturnSchemas } from "../../src/contracts/hook-returns.js";
+import { validateGuestHookReturn } from "../../src/sandbox/validate.js";
+import { isHookboxError } from "../../src/errors.js";
+import { HOOK_NAMES, type HookName } from "../../src/turns/keys.gen.js";
+import { propertyParameters } from "../helpers/property.js";
+
+/*
+ * Hook-return validation over the class of inputs: any JSON value, and valid returns mutated the ways a
+ * script gets them wrong (a key too many or too few, a value of the wrong type, an unknown action). The
+ * validator either accepts a value that keeps the contract (the full zod schema says so) or throws
+ * HOOK_CONTRACT naming a JSON path; nothing else. The sandbox's fast path (JSON leaves trusted) decides
+ * exactly as the full check does.
+ */
+
+const FIELDS = ["action", "args", "result", "reason", "timeoutMs", "error", "backoffMs", "prompt", "message"];
+const ACTIONS = ["proceed", "skip", "deny", "abort", "ask", "retry", "fail", "continue", "nope", ""];
+
+/** A plausible field value: the right type for some branch, or not. */
+const fieldValue = fc.oneof(
+  fc.string({ maxLength: 12 }),
+  fc.constantFrom(...ACTIONS),
+  fc.integer({ min: -5, max: 5000 }),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
+  fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 }),
+);
+
+/** Objects made of the contracts' own field names (most of them near a branch), sometimes with a stray key. */
+const nearContract = fc
+  .tuple(
+    fc.subarray(FIELDS, { minLength: 0, maxLength: 4 }),
+    fc.array(fieldValue, { minLength: 4, maxLength: 4 }),
+    fc.option(fc.string({ minLength: 1, maxLength: 8 }), { freq: 4 }),
+    fc.constantFrom(...ACTIONS),
+  )
+  .map(([keys, values, stray, action]) => {
+    const value: Record<string, unknown> = {};
+    keys.forEach((key, i) => (value[key] = key === "action" && i % 2 === 0 ? action : values[i]));
+    if (stray !== null) value[stray] = values[0];
+    return value;
+  });
+
+const anyReturn = fc.oneof(nearContract, fc.jsonValue({ maxDepth: 3 }), fc.constant(undefined));
+
+/** The outcome of one validation: the accepted value, or the contract error's path. */
+function outcome(validate: () => unknown): { ok: true; value: unknown } | { ok: false; path: string } {
+  try {
+    return { ok: true, value: validate() };
+  } catch (error) {
+    expect(isHookboxError(error), String(error)).toBe(true);
+    const contract = error as { code: string; details: { path?: unknown }; message: string };
+    expect(contract.code).toBe("HOOK_CONTRACT");
+    expect(String(contract.details.path)).toMatch(/^\$/);
+    expect(contract.message.length).toBeLessThan(1000);
+    return { ok: false, path: String(contract.details.path) };
+  }
+}
+
+describe("hook-return validation (property)", () => {
+  it.each(HOOK_NAMES.map((hook) => [hook]))("%s: accepts only what keeps the contract, refuses with HOOK_CONTRACT and a path", (hook) => {
+    fc.assert(
+      fc.property(anyReturn, (value) => {
+        const result = outcome(() => validateHookReturn("policy", hook as HookName, value));
+        if (result.ok) expect(hookReturnSchemas[hook as HookName].safeParse(result.value).success).toBe(true);
+        else expect(hookReturnSchemas[hook as HookName].safeParse(value).success).toBe(false);
+      }),
+      propertyParameters(400),
+    );
+  });
+
+  it.each(HOOK_NAMES.map((hook) => [hook]))("%s: the sandbox's fast path decides as the full check does", (hook) => {
+    fc.assert(
+      fc.property(anyReturn, (value) => {
+        // What the sandbox gets: the text JSON.stringify made inside the isolate, parsed.
+        const text = value === undefined ? undefined : JSON.stringify(value);
+        const parsed = text === undefined ? undefined : JSON.parse(text);
+        const full = outcome(() => validateHookReturn("policy", hook as HookName, parsed));
+        const fast = outcome(() => validateGuestHookReturn("policy", hook as HookName, parsed));
+        expect(fast.ok).toBe(full.ok);
+        if (full.ok && fast.ok) expect(fast.value).toEqual(full.value);
+      }),
+      propertyParameters(400),
+    );
+  });
+});
