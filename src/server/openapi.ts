@@ -70,7 +70,8 @@ const errors = {
   401: "no or unknown API key",
   403: "the tenant is over its store quota (STORE_QUOTA)",
   404: "unknown, or another tenant's",
-  429: "rate limited",
+  429: "rate limited, or too many streams, replays or uploads in progress",
+  507: "the store's disk is full (STORE_FULL): nothing was written",
 };
 const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) =>
   Object.fromEntries(
@@ -104,7 +105,7 @@ export const operations: Operation[] = [
     path: "/v1/sessions",
     summary: "Create a session (optionally with run defaults)",
     body: { schema: "CreateSessionBody", example: { defaults: { maxIterations: 10, tags: { channel: "web" } } }, optional: true },
-    responses: { 201: { description: "created", schema: "SessionCreated" }, ...errorResponses(400, 401, 403, 413, 429) },
+    responses: { 201: { description: "created", schema: "SessionCreated" }, ...errorResponses(400, 401, 403, 413, 429, 507) },
   },
   {
     method: "get",
@@ -143,20 +144,20 @@ export const operations: Operation[] = [
         schema: { type: "string" },
       },
     ],
-    responses: { 202: { description: "started", schema: "RunStarted" }, ...errorResponses(400, 401, 404, 409, 413, 429, 503) },
+    responses: { 202: { description: "started", schema: "RunStarted" }, ...errorResponses(400, 401, 404, 409, 413, 429, 503, 507) },
   },
   {
     method: "post",
     path: "/v1/sessions/{sessionId}/resume",
     summary: "Resume the session's interrupted run",
-    responses: { 202: { description: "resumed", schema: "RunStarted" }, ...errorResponses(401, 404, 409, 429, 503) },
+    responses: { 202: { description: "resumed", schema: "RunStarted" }, ...errorResponses(401, 404, 409, 429, 503, 507) },
   },
   {
     method: "post",
     path: "/v1/sessions/{sessionId}/fork",
     summary: "Fork the session at a run (default: its last)",
     body: { schema: "ForkBody", example: {}, optional: true },
-    responses: { 201: { description: "the new session", schema: "SessionCreated" }, ...errorResponses(400, 401, 404, 413, 429) },
+    responses: { 201: { description: "the new session", schema: "SessionCreated" }, ...errorResponses(400, 401, 404, 413, 429, 507) },
   },
   {
     method: "get",
@@ -242,7 +243,7 @@ function policyOperations(): Operation[] {
       },
       responses: {
         201: { description: "stored", schema: "VersionCreated" },
-        ...errorResponses(400, 401, 403, 413, 429),
+        ...errorResponses(400, 401, 403, 413, 429, 507),
       },
     },
     {
@@ -268,7 +269,7 @@ function policyOperations(): Operation[] {
       path: "/v1/deployment",
       summary: "Deploy script versions (and shadow candidates); new runs use it at once",
       body: { schema: "DeployBody", example: { scripts: [ref], shadow: [] } },
-      responses: { 200: { description: "deployed", schema: "Deployed" }, ...errorResponses(400, 401, 413, 429) },
+      responses: { 200: { description: "deployed", schema: "Deployed" }, ...errorResponses(400, 401, 413, 429, 507) },
     },
     {
       method: "get",
@@ -286,7 +287,7 @@ function policyOperations(): Operation[] {
       method: "post",
       path: "/v1/deployment/rollback",
       summary: "Make the deployment the current one replaced current again",
-      responses: { 200: { description: "rolled back", schema: "Deployed" }, ...errorResponses(401, 409, 429) },
+      responses: { 200: { description: "rolled back", schema: "Deployed" }, ...errorResponses(401, 409, 429, 507) },
     },
     {
       method: "get",
