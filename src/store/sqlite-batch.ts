@@ -1,5 +1,5 @@
 import { overQuota, quotaError } from "./quota.js";
-import type { UsageDelta } from "./usage.js";
+import { usageColumns, type UsageDelta } from "./usage.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 
 /**
@@ -35,18 +35,7 @@ export class SqliteBatch {
   /** Writes the totals back (once per tenant), at the end of the transaction. */
   finish(): void {
     for (const [tenant, bytes] of this.added) this.statements.addTenantBytes.run(tenant, bytes);
-    for (const [tenant, u] of this.usage) {
-      this.statements.addUsageTotals.run(
-        tenant,
-        u.runs,
-        u.inferences,
-        u.inputTokens,
-        u.outputTokens,
-        u.costUsd,
-        u.toolCalls,
-        u.sandboxCpuMs,
-      );
-    }
+    for (const [tenant, delta] of this.usage) this.statements.addUsageTotals.run(tenant, ...usageColumns(delta));
   }
 
   private storedBefore(tenant: string): number {

@@ -1,7 +1,7 @@
 import { HookboxError } from "../errors.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 import type { SqliteBatch } from "./sqlite-batch.js";
-import { usageDelta } from "./usage.js";
+import { usageColumns, usageDelta } from "./usage.js";
 import { pauseChange } from "./pause-events.js";
 import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
 import { encodeSegments, pushSegment, type LogSegment } from "./turn-layout.js";
@@ -85,19 +85,7 @@ function applyEvents(
     const delta = usageDelta(event);
     bytes += json.length + ledgerRowBytes(delta);
     if (delta) {
-      const u = delta;
-      s.insertUsage.run(
-        tenant,
-        runId,
-        event.timestampMs,
-        u.runs,
-        u.inferences,
-        u.inputTokens,
-        u.outputTokens,
-        u.costUsd,
-        u.toolCalls,
-        u.sandboxCpuMs,
-      );
+      s.insertUsage.run(tenant, runId, event.timestampMs, ...usageColumns(delta));
       spent.push(delta);
     }
     const pause = pauseChange(event);

@@ -87,15 +87,7 @@ export class SqliteTurns {
     const headJson = row.head ?? previousHead ?? (this.s.snapshotHead.get(row.run_id, row.idx) as { head: string } | undefined)?.head;
     if (headJson === undefined)
       throw new HookboxError("STORE", `snapshot ${row.idx} of run ${row.run_id} has no turn head`, { runId: row.run_id });
-    return {
-      runId: row.run_id,
-      index: row.idx,
-      phase: row.phase as SnapshotPhase,
-      lastSeq: row.last_seq,
-      iterations: row.iterations,
-      createdMs: row.created_ms,
-      stored: { layout: { segments: decodeSegments(row.blocks, row.session_id), headJson, blockBytes: row.block_bytes } },
-    };
+    return positionOf(row, { layout: { segments: decodeSegments(row.blocks, row.session_id), headJson, blockBytes: row.block_bytes } });
   }
 
   private eachBlockText(segments: readonly LogSegment[], each: (text: string) => void): void {
@@ -114,6 +106,11 @@ export class SqliteTurns {
 }
 
 function legacyInfo(row: LegacySnapshotRow): SnapshotInfo {
+  return positionOf(row, { turnJson: row.turn });
+}
+
+/** A snapshot row's own columns (either table) as a SnapshotInfo with its stored turn. */
+function positionOf(row: Omit<LegacySnapshotRow, "turn">, stored: SnapshotInfo["stored"]): SnapshotInfo {
   return {
     runId: row.run_id,
     index: row.idx,
@@ -121,6 +118,6 @@ function legacyInfo(row: LegacySnapshotRow): SnapshotInfo {
     lastSeq: row.last_seq,
     iterations: row.iterations,
     createdMs: row.created_ms,
-    stored: { turnJson: row.turn },
+    stored,
   };
 }

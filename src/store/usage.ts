@@ -63,6 +63,11 @@ export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
   }
 }
 
+/** A delta's values in the order of the ledger's and the totals' columns (runs ... sandbox_cpu_ms). */
+export function usageColumns(u: UsageDelta): number[] {
+  return [u.runs, u.inferences, u.inputTokens, u.outputTokens, u.costUsd, u.toolCalls, u.sandboxCpuMs];
+}
+
 export function totalsOf(deltas: Iterable<UsageDelta>): UsageTotals {
   const sum = { ...none };
   for (const delta of deltas) for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += delta[key];
