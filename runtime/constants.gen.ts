@@ -80,6 +80,12 @@ export const keys = Object.freeze({
     stopReason: key("hookbox.stop_reason@v1", "turn_metadata", "string"),
     model: key("hookbox.model@v1", "turn_metadata", "string"),
     userContext: key("hookbox.user_context@v1", "turn_metadata", "userContext"),
+    /** The run's instructions, sent first as system text on every model call; middleware may change them. */
+    system: key("hookbox.system@v1", "turn_metadata", "string"),
+    /** The run's model settings, sent with every model call; middleware may change them. */
+    modelSettings: key("hookbox.model_settings@v1", "turn_metadata", "modelSettings"),
+    /** The fields of the user context the model is shown (the tenant's userContextToModel); written by the host next to the engine. */
+    modelContext: key("hookbox.model_context@v1", "turn_metadata", "json-object"),
   }),
   blockMetadata: Object.freeze({
     /** How many tool calls an llm_text block's inference requested. */
@@ -111,6 +117,9 @@ export const VALUE_TYPES: Readonly<Record<string, ValueType>> = deepFreeze({
   "json-object": {"kind":"json-object"},
   "usage": {"kind":"object","fields":{"inputTokens":{"type":"integer","optional":true},"outputTokens":{"type":"integer","optional":true},"totalTokens":{"type":"integer","optional":true}},"extra":false},
   "userContext": {"kind":"object","fields":{"originalUserRequest":{"type":"string","optional":false},"userId":{"type":"string","optional":true},"projectId":{"type":"string","optional":true},"timestampMs":{"type":"number","optional":false}},"extra":true},
+  "toolChoiceType": {"kind":"enum","values":["auto","none","required","tool"]},
+  "toolChoice": {"kind":"object","fields":{"type":{"type":"toolChoiceType","optional":false},"toolName":{"type":"string","optional":true}},"extra":false},
+  "modelSettings": {"kind":"object","fields":{"temperature":{"type":"number","optional":true},"maxOutputTokens":{"type":"integer","optional":true},"topP":{"type":"number","optional":true},"topK":{"type":"integer","optional":true},"presencePenalty":{"type":"number","optional":true},"frequencyPenalty":{"type":"number","optional":true},"seed":{"type":"integer","optional":true},"stopSequences":{"type":"string-list","optional":true},"toolChoice":{"type":"toolChoice","optional":true}},"extra":false},
   "toolConfig": {"kind":"object","fields":{"enabled":{"type":"boolean","optional":true},"maxIterations":{"type":"integer","optional":true},"maxParallelTools":{"type":"integer","optional":true},"toolTimeoutMs":{"type":"integer","optional":true},"allowedTools":{"type":"string-list","optional":true}},"extra":true},
   "toolOrigin": {"kind":"enum","values":["host","script","provider"]},
   "toolDefinition": {"kind":"object","fields":{"name":{"type":"string","optional":false},"description":{"type":"string","optional":false},"parameters":{"type":"json-object","optional":false},"origin":{"type":"toolOrigin","optional":true}},"extra":false},

@@ -56,7 +56,9 @@ export type HostErrorCode =
   /** The sandbox wall was required and cannot be had on this machine. */
   | "WALL_UNAVAILABLE"
   /** An uploaded script version failed bundling, its type check or its trial load. */
-  | "SCRIPT_INVALID";
+  | "SCRIPT_INVALID"
+  /** A run's model settings cannot be sent (a tool choice naming no offered tool, a middleware's malformed settings). */
+  | "MODEL_SETTINGS";
 
 export interface SerializedError {
   code: string;

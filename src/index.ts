@@ -12,6 +12,7 @@ import "../bin/node-support.js";
 // Running loops for one tenant.
 export { createTenantRuntime, type TenantRuntimeExtras } from "./host/tenant-runtime.js";
 export type { ProviderTools } from "./engine/infer.js";
+export type { ModelSettingsInput, UserContextToModel } from "./engine/model-settings.js";
 export type {
   TenantConfig,
   TenantRuntime,

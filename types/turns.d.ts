@@ -91,6 +91,28 @@ export type UserContext = {
   [field: string]: Json | undefined;
 };
 
+/** Whether the model may, must not, or must call a tool ("tool": the one named by toolName). */
+export type ToolChoiceType = "auto" | "none" | "required" | "tool";
+
+/** The model's tool choice, as the AI SDK's providers take it. */
+export type ToolChoice = {
+  type: ToolChoiceType;
+  toolName?: string;
+};
+
+/** Sampling and output settings sent with every model call of the run; unset ones are the provider's defaults. */
+export type ModelSettings = {
+  temperature?: number;
+  maxOutputTokens?: number;
+  topP?: number;
+  topK?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  seed?: number;
+  stopSequences?: string[];
+  toolChoice?: ToolChoice;
+};
+
 /** How the loop runs tools for this turn; unknown fields are kept for host extensions. */
 export type ToolConfig = {
   enabled?: boolean;
@@ -227,6 +249,12 @@ export declare const keys: {
     readonly stopReason: Key<string, "hookbox.stop_reason@v1", "turn_metadata">;
     readonly model: Key<string, "hookbox.model@v1", "turn_metadata">;
     readonly userContext: Key<UserContext, "hookbox.user_context@v1", "turn_metadata">;
+    /** The run's instructions, sent first as system text on every model call; middleware may change them. */
+    readonly system: Key<string, "hookbox.system@v1", "turn_metadata">;
+    /** The run's model settings, sent with every model call; middleware may change them. */
+    readonly modelSettings: Key<ModelSettings, "hookbox.model_settings@v1", "turn_metadata">;
+    /** The fields of the user context the model is shown (the tenant's userContextToModel); written by the host next to the engine. */
+    readonly modelContext: Key<JsonObject, "hookbox.model_context@v1", "turn_metadata">;
   };
   readonly blockMetadata: {
     /** How many tool calls an llm_text block's inference requested. */

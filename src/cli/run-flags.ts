@@ -1,4 +1,6 @@
 import { parseArgs } from "node:util";
+import { readFileSync } from "node:fs";
+import { MAX_SYSTEM_CHARS, ModelSettingsInput, UserContextToModelInput, type UserContextToModel } from "../engine/model-settings.js";
 import { HookboxError } from "../errors.js";
 import type { RunOptions } from "../host/types.js";
 import type { SandboxLimits } from "../sandbox/api.js";
@@ -28,6 +30,8 @@ export interface RunFlags {
   egress: string[];
   /** `--guard-model SPEC`: the model ctx.model.generate calls (`run`: the run's model). */
   guardModel?: string;
+  /** `--user-context-to-model request|none|FIELD,...`: what of the user context the model is shown. */
+  userContextToModel?: UserContextToModel;
 }
 
 export const runFlagSpec = {
@@ -62,6 +66,14 @@ export const runFlagSpec = {
   wall: { type: "string" },
   egress: { type: "string", multiple: true },
   "guard-model": { type: "string" },
+  system: { type: "string" },
+  temperature: { type: "string" },
+  "max-output-tokens": { type: "string" },
+  "top-p": { type: "string" },
+  "tool-choice": { type: "string" },
+  "stop-sequence": { type: "string", multiple: true },
+  seed: { type: "string" },
+  "user-context-to-model": { type: "string" },
 } as const;
 
 /** A flag's value as a positive integer, or a USAGE error naming the flag. */
@@ -128,6 +140,67 @@ function parseUserContext(value: string | undefined): RunOptions["userContext"] 
   return parsed as RunOptions["userContext"];
 }
 
+/** `--system TEXT` or `--system @FILE` (the file's text). */
+function parseSystem(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  let text = value;
+  if (value.startsWith("@")) {
+    try {
+      text = readFileSync(value.slice(1), "utf8");
+    } catch (error) {
+      throw new HookboxError("USAGE", `--system ${value}: cannot read the file: ${(error as Error).message}`);
+    }
+  }
+  if (text.length > MAX_SYSTEM_CHARS) throw new HookboxError("USAGE", `--system: the text is longer than ${MAX_SYSTEM_CHARS} characters`);
+  return text;
+}
+
+function finiteNumber(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) throw new HookboxError("USAGE", `--${flag} must be a number, got "${value}"`);
+  return n;
+}
+
+/** `--temperature`, `--max-output-tokens`, `--top-p`, `--tool-choice`, `--stop-sequence`, `--seed`, checked as a request's are. */
+function parseModelSettings(v: Record<string, string | string[] | boolean | undefined>): ModelSettingsInput | undefined {
+  const one = (flag: string) => v[flag] as string | undefined;
+  const choice = one("tool-choice");
+  const raw = {
+    temperature: finiteNumber("temperature", one("temperature")),
+    maxOutputTokens: finiteNumber("max-output-tokens", one("max-output-tokens")),
+    topP: finiteNumber("top-p", one("top-p")),
+    seed: finiteNumber("seed", one("seed")),
+    stopSequences: v["stop-sequence"] as string[] | undefined,
+    toolChoice:
+      choice === undefined || ["auto", "none", "required"].includes(choice)
+        ? choice
+        : choice.startsWith("tool:")
+          ? { type: "tool", toolName: choice.slice("tool:".length) }
+          : choice,
+  };
+  const settings = Object.fromEntries(Object.entries(raw).filter(([, value]) => value !== undefined));
+  if (Object.keys(settings).length === 0) return undefined;
+  const parsed = ModelSettingsInput.safeParse(settings);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const flag = { toolChoice: "tool-choice", stopSequences: "stop-sequence", maxOutputTokens: "max-output-tokens", topP: "top-p" }[
+      String(issue.path[0])
+    ];
+    const message = flag === "tool-choice" ? "expected auto, none, required or tool:NAME" : issue.message;
+    throw new HookboxError("USAGE", `--${flag ?? String(issue.path[0])}: ${message}`);
+  }
+  return settings as ModelSettingsInput;
+}
+
+function parseUserContextToModel(value: string | undefined): UserContextToModel | undefined {
+  if (value === undefined) return undefined;
+  const policy = value === "request" || value === "none" ? value : value.split(",").map((field) => field.trim());
+  const parsed = UserContextToModelInput.safeParse(policy);
+  if (!parsed.success) throw new HookboxError("USAGE", `--user-context-to-model: ${parsed.error.issues[0].message}`);
+  return parsed.data;
+}
+
 /** `hookbox run` flags (docs/cli.md); any mistake is a USAGE error naming the flag. */
 export function parseRunFlags(argv: string[]): RunFlags {
   let parsed;
@@ -152,6 +225,8 @@ export function parseRunFlags(argv: string[]): RunFlags {
     maxTokens: positiveInt("max-tokens", v["max-tokens"]),
     maxCostUsd: positiveNumber("max-cost-usd", v["max-cost-usd"]),
     modelRetries: nonNegativeInt("model-retries", v["model-retries"]),
+    system: parseSystem(v.system),
+    modelSettings: parseModelSettings(v),
   };
   if (v.traceparent !== undefined) {
     if (!parseTraceparent(v.traceparent))
@@ -188,5 +263,6 @@ export function parseRunFlags(argv: string[]): RunFlags {
     wall: wallModeFlag(v.wall),
     egress: v.egress ?? [],
     ...(v["guard-model"] !== undefined ? { guardModel: v["guard-model"] } : {}),
+    ...(v["user-context-to-model"] !== undefined ? { userContextToModel: parseUserContextToModel(v["user-context-to-model"]) } : {}),
   };
 }

@@ -9,7 +9,8 @@ import type {
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import type { Turn } from "../turns/turn.js";
-import type { FinishReason } from "../turns/keys.gen.js";
+import { TurnMetadataKeys, type FinishReason } from "../turns/keys.gen.js";
+import { callSettings } from "./model-settings.js";
 import { turnToPrompt } from "./prompt.js";
 import { collectStream } from "./stream-answer.js";
 
@@ -41,6 +42,7 @@ export interface InferOptions {
   providerTools?: ProviderTools;
   signal: AbortSignal;
   stream?: boolean;
+  /** Caps the answer whatever the turn's model settings say (the guard model's bound). */
   maxOutputTokens?: number;
 }
 
@@ -61,12 +63,15 @@ export async function infer(model: LanguageModelV4, turn: Turn, options: InferOp
     id: tool.id,
     args: tool.args,
   }));
+  const tools = [...functionTools, ...providerTools];
   const call: LanguageModelV4CallOptions = {
     prompt: turnToPrompt(turn),
+    ...callSettings(
+      turnSettings(turn),
+      tools.map((tool) => tool.name),
+    ),
     ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
-    tools: [...functionTools, ...providerTools],
-    // What generateText sends when no tool choice is given, so a provider sees the same request from both.
-    toolChoice: { type: "auto" },
+    tools,
     abortSignal: options.signal,
   };
   const answer = options.stream ? await collectStream((await model.doStream(call)).stream, options.signal) : await model.doGenerate(call);
@@ -78,6 +83,15 @@ export async function infer(model: LanguageModelV4, turn: Turn, options: InferOp
     );
   }
   return result(answer.content, answer.usage, answer.finishReason);
+}
+
+/** The settings in the turn (a middleware may have changed them); malformed ones are MODEL_SETTINGS, never sent. */
+function turnSettings(turn: Turn) {
+  try {
+    return TurnMetadataKeys.modelSettings.find(turn.metadata);
+  } catch (error) {
+    throw new HookboxError("MODEL_SETTINGS", `the turn's model settings are malformed: ${(error as Error).message}`);
+  }
 }
 
 function result(

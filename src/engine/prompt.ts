@@ -93,8 +93,10 @@ const ASSISTANT_KINDS = new Set(["llm_text", "reasoning", "tool_call", "provider
  * encrypted content, provider-run calls with their results); host-run results follow in one tool message;
  * sources are not sent.
  *
- * System text goes first, where every provider accepts it: the user's original request (user context, on
- * every call, so the model always sees the unabridged request), then the turn's system blocks. A context
+ * System text goes first, where every provider accepts it: the run's instructions (`system`, first, where
+ * generateText puts its `system` option), then what the tenant lets the model see of the user context (by
+ * default the user's original request, on every call, so the model always sees the unabridged request; never a
+ * timestamp, so the prefix stays the same from call to call), then the turn's system blocks. A context
  * restart's enrichment belongs to the conversation where it happened, so it is a user message there: Gemini
  * and Anthropic refuse a system message after the conversation has started.
  *
@@ -104,8 +106,10 @@ const ASSISTANT_KINDS = new Set(["llm_text", "reasoning", "tool_call", "provider
  */
 export function turnToPrompt(turn: Turn): LanguageModelV4Prompt {
   const folded = foldBlocks(turn.blocks, foldBlock);
-  const userContext = TurnMetadataKeys.userContext.find(turn.metadata);
+  const instructions = TurnMetadataKeys.system.find(turn.metadata);
+  const userContext = TurnMetadataKeys.modelContext.find(turn.metadata);
   return [
+    ...(instructions ? [{ role: "system" as const, content: instructions }] : []),
     ...(userContext
       ? [{ role: "system" as const, content: `The user's original request (user context): ${JSON.stringify(userContext)}` }]
       : []),

@@ -16,6 +16,7 @@ import {
 import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
 import type { ProviderTools } from "../engine/infer.js";
+import { normalizeModelSettings } from "../engine/model-settings.js";
 import { startLoop, type LoopComponents, type RunAccounting } from "../loop/loop.js";
 import type { EventLog } from "../loop/event-log.js";
 import { checkToolResultSize, DEFAULT_RUN_BUDGETS } from "../loop/run-budget.js";
@@ -221,6 +222,9 @@ export async function createTenantRuntime(
         },
         prompt: request.prompt,
         userContext,
+        ...(config.userContextToModel !== undefined ? { userContextToModel: config.userContextToModel } : {}),
+        ...(options.system ? { system: options.system } : {}),
+        ...(options.modelSettings ? { modelSettings: normalizeModelSettings(options.modelSettings) } : {}),
         tags: options.tags ?? {},
         ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
         step: { enabled: options.step ?? false, pauseTimeoutMs: options.pauseTimeoutMs ?? DEFAULT_PAUSE_TIMEOUT_MS },

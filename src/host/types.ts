@@ -7,6 +7,7 @@ import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "./usage.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { ModelSpec } from "../engine/model-spec.js";
+import type { ModelSettingsInput, UserContextToModel } from "../engine/model-settings.js";
 
 /*
  * The seam between "what to run" (CLI, sessions, server) and "how it runs" (src/loop + src/sandbox).
@@ -52,6 +53,10 @@ export interface RunOptions {
   /** How many more inferences beforeFinish may ask for in one run (default 3). */
   maxFinishContinues?: number;
   tags?: Tags;
+  /** Instructions, sent first as system text on every model call of the run (docs/loop.md). */
+  system?: string;
+  /** Sampling and output settings for every model call; merged key by key over the session's and tenant's. */
+  modelSettings?: ModelSettingsInput;
   /** Merged over `{originalUserRequest: prompt, timestampMs: now}`. */
   userContext?: Partial<UserContext> & { [key: string]: Json | undefined };
   /** Overall run deadline, epoch ms (appears as deadlineMs in every ctx). */
@@ -121,6 +126,11 @@ export interface TenantConfig {
   cordon?: string;
   /** What the tenant's scripts may reach through ctx.fetch, ctx.kv and ctx.model (docs/capabilities.md). */
   capabilities?: CapabilityGrants;
+  /**
+   * What the model is shown of a run's user context: "request" (default) the original request only, "none"
+   * nothing, a list the request plus those fields. Scripts and tools always see all of it.
+   */
+  userContextToModel?: UserContextToModel;
   /** Defaults for every run of this tenant. */
   runDefaults?: RunOptions;
   /** What each run may produce (bytes, tool calls per inference); unset ones take DEFAULT_RUN_BUDGETS. */

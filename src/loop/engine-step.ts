@@ -4,6 +4,7 @@ import { BlockMetadataKeys, TurnMetadataKeys, type FinishReason } from "../turns
 import { infer, type InferenceResult, type ProviderTools, type ToolDefinition } from "../engine/infer.js";
 import { answerBlock } from "../engine/answer-blocks.js";
 import type { UserContext } from "../contracts/context.js";
+import { modelVisibleContext, type UserContextToModel } from "../engine/model-settings.js";
 import type { Middleware } from "./middleware-chain.js";
 import { newId } from "./ids.js";
 import { callModel, modelName, type ModelRetry } from "./model-call.js";
@@ -70,16 +71,20 @@ export function engineStep(options: EngineStepOptions) {
 }
 
 /**
- * Built in, innermost (next to the engine) so no script middleware can strip it: writes the user's
- * original request into the turn metadata of every model call; the prompt builder shows it to the model.
+ * Built in, innermost (next to the engine) so no script middleware can strip it: writes what the model is
+ * shown of the user context (the tenant's `userContextToModel`: by default the original request only) into the
+ * turn metadata of every model call; the prompt builder shows it to the model. Scripts and tools see the whole
+ * user context in their ctx, never this.
  */
-export function userContextMiddleware(userContext: UserContext): Middleware {
+export function userContextMiddleware(userContext: UserContext, policy: UserContextToModel | undefined): Middleware {
+  const visible = modelVisibleContext(userContext, policy);
   return {
     name: "hookbox/user-context",
     origin: "host",
     run: (turn, next) => {
       const metadata = { ...turn.metadata };
-      TurnMetadataKeys.userContext.set(metadata, userContext as never);
+      if (visible) TurnMetadataKeys.modelContext.set(metadata, visible);
+      else delete metadata[TurnMetadataKeys.modelContext.id];
       return next({ ...turn, metadata });
     },
   };

@@ -3,6 +3,7 @@ import { HookboxError } from "../errors.js";
 import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
 import type { ErrorPolicy, RetryBounds, RunPersistence, RunHandle, RunResult, SnapshotPhase, RunBudgets } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
+import type { ModelSettings, UserContextToModel } from "../engine/model-settings.js";
 import { TurnDataKeys, TurnMetadataKeys, type FinishReason } from "../turns/keys.gen.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
@@ -80,6 +81,11 @@ export interface LoopOptions {
   ids: { runId: string; sessionId: string; inferenceId: string; traceId: string; turnId: string };
   prompt: string;
   userContext: UserContext;
+  /** What of the user context the model is shown (default "request": the original request only). */
+  userContextToModel?: UserContextToModel;
+  /** The run's instructions and model settings, put in the turn's metadata when the run starts. */
+  system?: string;
+  modelSettings?: ModelSettings;
   tags: Tags;
   deadlineMs?: number;
   step: { enabled: boolean; pauseTimeoutMs: number };
@@ -223,6 +229,9 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     TurnMetadataKeys.inferenceId.set(turn.metadata, ids.inferenceId);
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);
     TurnMetadataKeys.turnId.set(turn.metadata, ids.turnId);
+    // A resumed run goes on with its snapshot's instructions (a middleware may have changed them); a new run
+    // starts from its own, never from the previous run's left in the history's metadata.
+    if (!options.resume) setRunInstructions(turn, options);
 
     const approvals = new Approvals({
       events,
@@ -250,7 +259,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     let inferenceUsage: RunUsage | undefined;
     let inferenceFinish: FinishReason | undefined;
     const chain = composeMiddleware(
-      [...components.middleware, userContextMiddleware(options.userContext)],
+      [...components.middleware, userContextMiddleware(options.userContext, options.userContextToModel)],
       engineStep({
         models: options.fallbackModel ? [options.model, options.fallbackModel] : [options.model],
         retries: limits.modelRetries,
@@ -386,4 +395,12 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     const message = error instanceof Error ? error.message : String(error);
     return finish({ status: "failed", reason: message, ...(code ? { errorCode: code } : {}) });
   }
+}
+
+function setRunInstructions(turn: Turn, options: Pick<LoopOptions, "system" | "modelSettings">): void {
+  if (options.system) TurnMetadataKeys.system.set(turn.metadata, options.system);
+  else delete turn.metadata[TurnMetadataKeys.system.id];
+  if (options.modelSettings && Object.keys(options.modelSettings).length)
+    TurnMetadataKeys.modelSettings.set(turn.metadata, options.modelSettings);
+  else delete turn.metadata[TurnMetadataKeys.modelSettings.id];
 }

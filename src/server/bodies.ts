@@ -5,6 +5,7 @@ import { TagsSchema } from "../contracts/context.js";
 import { ApiError } from "./api-error.js";
 import { jsonPath } from "../contracts/json-path.js";
 import { exceedsJsonLimits } from "./json-limits.js";
+import { ModelSettingsInput, SystemInput } from "../engine/model-settings.js";
 
 /** No pause waits longer than a day, whatever a tenant's limits say. */
 const MAX_PAUSE_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -14,6 +15,8 @@ const MAX_PAUSE_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const UserContextInput = z.object({ userId: z.string().optional(), projectId: z.string().optional() }).catchall(JsonSchema);
 
 const RunDefaultsSchema = z.strictObject({
+  system: SystemInput.optional(),
+  modelSettings: ModelSettingsInput.optional(),
   step: z.boolean().optional(),
   maxIterations: z.number().int().positive().max(1000).optional(),
   pauseTimeoutMs: z.number().int().positive().max(MAX_PAUSE_TIMEOUT_MS).optional(),
@@ -27,6 +30,8 @@ export const CreateSessionBody = z.strictObject({ defaults: RunDefaultsSchema.op
 
 export const StartRunBody = z.strictObject({
   prompt: z.string().min(1).max(100_000),
+  system: SystemInput.optional(),
+  modelSettings: ModelSettingsInput.optional(),
   userContext: UserContextInput.optional(),
   step: z.boolean().optional(),
   tags: TagsSchema.optional(),

@@ -9,6 +9,7 @@ import type { CapabilityGrants, CapabilityLimits } from "../capabilities/grants.
 import { EgressEntrySchema, parseEgress } from "../capabilities/egress.js";
 import { parseJsonText } from "../contracts/json-text.js";
 import { WALL_MODES, type WallMode } from "../sandbox/wall/mode.js";
+import { ModelSettingsInput, SystemInput, UserContextToModelInput } from "../engine/model-settings.js";
 
 /*
  * The `hookbox serve --config FILE` file (docs/server.md). Paths are relative to the file.
@@ -132,6 +133,12 @@ const TenantSchema = z.strictObject({
     })
     .optional(),
   capabilityLimits: CapabilityLimitsSchema.optional(),
+  /** Instructions for every run of the tenant (a session's or run's own replace them). */
+  system: SystemInput.optional(),
+  /** Model settings for every run of the tenant (a session's or run's merge over them key by key). */
+  modelSettings: ModelSettingsInput.optional(),
+  /** What the model is shown of a run's user context (default "request": the original request only). */
+  userContextToModel: UserContextToModelInput.optional(),
 });
 
 const ConfigSchema = z.strictObject({
@@ -270,6 +277,9 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (limits.modelRetries !== undefined) runDefaults.modelRetries = limits.modelRetries;
     if (limits.approvalTimeoutMs !== undefined) runDefaults.approvalTimeoutMs = limits.approvalTimeoutMs;
     if (limits.maxFinishContinues !== undefined) runDefaults.maxFinishContinues = limits.maxFinishContinues;
+    if (tenant.system !== undefined) runDefaults.system = tenant.system;
+    if (tenant.modelSettings !== undefined) runDefaults.modelSettings = tenant.modelSettings;
+    if (tenant.userContextToModel !== undefined) config.userContextToModel = tenant.userContextToModel;
     if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
     const capabilities = capabilityGrants(file, base, tenant, at);
     if (capabilities) config.capabilities = capabilities;

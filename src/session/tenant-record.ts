@@ -37,6 +37,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       capabilities: config.capabilities,
       runDefaults: config.runDefaults,
       budgets: config.budgets,
+      userContextToModel: config.userContextToModel,
     }),
   ) as JsonObject;
 }
@@ -66,6 +67,8 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (runDefaults) config.runDefaults = runDefaults;
   const budgets = override?.budgets ?? record.budgets;
   if (budgets) config.budgets = budgets;
+  const userContextToModel = override?.userContextToModel ?? record.userContextToModel;
+  if (userContextToModel !== undefined) config.userContextToModel = userContextToModel;
   return config;
 }
 

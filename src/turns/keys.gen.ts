@@ -66,6 +66,31 @@ export const UserContextSchema: z.ZodType<UserContext> = z.object({
   timestampMs: z.number(),
 }).catchall(JsonSchema);
 
+/** Whether the model may, must not, or must call a tool ("tool": the one named by toolName). */
+export const ToolChoiceTypeSchema = z.enum(["auto", "none", "required", "tool"]);
+export type ToolChoiceType = z.infer<typeof ToolChoiceTypeSchema>;
+
+/** The model's tool choice, as the AI SDK's providers take it. */
+export const ToolChoiceSchema = z.strictObject({
+  type: ToolChoiceTypeSchema,
+  toolName: z.string().optional(),
+});
+export type ToolChoice = z.infer<typeof ToolChoiceSchema>;
+
+/** Sampling and output settings sent with every model call of the run; unset ones are the provider's defaults. */
+export const ModelSettingsSchema = z.strictObject({
+  temperature: z.number().optional(),
+  maxOutputTokens: z.number().int().optional(),
+  topP: z.number().optional(),
+  topK: z.number().int().optional(),
+  presencePenalty: z.number().optional(),
+  frequencyPenalty: z.number().optional(),
+  seed: z.number().int().optional(),
+  stopSequences: z.array(z.string()).optional(),
+  toolChoice: ToolChoiceSchema.optional(),
+});
+export type ModelSettings = z.infer<typeof ModelSettingsSchema>;
+
 /** How the loop runs tools for this turn; unknown fields are kept for host extensions. */
 export type ToolConfig = { [field: string]: Json } & { enabled?: boolean; maxIterations?: number; maxParallelTools?: number; toolTimeoutMs?: number; allowedTools?: string[]; };
 export const ToolConfigSchema: z.ZodType<ToolConfig> = z.object({
@@ -222,6 +247,12 @@ export const TurnMetadataKeys = {
   stopReason: new TypedKey("hookbox.stop_reason@v1", "turn_metadata", z.string()),
   model: new TypedKey("hookbox.model@v1", "turn_metadata", z.string()),
   userContext: new TypedKey("hookbox.user_context@v1", "turn_metadata", UserContextSchema),
+  /** The run's instructions, sent first as system text on every model call; middleware may change them. */
+  system: new TypedKey("hookbox.system@v1", "turn_metadata", z.string()),
+  /** The run's model settings, sent with every model call; middleware may change them. */
+  modelSettings: new TypedKey("hookbox.model_settings@v1", "turn_metadata", ModelSettingsSchema),
+  /** The fields of the user context the model is shown (the tenant's userContextToModel); written by the host next to the engine. */
+  modelContext: new TypedKey("hookbox.model_context@v1", "turn_metadata", JsonObjectSchema),
 };
 
 export const BlockMetadataKeys = {

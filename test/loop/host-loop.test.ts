@@ -243,7 +243,8 @@ describe("user context", () => {
     const handle = h.runtime.start({ sessionId: "s", prompt });
     const result = await handle.wait();
     expect(result.status).toBe("completed");
-    expect(result.turn.metadata["hookbox.user_context@v1"]).toMatchObject({ originalUserRequest: prompt });
+    // What the model was shown of the user context is in the turn: by default the original request only.
+    expect(result.turn.metadata["hookbox.model_context@v1"]).toEqual({ originalUserRequest: prompt });
     expect(model.calls).toHaveLength(2);
     for (const call of model.calls) {
       const text = JSON.stringify(call.prompt);

@@ -36,6 +36,7 @@ export async function runCommand(argv: string[]): Promise<number> {
       ...(flags.hostTools ? { hostToolsModule: flags.hostTools } : {}),
       limits: flags.limits,
       ...capabilityFlags(flags),
+      ...(flags.userContextToModel !== undefined ? { userContextToModel: flags.userContextToModel } : {}),
     };
   } catch (error) {
     return failUsage("run", error);
