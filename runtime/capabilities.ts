@@ -81,6 +81,21 @@ export function attachCapabilities(target: object, askHost: AskHost, maxBytes: n
       if (options !== undefined && options !== null) fields.ttlMs = (options as { ttlMs?: unknown }).ttlMs;
       return kvRequest("set", fields);
     },
+    incr(key: unknown, by?: unknown, options?: unknown): Promise<unknown> {
+      const fields = record();
+      fields.key = key;
+      fields.by = by;
+      if (options !== undefined && options !== null) fields.ttlMs = (options as { ttlMs?: unknown }).ttlMs;
+      return kvRequest("incr", fields);
+    },
+    compareAndSet(key: unknown, expected: unknown, value: unknown, options?: unknown): Promise<unknown> {
+      const fields = record();
+      fields.key = key;
+      fields.expected = expected;
+      fields.value = value;
+      if (options !== undefined && options !== null) fields.ttlMs = (options as { ttlMs?: unknown }).ttlMs;
+      return kvRequest("compareAndSet", fields);
+    },
     delete(key: unknown): Promise<unknown> {
       const fields = record();
       fields.key = key;

@@ -238,6 +238,17 @@ export interface Kv {
   get(key: string): Promise<Json>;
   /** Keys up to 256 characters; values up to 64 KiB of JSON; within the tenant's quota. */
   set(key: string, value: Json, options?: KvSetOptions): Promise<null>;
+  /**
+   * Adds `by` (default 1) to the key's number and returns the sum, atomically across parallel calls, runs and
+   * processes: a missing key counts as 0 and is created with `ttlMs`; an existing one keeps its expiry (a rate
+   * limit's window). A key holding something other than a number is CAPABILITY_INVALID.
+   */
+  incr(key: string, by?: number, options?: KvSetOptions): Promise<number>;
+  /**
+   * Writes `value` only if the key holds `expected` (equal as JSON, object key order aside; `null`: the key is
+   * missing), atomically; true when it wrote. `ttlMs` applies to the written value.
+   */
+  compareAndSet(key: string, expected: Json, value: Json, options?: KvSetOptions): Promise<boolean>;
   /** True when the key existed. */
   delete(key: string): Promise<boolean>;
   /** Keys starting with `prefix`, in order, a page (100) at a time. */

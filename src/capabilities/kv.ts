@@ -12,28 +12,26 @@ export async function serveKv(
   options: { quotaBytes: number; now: () => number },
 ): Promise<Json> {
   const nowMs = options.now();
+  const writeOptions = (ttlMs: number | undefined) => ({
+    quotaBytes: options.quotaBytes,
+    nowMs,
+    ...(ttlMs !== undefined ? { expiresMs: nowMs + ttlMs } : {}),
+  });
   switch (request.op) {
     case "get": {
       const text = await kv.get(tenant, request.key, nowMs);
       return text === undefined ? null : (JSON.parse(text) as Json);
     }
     case "set": {
-      const text = JSON.stringify(request.value);
-      const bytes = Buffer.byteLength(text);
-      if (bytes > KV_MAX_VALUE_BYTES)
-        throw new HookboxError(
-          "CAPABILITY_QUOTA",
-          `ctx.kv.set: the value of "${request.key}" is ${bytes} bytes of JSON, over the ${KV_MAX_VALUE_BYTES}-byte limit`,
-          {
-            key: request.key,
-          },
-        );
-      await kv.set(tenant, request.key, text, {
-        quotaBytes: options.quotaBytes,
-        nowMs,
-        ...(request.ttlMs !== undefined ? { expiresMs: nowMs + request.ttlMs } : {}),
-      });
+      await kv.set(tenant, request.key, valueText("set", request.key, request.value), writeOptions(request.ttlMs));
       return null;
+    }
+    case "incr":
+      return kv.incr(tenant, request.key, request.by ?? 1, writeOptions(request.ttlMs));
+    case "compareAndSet": {
+      const value = valueText("compareAndSet", request.key, request.value);
+      const expected = request.expected === null ? null : JSON.stringify(request.expected);
+      return kv.compareAndSet(tenant, request.key, expected, value, writeOptions(request.ttlMs));
     }
     case "delete":
       return kv.delete(tenant, request.key, nowMs);
@@ -47,4 +45,19 @@ export async function serveKv(
       return page.cursor === undefined ? { keys: page.keys } : { keys: page.keys, cursor: page.cursor };
     }
   }
+}
+
+/** A value's JSON text, or CAPABILITY_QUOTA when it is over the per-value limit. */
+function valueText(op: string, key: string, value: unknown): string {
+  const text = JSON.stringify(value);
+  const bytes = Buffer.byteLength(text);
+  if (bytes > KV_MAX_VALUE_BYTES)
+    throw new HookboxError(
+      "CAPABILITY_QUOTA",
+      `ctx.kv.${op}: the value of "${key}" is ${bytes} bytes of JSON, over the ${KV_MAX_VALUE_BYTES}-byte limit`,
+      {
+        key,
+      },
+    );
+  return text;
 }

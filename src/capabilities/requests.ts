@@ -23,6 +23,12 @@ const FetchSchema = z.strictObject({
 });
 
 const Key = z.string().min(1).max(KV_MAX_KEY_CHARS);
+const TtlMs = z
+  .number()
+  .int()
+  .positive()
+  .max(366 * 24 * 3600 * 1000)
+  .optional();
 const KvSchema = z.discriminatedUnion("op", [
   z.strictObject({ kind: z.literal("kv"), op: z.literal("get"), key: Key }),
   z.strictObject({
@@ -30,12 +36,23 @@ const KvSchema = z.discriminatedUnion("op", [
     op: z.literal("set"),
     key: Key,
     value: z.unknown().refine((value) => value !== undefined, "a value is required (JSON; use delete to remove a key)"),
-    ttlMs: z
-      .number()
-      .int()
-      .positive()
-      .max(366 * 24 * 3600 * 1000)
-      .optional(),
+    ttlMs: TtlMs,
+  }),
+  z.strictObject({
+    kind: z.literal("kv"),
+    op: z.literal("incr"),
+    key: Key,
+    by: z.number().finite().optional(),
+    ttlMs: TtlMs,
+  }),
+  z.strictObject({
+    kind: z.literal("kv"),
+    op: z.literal("compareAndSet"),
+    key: Key,
+    // null: the key must be missing (or hold null), as get reads it.
+    expected: z.unknown().refine((value) => value !== undefined, "an expected value is required (JSON; null for a missing key)"),
+    value: z.unknown().refine((value) => value !== undefined, "a value is required (JSON; use delete to remove a key)"),
+    ttlMs: TtlMs,
   }),
   z.strictObject({ kind: z.literal("kv"), op: z.literal("delete"), key: Key }),
   z.strictObject({

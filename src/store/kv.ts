@@ -39,8 +39,54 @@ export interface KvStore {
   delete(tenant: string, key: string, nowMs: number): Promise<boolean>;
   /** Keys in code-unit order, live entries only. */
   list(tenant: string, options: KvListOptions): Promise<KvPage>;
+  /**
+   * Adds `by` to the entry's number and returns the sum, atomically (one transaction; in PostgreSQL one
+   * `INSERT ... ON CONFLICT DO UPDATE ... RETURNING`): a missing or expired entry counts as 0 and is created with
+   * `expiresMs`; an existing one keeps its expiry (a rate limit's window). An entry whose value is not a number
+   * is CAPABILITY_INVALID and stays as it was.
+   */
+  incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number>;
+  /**
+   * Writes `valueJson` only if the entry's value equals `expectedJson` as JSON (object key order aside; `null`:
+   * the entry is missing, expired or null, as `get` reads it), atomically; true when it wrote. In PostgreSQL one conditional
+   * `UPDATE ... WHERE value::jsonb = $expected::jsonb` (or an `INSERT ... ON CONFLICT DO NOTHING` for a missing one).
+   */
+  compareAndSet(tenant: string, key: string, expectedJson: string | null, valueJson: string, options: KvSetOptions): Promise<boolean>;
   /** Bytes the tenant's entries count against its quota (expired ones until they are dropped). */
   usedBytes(tenant: string): Promise<number>;
+}
+
+/** The number an incr adds to, or CAPABILITY_INVALID when the entry holds something else. */
+export function kvCounter(tenant: string, key: string, valueJson: string | undefined): number {
+  if (valueJson === undefined) return 0;
+  const value = JSON.parse(valueJson) as unknown;
+  if (typeof value !== "number")
+    throw new HookboxError("CAPABILITY_INVALID", `ctx.kv.incr: the value of "${key}" is not a number`, { tenant, key });
+  return value;
+}
+
+/** The JSON text of an incr's sum, or CAPABILITY_INVALID when it is not a finite number. */
+export function kvSum(key: string, current: number, by: number): string {
+  const sum = current + by;
+  if (!Number.isFinite(sum))
+    throw new HookboxError("CAPABILITY_INVALID", `ctx.kv.incr: the sum for "${key}" is not a finite number`, { key });
+  return JSON.stringify(sum);
+}
+
+/** Two JSON texts hold the same value, object key order aside (PostgreSQL's jsonb equality). */
+export function sameJson(a: string, b: string): boolean {
+  return a === b || canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value);
 }
 
 export function kvEntryBytes(key: string, valueJson: string): number {

@@ -1,4 +1,14 @@
-import { kvEntryBytes, kvQuotaError, type KvListOptions, type KvPage, type KvSetOptions, type KvStore } from "./kv.js";
+import {
+  kvCounter,
+  kvEntryBytes,
+  kvQuotaError,
+  kvSum,
+  sameJson,
+  type KvListOptions,
+  type KvPage,
+  type KvSetOptions,
+  type KvStore,
+} from "./kv.js";
 
 interface Entry {
   value: string;
@@ -49,7 +59,35 @@ export class MemoryKv implements KvStore {
 
   async set(tenant: string, key: string, valueJson: string, options: KvSetOptions): Promise<void> {
     const kv = this.tenant(tenant);
+    this.write(kv, tenant, key, valueJson, options, this.live(kv, key, options.nowMs));
+  }
+
+  // incr and compareAndSet read, decide and write with no await in between: nothing else runs in this process meanwhile.
+  async incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number> {
+    const kv = this.tenant(tenant);
     const previous = this.live(kv, key, options.nowMs);
+    const sum = kvSum(key, kvCounter(tenant, key, previous?.value), by);
+    const expiresMs = previous ? previous.expiresMs : options.expiresMs;
+    this.write(kv, tenant, key, sum, { ...options, expiresMs }, previous);
+    return JSON.parse(sum) as number;
+  }
+
+  async compareAndSet(
+    tenant: string,
+    key: string,
+    expectedJson: string | null,
+    valueJson: string,
+    options: KvSetOptions,
+  ): Promise<boolean> {
+    const kv = this.tenant(tenant);
+    const previous = this.live(kv, key, options.nowMs);
+    // get answers null for a missing key, so an expected null matches a missing key and a stored null alike.
+    const matches = previous === undefined ? expectedJson === null : sameJson(previous.value, expectedJson ?? "null");
+    if (matches) this.write(kv, tenant, key, valueJson, options, previous);
+    return matches;
+  }
+
+  private write(kv: TenantKv, tenant: string, key: string, valueJson: string, options: KvSetOptions, previous: Entry | undefined): void {
     const bytes = kvEntryBytes(key, valueJson);
     // Expired entries count until they are dropped: drop them all before refusing a write.
     if (kv.bytes - (previous?.bytes ?? 0) + bytes > options.quotaBytes) this.dropExpired(kv, options.nowMs);

@@ -1,7 +1,17 @@
 import { inTransaction, prepare, type SqliteDatabase, type SqliteStatement } from "./sqlite-driver.js";
 import { HookboxError } from "../errors.js";
 import { storeError } from "./open-database.js";
-import { kvEntryBytes, kvQuotaError, type KvListOptions, type KvPage, type KvSetOptions, type KvStore } from "./kv.js";
+import {
+  kvCounter,
+  kvEntryBytes,
+  kvQuotaError,
+  kvSum,
+  sameJson,
+  type KvListOptions,
+  type KvPage,
+  type KvSetOptions,
+  type KvStore,
+} from "./kv.js";
 
 /**
  * ctx.kv in the SQLite store (tables `kv` and `kv_usage`, src/store/migrations.ts). Each tenant's byte count is kept
@@ -54,7 +64,7 @@ export class SqliteKv implements KvStore {
   }
 
   /** Deletes the entry if it expired; returns the live row. */
-  private live(tenant: string, key: string, nowMs: number): { value: string; bytes: number } | undefined {
+  private live(tenant: string, key: string, nowMs: number): { value: string; bytes: number; expiresMs?: number } | undefined {
     const row = this.statements.get.get(tenant, key) as { value: string; bytes: number; expires_ms: number | null } | undefined;
     if (row === undefined) return undefined;
     if (row.expires_ms !== null && row.expires_ms <= nowMs) {
@@ -62,7 +72,7 @@ export class SqliteKv implements KvStore {
       this.statements.addUsage.run(tenant, -row.bytes);
       return undefined;
     }
-    return row;
+    return { value: row.value, bytes: row.bytes, ...(row.expires_ms !== null ? { expiresMs: row.expires_ms } : {}) };
   }
 
   private dropExpired(statement: SqliteStatement, tenant: string, nowMs: number): void {
@@ -75,18 +85,50 @@ export class SqliteKv implements KvStore {
   }
 
   async set(tenant: string, key: string, valueJson: string, options: KvSetOptions): Promise<void> {
-    this.run("write a kv entry", () => {
-      this.dropExpired(this.statements.expired, tenant, options.nowMs);
+    this.run("write a kv entry", () => this.write(tenant, key, valueJson, options, this.live(tenant, key, options.nowMs)));
+  }
+
+  /*
+   * incr and compareAndSet read, decide and write in one BEGIN IMMEDIATE transaction: it holds SQLite's write lock
+   * from its first statement, so no other connection (another run, another process) writes in between.
+   */
+  async incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number> {
+    return this.run("increment a kv entry", () => {
       const previous = this.live(tenant, key, options.nowMs);
-      const bytes = kvEntryBytes(key, valueJson);
-      // Expired entries count until dropped: drop them all before refusing a write.
-      if (this.used(tenant) - (previous?.bytes ?? 0) + bytes > options.quotaBytes)
-        this.dropExpired(this.statements.allExpired, tenant, options.nowMs);
-      const used = this.used(tenant) - (previous?.bytes ?? 0);
-      if (used + bytes > options.quotaBytes) throw kvQuotaError(tenant, used, bytes, options.quotaBytes);
-      this.statements.upsert.run(tenant, key, valueJson, bytes, options.expiresMs ?? null);
-      this.statements.addUsage.run(tenant, bytes - (previous?.bytes ?? 0));
+      const sum = kvSum(key, kvCounter(tenant, key, previous?.value), by);
+      const expiresMs = previous ? previous.expiresMs : options.expiresMs;
+      this.write(tenant, key, sum, { ...options, expiresMs }, previous);
+      return JSON.parse(sum) as number;
     });
+  }
+
+  async compareAndSet(
+    tenant: string,
+    key: string,
+    expectedJson: string | null,
+    valueJson: string,
+    options: KvSetOptions,
+  ): Promise<boolean> {
+    return this.run("compare and set a kv entry", () => {
+      const previous = this.live(tenant, key, options.nowMs);
+      // get answers null for a missing key, so an expected null matches a missing key and a stored null alike.
+      const matches = previous === undefined ? expectedJson === null : sameJson(previous.value, expectedJson ?? "null");
+      if (matches) this.write(tenant, key, valueJson, options, previous);
+      return matches;
+    });
+  }
+
+  /** The write of set, incr and compareAndSet, inside their transaction; `previous` is the live entry it replaces. */
+  private write(tenant: string, key: string, valueJson: string, options: KvSetOptions, previous: { bytes: number } | undefined): void {
+    this.dropExpired(this.statements.expired, tenant, options.nowMs);
+    const bytes = kvEntryBytes(key, valueJson);
+    // Expired entries count until dropped: drop them all before refusing a write.
+    if (this.used(tenant) - (previous?.bytes ?? 0) + bytes > options.quotaBytes)
+      this.dropExpired(this.statements.allExpired, tenant, options.nowMs);
+    const used = this.used(tenant) - (previous?.bytes ?? 0);
+    if (used + bytes > options.quotaBytes) throw kvQuotaError(tenant, used, bytes, options.quotaBytes);
+    this.statements.upsert.run(tenant, key, valueJson, bytes, options.expiresMs ?? null);
+    this.statements.addUsage.run(tenant, bytes - (previous?.bytes ?? 0));
   }
 
   async delete(tenant: string, key: string, nowMs: number): Promise<boolean> {
