@@ -128,8 +128,10 @@ describe("the host measures a worker's memory itself", () => {
     expect(await liar()).toBeUndefined();
     const worker = workerOf(measuring, "rss-liar");
     expect(worker.pid).not.toBe(worker.launchedPid);
-    // The whole tree under bwrap, the Node process inside included (bwrap alone is a few MB).
-    expect(worker.rssBytes).toBeGreaterThan(300 * 1048576);
+    // The whole tree under bwrap, the Node process inside included (bwrap alone is a few MB). The host's
+    // sample may be one period old (taken while the worker was still filling), so wait for the next one.
+    const live = () => measuring.workers().find((info) => info.pid === worker.pid)?.rssBytes ?? 0;
+    await waitUntil(() => live() > 300 * 1048576, 5000, "the host's measure to show the 300 MB held");
 
     const budgeted = hostilePool({ workers: 1, workerRssBudgetMb: 150 });
     const liarThere = await openAs(budgeted, "rss-liar", generous);
