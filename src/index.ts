@@ -99,7 +99,7 @@ export type { UsageTotals } from "./store/usage.js";
 export { shutdownTracing } from "./telemetry/tracing.js";
 
 // Events, models, errors, turns.
-export type { HookboxEvent, EventType, FinalStatus, CapabilityEvent } from "./events/types.js";
+export type { HookboxEvent, EventType, FinalStatus, CapabilityEvent, TextDeltaEvent, LiveEvent } from "./events/types.js";
 export { ScriptedModel, loadScriptedSteps, type ScriptedStep } from "./engine/scripted.js";
 export { HookboxError, isHookboxError, type HostErrorCode, type SerializedError } from "./errors.js";
 export type { Turn, Block } from "./turns/turn.js";

@@ -42,6 +42,8 @@ export interface InferOptions {
   providerTools?: ProviderTools;
   signal: AbortSignal;
   stream?: boolean;
+  /** A streamed answer's text as it arrives, piece by piece (live readers' `text-delta` events). */
+  onTextDelta?: (delta: string) => void;
   /** Caps the answer whatever the turn's model settings say (the guard model's bound). */
   maxOutputTokens?: number;
 }
@@ -74,7 +76,9 @@ export async function infer(model: LanguageModelV4, turn: Turn, options: InferOp
     tools,
     abortSignal: options.signal,
   };
-  const answer = options.stream ? await collectStream((await model.doStream(call)).stream, options.signal) : await model.doGenerate(call);
+  const answer = options.stream
+    ? await collectStream((await model.doStream(call)).stream, options.signal, options.onTextDelta)
+    : await model.doGenerate(call);
   const approval = answer.content.find((part) => part.type === "tool-approval-request");
   if (approval) {
     throw new HookboxError(

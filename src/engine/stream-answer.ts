@@ -19,10 +19,15 @@ type TextPart = Extract<LanguageModelV4Content, { type: "text" | "reasoning" }>;
  * Reads a streamed answer into the content parts doGenerate would have returned, as the AI SDK's streamText
  * collects them: text and reasoning parts by their id, each where it started, with the last provider metadata
  * any of its chunks carried (Anthropic sends a thinking signature on a late delta, OpenAI the encrypted
- * reasoning on the end); every other part as it comes. An error part, a broken stream or a stream without its
+ * reasoning on the end); every other part as it comes. `onTextDelta` hears each piece of answer text as it
+ * arrives (live readers show it; the collected answer is what the turn keeps). An error part, a broken stream or a stream without its
  * finish throws a ModelStreamError, so a partial answer never reaches the turn.
  */
-export async function collectStream(stream: ReadableStream<LanguageModelV4StreamPart>, signal: AbortSignal): Promise<StreamedAnswer> {
+export async function collectStream(
+  stream: ReadableStream<LanguageModelV4StreamPart>,
+  signal: AbortSignal,
+  onTextDelta?: (delta: string) => void,
+): Promise<StreamedAnswer> {
   const content: LanguageModelV4Content[] = [];
   const open = { text: new Map<string, TextPart>(), reasoning: new Map<string, TextPart>() };
   let finish: { finishReason: LanguageModelV4FinishReason; usage: LanguageModelV4Usage } | undefined;
@@ -58,8 +63,11 @@ export async function collectStream(stream: ReadableStream<LanguageModelV4Stream
           upsert(part.type === "text-start" ? "text" : "reasoning", part.id, undefined, part.providerMetadata);
           break;
         case "text-delta":
+          upsert("text", part.id, part.delta, part.providerMetadata);
+          if (part.delta) onTextDelta?.(part.delta);
+          break;
         case "reasoning-delta":
-          upsert(part.type === "text-delta" ? "text" : "reasoning", part.id, part.delta, part.providerMetadata);
+          upsert("reasoning", part.id, part.delta, part.providerMetadata);
           break;
         case "text-end": {
           const text = upsert("text", part.id, undefined, part.providerMetadata);

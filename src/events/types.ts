@@ -143,3 +143,20 @@ export interface CapabilityEvent {
 
 export type HookboxEvent = EventBase & EventBody;
 export type EventType = HookboxEvent["type"];
+
+/**
+ * A piece of the model's answer as it streams in, for live readers only (docs/events.md, "Live text"): it is
+ * never stored and has no `seq`, so `Last-Event-ID` and every stored reader count stored events alone; the
+ * `inference-finished` of its iteration keeps the whole text. A reader that joins late sees that text instead.
+ */
+export interface TextDeltaEvent {
+  type: "text-delta";
+  iteration: number;
+  delta: string;
+  timestampMs: number;
+  sessionId: string;
+  inferenceId: string;
+}
+
+/** What a live reader that asked for text deltas reads: the stored events, with the deltas between them. */
+export type LiveEvent = HookboxEvent | TextDeltaEvent;

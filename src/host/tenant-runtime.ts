@@ -203,7 +203,7 @@ export async function createTenantRuntime(
       return startLoop(turn, {
         model: newModel(resume?.iterations ?? 0),
         ...(newFallback ? { fallbackModel: newFallback(resume?.iterations ?? 0) } : {}),
-        stream: extras.stream,
+        stream: extras.stream ?? config.stream,
         ...(extras.providerTools ? { providerTools: extras.providerTools } : {}),
         components: components(runId, trace),
         trace,

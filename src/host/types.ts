@@ -1,7 +1,7 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookPayload, Tags, UserContext } from "../contracts/context.js";
-import type { FinalStatus, HookboxEvent } from "../events/types.js";
+import type { FinalStatus, HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js";
 import type { CapabilityGrants } from "../capabilities/grants.js";
 import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "./usage.js";
@@ -80,6 +80,8 @@ export interface RunPersistence {
   onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
   /** Called for every event, in seq order, before it is delivered to readers. */
   onEvent(event: HookboxEvent): void;
+  /** Called for every text delta (never stored): live readers get it after the events emitted before it. */
+  onLiveEvent?(event: TextDeltaEvent): void;
   /** Resolves once every event handed to `onEvent` is committed or refused: the loop awaits it after its final event. */
   settled?(): Promise<void>;
   /** Called once per hook chain evaluation, active or shadow (what replay and the shadow report read). */
@@ -120,6 +122,8 @@ export interface TenantConfig {
   /** USD per million tokens by model id (`"*"` for any other); needed for maxCostUsd. */
   pricing?: Pricing;
   limits?: Partial<SandboxLimits>;
+  /** Ask the model for streamed answers (doStream): live readers get `text-delta` events as the text comes. */
+  stream?: boolean;
   /** "process-per-tenant": this tenant's isolates get a worker process of their own (default: the pool's, "shared"). */
   isolation?: Isolation;
   /** The tier the tenant's isolates are placed by: tenants of two cordons never share a worker (default "default"). */
@@ -163,8 +167,12 @@ export interface RunHandle {
   readonly runId: string;
   readonly sessionId: string;
   readonly inferenceId: string;
-  /** Every event of the run from seq 1, then live ones; ends after `run-finished`. */
+  /**
+   * Every event of the run from seq 1, then live ones; ends after `run-finished`. With `{textDeltas: true}`
+   * also the `text-delta` events of a streaming model that arrive while it reads (live only, no seq).
+   */
   events(fromSeq?: number): AsyncIterable<HookboxEvent>;
+  events(fromSeq: number | undefined, options: { textDeltas: boolean }): AsyncIterable<LiveEvent>;
   /** Resolves when the run has finished (never rejects: failures are a status). */
   wait(): Promise<RunResult>;
   /** Cancels at once: the engine call, running tools, waiting retries, a paused step. */

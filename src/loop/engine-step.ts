@@ -21,6 +21,8 @@ export interface EngineStepOptions {
   providerTools?: ProviderTools;
   signal: AbortSignal;
   stream?: boolean;
+  /** A streamed answer's text as it arrives (each attempt's from its start: a retry follows an inference-retry event). */
+  onTextDelta?: (delta: string) => void;
   deadlineMs?: number;
   trace: RunTrace;
   onRetry(retry: ModelRetry): void;
@@ -47,6 +49,7 @@ export function engineStep(options: EngineStepOptions) {
             ...(options.providerTools ? { providerTools: options.providerTools } : {}),
             signal: options.signal,
             stream: options.stream,
+            ...(options.onTextDelta ? { onTextDelta: options.onTextDelta } : {}),
           }),
       });
       const usage = { inputTokens: answer.value.usage.inputTokens ?? 0, outputTokens: answer.value.usage.outputTokens ?? 0 };

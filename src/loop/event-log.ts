@@ -1,21 +1,31 @@
-import type { EventBody, HookboxEvent } from "../events/types.js";
+import type { EventBody, HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js";
 import { eventJson } from "../events/event-json.js";
 
 export interface EventLogOptions {
   /** Sees each event before any reader (persistence). */
   sink?: (event: HookboxEvent) => void;
+  /** Sees each text delta (persistence passes it on to live readers after the events before it). */
+  liveSink?: (event: TextDeltaEvent) => void;
   /** Decides whether an event is recorded at all (the run's byte budget); a refused one gets no seq and no reader sees it. */
   admit?: (event: HookboxEvent) => boolean;
   firstSeq?: number;
 }
 
+/** A text delta waiting for a reader, with how many events the log held when it came (it follows those). */
+interface QueuedDelta {
+  after: number;
+  event: TextDeltaEvent;
+}
+
 /**
  * The run's event stream: stamps seq (gap-free), time and ids, hands each event to the persistence
- * sink before any reader sees it, and serves replay-then-live async iteration.
+ * sink before any reader sees it, and serves replay-then-live async iteration. Text deltas are live only:
+ * kept nowhere, handed to the readers iterating at that moment (docs/events.md, "Live text").
  */
 export class EventLog {
   private readonly events: HookboxEvent[] = [];
   private readonly waiters = new Set<() => void>();
+  private readonly deltaReaders = new Set<(queued: QueuedDelta) => void>();
   private closed = false;
   private nextSeq: number;
 
@@ -36,27 +46,58 @@ export class EventLog {
     this.options.sink?.(event);
     this.events.push(event);
     if (event.type === "run-finished") this.closed = true;
-    for (const wake of this.waiters) wake();
-    this.waiters.clear();
+    this.wake();
     return event;
+  }
+
+  /** A piece of the model's text as it streams: to live readers only, never stored, no seq. */
+  live(body: Omit<TextDeltaEvent, "timestampMs" | "sessionId" | "inferenceId">): void {
+    if (this.closed) return;
+    const event: TextDeltaEvent = { ...body, timestampMs: Date.now(), ...this.ids };
+    this.options.liveSink?.(event);
+    const queued = { after: this.events.length, event };
+    for (const reader of this.deltaReaders) reader(queued);
+    if (this.deltaReaders.size > 0) this.wake();
   }
 
   get all(): readonly HookboxEvent[] {
     return this.events;
   }
 
-  /** Events with seq >= fromSeq that this process saw, then live ones, ending after run-finished. */
-  async *iterate(fromSeq = 1): AsyncGenerator<HookboxEvent> {
+  /**
+   * Events with seq >= fromSeq that this process saw, then live ones, ending after run-finished; with
+   * `textDeltas`, also the text deltas that come while the reader iterates, each after the events before it.
+   */
+  iterate(fromSeq?: number): AsyncGenerator<HookboxEvent>;
+  iterate(fromSeq: number | undefined, options: { textDeltas: boolean }): AsyncGenerator<LiveEvent>;
+  async *iterate(fromSeq = 1, options: { textDeltas?: boolean } = {}): AsyncGenerator<LiveEvent> {
     let index = this.events.findIndex((e) => e.seq >= fromSeq);
     if (index < 0) index = this.events.length;
-    for (;;) {
-      while (index < this.events.length) {
-        const event = this.events[index++];
-        yield event;
-        if (event.type === "run-finished") return;
+    const deltas: QueuedDelta[] = [];
+    const reader = (queued: QueuedDelta) => deltas.push(queued);
+    if (options.textDeltas) this.deltaReaders.add(reader);
+    try {
+      for (;;) {
+        if (deltas.length > 0 && deltas[0].after <= index) {
+          yield deltas.shift()!.event;
+          continue;
+        }
+        if (index < this.events.length) {
+          const event = this.events[index++];
+          yield event;
+          if (event.type === "run-finished") return;
+          continue;
+        }
+        if (this.closed) return;
+        await new Promise<void>((resolve) => this.waiters.add(resolve));
       }
-      if (this.closed) return;
-      await new Promise<void>((resolve) => this.waiters.add(resolve));
+    } finally {
+      this.deltaReaders.delete(reader);
     }
+  }
+
+  private wake(): void {
+    for (const wake of this.waiters) wake();
+    this.waiters.clear();
   }
 }

@@ -108,6 +108,7 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
     {
       admit: (event) => meter.admit(event),
       sink: (event) => persistence?.onEvent(event),
+      liveSink: (event) => persistence?.onLiveEvent?.(event),
       firstSeq: options.resume?.nextSeq ?? 1,
     },
   );
@@ -267,6 +268,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
         ...(options.providerTools ? { providerTools: options.providerTools } : {}),
         signal,
         stream: options.stream,
+        onTextDelta: (delta) => events.live({ type: "text-delta", iteration: iterations, delta }),
         deadlineMs: options.deadlineMs,
         trace,
         onRetry: (retry) => events.emit({ type: "inference-retry", iteration: iterations, ...retry }),

@@ -1,5 +1,5 @@
 import { HookboxError } from "../errors.js";
-import type { HookboxEvent } from "../events/types.js";
+import type { HookboxEvent, LiveEvent } from "../events/types.js";
 import type { EventLog } from "./event-log.js";
 import type { RunHandle, RunResult, AnswerResult, ApprovalAnswer, OpenApproval } from "../host/types.js";
 import type { Stepper } from "./stepper.js";
@@ -49,8 +49,10 @@ export class RunController implements RunHandle {
     this.result = result;
   }
 
-  events(fromSeq?: number): AsyncIterable<HookboxEvent> {
-    return this.log.iterate(fromSeq);
+  events(fromSeq?: number): AsyncIterable<HookboxEvent>;
+  events(fromSeq: number | undefined, options: { textDeltas: boolean }): AsyncIterable<LiveEvent>;
+  events(fromSeq?: number, options: { textDeltas?: boolean } = {}): AsyncIterable<LiveEvent> {
+    return this.log.iterate(fromSeq, { textDeltas: options.textDeltas ?? false });
   }
 
   wait(): Promise<RunResult> {

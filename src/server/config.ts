@@ -113,6 +113,8 @@ const TenantSchema = z.strictObject({
   /** USD per million tokens by model id; "*" for any model not named. */
   pricing: PricingSchema.optional(),
   limits: LimitsSchema.optional(),
+  /** Ask the model for a streamed answer, so live readers (SSE, the web inspector) see its text as it comes (default false). */
+  stream: z.boolean().optional(),
   /** "process-per-tenant": a worker process of the tenant's own (default "shared"). */
   isolation: z.enum(["shared", "process-per-tenant"]).optional(),
   /** The tier the tenant is in ("free", "paid", "trusted"...; default "default"): two cordons never share a worker. */
@@ -259,6 +261,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (tenant.fallbackModel) config.fallbackModel = modelSpec(file, base, tenant.fallbackModel, `${at}.fallbackModel`, tenant);
     if (tenant.pricing) config.pricing = tenant.pricing;
     if (tenant.isolation) config.isolation = tenant.isolation;
+    if (tenant.stream) config.stream = true;
     if (tenant.cordon) config.cordon = tenant.cordon;
     if (tenant.hostTools) config.hostToolsModule = existingFile(file, base, tenant.hostTools, `${at}.hostTools`);
     const limits = tenant.limits ?? {};

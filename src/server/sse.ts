@@ -21,6 +21,7 @@ export interface StreamRunEventsOptions {
 /**
  * One SSE message per event: `id:` is the event's seq, `data:` the event JSON (its `type` inside, so a
  * plain `onmessage` sees everything). A reconnect with `Last-Event-ID: N` gets seq N+1 onwards.
+ * Text deltas of a streaming model come between them with no `id:` (docs/events.md, "Live text").
  * The stream ends after the run's final `run-finished`. Stored events are read a page at a time, and each
  * write waits for the connection, so a slow reader of a huge run holds one page, not the run.
  */
@@ -33,9 +34,12 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
       const pace = options.pace && ((chars: number) => options.pace!(chars, closed.signal));
       for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, {
         signal: closed.signal,
+        textDeltas: true,
         ...(pace ? { pace } : {}),
       })) {
-        await stream.writeSSE({ id: String(item.seq), data: redactEventText(item, options.redact) });
+        // A text delta has no id: Last-Event-ID names stored events only.
+        if (item.seq === undefined) await stream.writeSSE({ data: item.json });
+        else await stream.writeSSE({ id: String(item.seq), data: redactEventText(item, options.redact) });
       }
     } finally {
       clearInterval(heartbeat);

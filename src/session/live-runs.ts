@@ -1,6 +1,6 @@
 import { HookboxError } from "../errors.js";
 import type { AnswerResult, ApprovalAnswer, RunHandle, RunResult, StartRunRequest, TenantRuntime } from "../host/types.js";
-import type { HookboxEvent } from "../events/types.js";
+import type { HookboxEvent, LiveEvent } from "../events/types.js";
 import { readRunEvents } from "./read-events.js";
 import type { Block } from "../turns/turn.js";
 import type { Store } from "../store/types.js";
@@ -117,7 +117,7 @@ export class LiveRuns {
   /** Starts a run on `runtime` with stored persistence; the session stays busy until its final event is committed. */
   launch(launch: LaunchOptions): RunHandle {
     const { runtime, request } = launch;
-    const feed = new RunFeed();
+    const feed = new RunFeed(launch.persistence.from?.lastSeq ?? 0);
     const run: LiveRun = {
       runId: request.runId,
       sessionId: request.sessionId,
@@ -147,8 +147,8 @@ export class LiveRuns {
       throw error;
     }
     // Readers of the handle get events once committed, as every other reader of the session does.
-    run.handle = handle = new CommittedEventsHandle(handle, (fromSeq) =>
-      readRunEvents({ store: this.store, runId: run.runId, afterSeq: fromSeq - 1, feed: () => this.feed(run.runId) }),
+    run.handle = handle = new CommittedEventsHandle(handle, (fromSeq, textDeltas) =>
+      readRunEvents({ store: this.store, runId: run.runId, afterSeq: fromSeq - 1, feed: () => this.feed(run.runId), textDeltas }),
     );
     // The loop catches its own failures; a rejection here is a host bug. It fails this run (HOST_FAULT), is
     // logged once, and never escapes as an unhandled rejection that could take the process down.
@@ -192,7 +192,7 @@ export class LiveRuns {
 class CommittedEventsHandle implements RunHandle {
   constructor(
     private readonly inner: RunHandle,
-    private readonly committedEvents: (fromSeq: number) => AsyncIterable<HookboxEvent>,
+    private readonly committedEvents: (fromSeq: number, textDeltas: boolean) => AsyncIterable<LiveEvent>,
   ) {}
   get runId() {
     return this.inner.runId;
@@ -209,8 +209,10 @@ class CommittedEventsHandle implements RunHandle {
   get openApprovals() {
     return this.inner.openApprovals;
   }
-  events(fromSeq = 1): AsyncIterable<HookboxEvent> {
-    return this.committedEvents(fromSeq);
+  events(fromSeq?: number): AsyncIterable<HookboxEvent>;
+  events(fromSeq: number | undefined, options: { textDeltas: boolean }): AsyncIterable<LiveEvent>;
+  events(fromSeq = 1, options: { textDeltas?: boolean } = {}): AsyncIterable<LiveEvent> {
+    return this.committedEvents(fromSeq, options.textDeltas ?? false);
   }
   wait(): Promise<RunResult> {
     return this.inner.wait();

@@ -25,7 +25,7 @@ import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText }
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
-import { readRunEvents, readRunEventTexts, type ReadRunEventsOptions } from "./read-events.js";
+import { readRunEvents, readRunEventTexts, type LiveDeltaText, type ReadRunEventsOptions } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions, type SessionOwner } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
@@ -222,8 +222,12 @@ export class SessionManager implements SessionOwner {
     return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });
   }
 
-  /** The same events as JSON text, stored ones as stored (what SSE sends). */
-  eventTexts(runId: string, afterSeq = 0, options: Pick<ReadRunEventsOptions, "signal" | "pace"> = {}): AsyncIterable<StoredEventText> {
+  /** The same events as JSON text, stored ones as stored (what SSE sends); with `textDeltas`, the live text deltas too (no seq). */
+  eventTexts(
+    runId: string,
+    afterSeq = 0,
+    options: Pick<ReadRunEventsOptions, "signal" | "pace" | "textDeltas"> = {},
+  ): AsyncIterable<StoredEventText | LiveDeltaText> {
     return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...options });
   }
 

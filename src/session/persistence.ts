@@ -1,5 +1,5 @@
 import type { Block, Turn } from "../turns/turn.js";
-import type { HookboxEvent } from "../events/types.js";
+import type { HookboxEvent, TextDeltaEvent } from "../events/types.js";
 import type { SnapshotPhase, RunPersistence, ChainVerdict, RunResult } from "../host/types.js";
 import type { RunWrite, Store } from "../store/types.js";
 import { HookboxError, isHookboxError } from "../errors.js";
@@ -93,6 +93,12 @@ export class StoredRunPersistence implements RunPersistence {
         this.failure ??= error;
       },
     );
+  };
+
+  /** Never stored: published once the events emitted before it are committed and published, so readers keep the order. */
+  readonly onLiveEvent = (event: TextDeltaEvent): void => {
+    if (this.frozen || this.failure) return;
+    void this.writes.then(() => this.options.feed.publishDelta(event));
   };
 
   readonly onHookCall = (verdict: ChainVerdict): void => {

@@ -38,6 +38,7 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       runDefaults: config.runDefaults,
       budgets: config.budgets,
       userContextToModel: config.userContextToModel,
+      stream: config.stream,
     }),
   ) as JsonObject;
 }
@@ -69,6 +70,7 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   if (budgets) config.budgets = budgets;
   const userContextToModel = override?.userContextToModel ?? record.userContextToModel;
   if (userContextToModel !== undefined) config.userContextToModel = userContextToModel;
+  if (override?.stream ?? record.stream) config.stream = true;
   return config;
 }
 

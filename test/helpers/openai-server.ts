@@ -9,6 +9,8 @@ export interface FakeReply {
   headers?: Record<string, string>;
   /** Token counts reported in `usage` (default 11 in, 7 out). */
   usage?: { input: number; output: number };
+  /** Streaming only: after this many 5-character pieces of `text`, wait for `until` before sending the rest. */
+  hold?: { afterPieces: number; until: Promise<void> };
 }
 
 /**
@@ -49,7 +51,11 @@ export async function startOpenAIServer(
         res.write(
           `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", created: 1, model: body.model, choices: [{ index: 0, delta, finish_reason }], ...extra })}\n\n`,
         );
-      if (reply.text) for (const piece of reply.text.match(/.{1,5}/g) ?? []) chunk({ role: "assistant", content: piece }, null);
+      const pieces = reply.text?.match(/.{1,5}/gs) ?? [];
+      for (const [index, piece] of pieces.entries()) {
+        if (reply.hold && index === reply.hold.afterPieces) await reply.hold.until;
+        chunk({ role: "assistant", content: piece }, null);
+      }
       if (toolCalls.length) chunk({ role: "assistant", tool_calls: toolCalls }, null);
       chunk({}, finish, { usage });
       res.end("data: [DONE]\n\n");
