@@ -10,6 +10,7 @@ import { TokenBucket } from "./rate-limit.js";
 import { streamRunEvents } from "./sse.js";
 import { TenantSlots } from "./tenant-slots.js";
 import { EventReplayBudget } from "./event-replay-budget.js";
+import { registerListRoutes } from "./list-routes.js";
 import { registerUsageRoute } from "./usage-route.js";
 import { parseTraceparent } from "../telemetry/run-trace.js";
 import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
@@ -188,6 +189,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
   });
 
   registerUsageRoute(app, manager);
+  registerListRoutes(app, { manager, redact });
   registerPolicyRoutes(app, policy && { ...policy, tenants });
 
   return app;

@@ -5,6 +5,7 @@ import { packageRoot } from "../../codegen/package-root.js";
 import { JsonSchema } from "../turns/json.js";
 import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
 import { UsageReport } from "./usage-route.js";
+import { ApprovalList, RunList } from "./list-routes.js";
 import { DeployBody, ReplayBody, UploadBody } from "./policy-routes.js";
 
 /*
@@ -44,6 +45,8 @@ const schemas = {
   ApprovalAnswered: z.object({ pauseId: z.string(), decision: z.enum(["approved", "rejected"]) }),
   Cancelled: z.object({ cancelled: z.literal(true) }),
   UsageReport,
+  ApprovalList,
+  RunList,
   UploadBody,
   DeployBody,
   ReplayBody,
@@ -221,6 +224,49 @@ export const operations: Operation[] = [
       },
     ],
     responses: { 200: { description: "the totals", schema: "UsageReport" }, ...errorResponses(400, 401, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/approvals",
+    summary: "Every open approval of the tenant, across its runs, oldest first (tool, arguments, the hook's reason, deadline)",
+    responses: { 200: { description: "the open approvals", schema: "ApprovalList" }, ...errorResponses(401, 429) },
+  },
+  {
+    method: "get",
+    path: "/v1/runs",
+    summary: "The tenant's runs, latest first, filtered by session, status and start time, a page at a time",
+    parameters: [
+      { name: "sessionId", in: "query", required: false, description: "runs of this session only", schema: { type: "string" } },
+      {
+        name: "status",
+        in: "query",
+        required: false,
+        description: "runs in this status only",
+        schema: { type: "string", enum: ["running", "completed", "failed", "aborted", "cancelled", "interrupted"] },
+      },
+      {
+        name: "since",
+        in: "query",
+        required: false,
+        description: "runs started at or after this ISO 8601 time",
+        schema: { type: "string", examples: ["2026-11-01T00:00:00Z"] },
+      },
+      {
+        name: "before",
+        in: "query",
+        required: false,
+        description: "runs started before this run (the previous page's `next`)",
+        schema: { type: "string" },
+      },
+      {
+        name: "limit",
+        in: "query",
+        required: false,
+        description: "runs per page, 1-200 (default 50)",
+        schema: { type: "string", pattern: "^\\d{1,3}$" },
+      },
+    ],
+    responses: { 200: { description: "a page of runs", schema: "RunList" }, ...errorResponses(400, 401, 429) },
   },
   ...policyOperations(),
 ];

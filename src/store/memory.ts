@@ -28,6 +28,8 @@ import type {
   Store,
   StoredEventText,
   StoredTurn,
+  TenantPauseRecord,
+  TenantRunQuery,
   TenantUsage,
   WriteOptions,
 } from "./types.js";
@@ -230,6 +232,35 @@ export class MemoryStore extends StoreBase implements Store {
 
   async openPauses(runId: string): Promise<PauseRecord[]> {
     return [...(this.runs.get(runId)?.pauses.values() ?? [])];
+  }
+
+  async listTenantPauses(tenant: string): Promise<TenantPauseRecord[]> {
+    const pauses: TenantPauseRecord[] = [];
+    for (const { record, pauses: open } of this.runs.values()) {
+      if (record.status !== "running" || this.sessions.get(record.sessionId)?.record.tenant !== tenant) continue;
+      for (const pause of open.values()) pauses.push({ ...structuredClone(pause), sessionId: record.sessionId });
+    }
+    return pauses.sort((a, b) => a.openedMs - b.openedMs);
+  }
+
+  async listTenantRuns(query: TenantRunQuery): Promise<RunRecord[]> {
+    // Map order is creation order: the same tie-break as SQLite's rowid.
+    const all = [...this.runs.values()]
+      .map((state) => state.record)
+      .filter((run) => this.sessions.get(run.sessionId)?.record.tenant === query.tenant);
+    const latestFirst = all.map((run, index) => ({ run, index })).sort((a, b) => b.run.startedMs - a.run.startedMs || b.index - a.index);
+    const before = query.beforeRunId === undefined ? -1 : latestFirst.findIndex(({ run }) => run.id === query.beforeRunId);
+    return latestFirst
+      .slice(before + 1)
+      .map(({ run }) => run)
+      .filter(
+        (run) =>
+          (query.sessionId === undefined || run.sessionId === query.sessionId) &&
+          (query.status === undefined || run.status === query.status) &&
+          (query.sinceMs === undefined || run.startedMs >= query.sinceMs),
+      )
+      .slice(0, query.limit)
+      .map((run) => structuredClone(run));
   }
 
   async listToolResults(runId: string): Promise<Map<string, Block>> {

@@ -38,6 +38,17 @@ const SQL = {
   closePause: "UPDATE pauses SET closed_reason = ? WHERE pause_id = ? AND run_id = ?",
   closeAllPauses: "UPDATE pauses SET closed_reason = ? WHERE run_id = ? AND closed_reason IS NULL",
   openPauses: "SELECT * FROM pauses WHERE run_id = ? AND closed_reason IS NULL ORDER BY opened_ms",
+  // Open pauses only exist on running runs (a run's end closes them), so runs_by_status finds them.
+  tenantPauses: `SELECT p.*, r.session_id FROM runs r JOIN sessions s ON s.id = r.session_id
+      JOIN pauses p ON p.run_id = r.id AND p.closed_reason IS NULL
+    WHERE r.status = 'running' AND s.tenant = ? ORDER BY p.opened_ms, p.rowid`,
+  tenantRuns: `SELECT r.* FROM runs r JOIN sessions s ON s.id = r.session_id
+    WHERE s.tenant = ?1
+      AND (?2 IS NULL OR r.session_id = ?2)
+      AND (?3 IS NULL OR r.status = ?3)
+      AND (?4 IS NULL OR r.started_ms >= ?4)
+      AND (?5 IS NULL OR (r.started_ms, r.rowid) < (SELECT started_ms, rowid FROM runs WHERE id = ?5))
+    ORDER BY r.started_ms DESC, r.rowid DESC LIMIT ?6`,
   // A session's log: positions are handed out from sessions.log_length, in the write's transaction.
   growLog: "UPDATE sessions SET log_length = log_length + ? WHERE id = ? RETURNING log_length",
   insertLogBlock: "INSERT INTO session_log (session_id, pos, block) VALUES (?, ?, ?)",

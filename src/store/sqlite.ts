@@ -32,6 +32,8 @@ import type {
   Store,
   StoredEventText,
   StoredTurn,
+  TenantPauseRecord,
+  TenantRunQuery,
   TenantUsage,
   WriteOptions,
 } from "./types.js";
@@ -217,6 +219,27 @@ export class SqliteStore extends StoreBase implements Store {
   async openPauses(runId: string): Promise<PauseRecord[]> {
     this.settle();
     return (this.statements.openPauses.all(runId) as PauseRow[]).map(rowToPause);
+  }
+
+  async listTenantPauses(tenant: string): Promise<TenantPauseRecord[]> {
+    this.settle();
+    return (this.statements.tenantPauses.all(tenant) as (PauseRow & { session_id: string })[]).map((row) => ({
+      ...rowToPause(row),
+      sessionId: row.session_id,
+    }));
+  }
+
+  async listTenantRuns(query: TenantRunQuery): Promise<RunRecord[]> {
+    this.settle();
+    const rows = this.statements.tenantRuns.all(
+      query.tenant,
+      query.sessionId ?? null,
+      query.status ?? null,
+      query.sinceMs ?? null,
+      query.beforeRunId ?? null,
+      query.limit,
+    ) as RunRow[];
+    return rows.map(rowToRun);
   }
 
   async listToolResults(runId: string): Promise<Map<string, Block>> {

@@ -162,6 +162,21 @@ export interface PauseRecord {
   openedMs: number;
 }
 
+/** An open pause of a tenant's run, with the run's session (the approvals inbox). */
+export type TenantPauseRecord = PauseRecord & { sessionId: string };
+
+/** Which of a tenant's runs to list (`Store.listTenantRuns`): every given filter holds. */
+export interface TenantRunQuery {
+  tenant: string;
+  sessionId?: string;
+  status?: StoredRunStatus;
+  /** Runs started at or after this time (epoch ms). */
+  sinceMs?: number;
+  /** Runs started before this run (the previous page's last run id). */
+  beforeRunId?: string;
+  limit: number;
+}
+
 export interface SessionSummary {
   id: string;
   tenant: string;
@@ -244,6 +259,10 @@ export interface Store extends PolicyStore, RunSearch {
   listSnapshots(runId: string): Promise<SnapshotRecord[]>;
 
   openPauses(runId: string): Promise<PauseRecord[]>;
+  /** The open pauses of a tenant's running runs (approvals and step pauses), oldest first. */
+  listTenantPauses(tenant: string): Promise<TenantPauseRecord[]>;
+  /** A tenant's runs, latest first (by start, then creation order), at most `limit`. */
+  listTenantRuns(query: TenantRunQuery): Promise<RunRecord[]>;
 
   /** The tool-result journal: a committed result is never executed again on resume. */
   recordToolResult(runId: string, callId: string, toolUse: Block, options?: WriteOptions): Promise<void>;

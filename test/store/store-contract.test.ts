@@ -27,6 +27,53 @@ describe.each(stores)("%s store", (_name, open) => {
     expect((await store.listSessions()).map((s) => s.id).sort()).toEqual(["s1", "s2"]);
   });
 
+  it("lists a tenant's open pauses across its running runs, oldest first, and its runs latest first with filters", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createSession(session("s2", "acme"));
+    await store.createSession(session("s3", "globex"));
+    await store.createRun({ ...run("r1", "s1"), startedMs: 1000 });
+    await store.createRun({ ...run("r2", "s2"), startedMs: 2000 });
+    await store.createRun({ ...run("r3", "s3"), startedMs: 3000 });
+    await store.createRun({ ...run("r4", "s1"), startedMs: 2000 });
+    const ask = (runId: string, seq: number, pauseId: string, timestampMs: number) => ({
+      ...event(runId, seq, {
+        type: "approval.requested",
+        pauseId,
+        callId: "c1",
+        name: "refund",
+        args: { amount: 5 },
+        reason: "why",
+        script: "policy",
+        deadlineMs: 9000,
+      }),
+      timestampMs,
+    });
+    await store.appendEvent("r2", ask("r2", 1, "p2", 500));
+    await store.appendEvent("r1", ask("r1", 1, "p1", 700));
+    await store.appendEvent("r3", ask("r3", 1, "p3", 100));
+    const pauses = await store.listTenantPauses("acme");
+    expect(pauses.map((p) => [p.pauseId, p.runId, p.sessionId, p.phase])).toEqual([
+      ["p2", "r2", "s2", "approval"],
+      ["p1", "r1", "s1", "approval"],
+    ]);
+    expect(pauses[0].pendingToolCalls).toEqual([{ id: "c1", name: "refund", args: { amount: 5 }, reason: "why", script: "policy" }]);
+    // A run's end closes its pauses: its approval leaves the list.
+    await store.appendEvent("r2", event("r2", 2, { type: "run-finished", status: "cancelled", iterations: 0 }));
+    expect((await store.listTenantPauses("acme")).map((p) => p.pauseId)).toEqual(["p1"]);
+
+    const ids = async (query: Partial<Parameters<Store["listTenantRuns"]>[0]>) =>
+      (await store.listTenantRuns({ tenant: "acme", limit: 10, ...query })).map((r) => r.id);
+    expect(await ids({})).toEqual(["r4", "r2", "r1"]);
+    expect(await ids({ sessionId: "s1" })).toEqual(["r4", "r1"]);
+    expect(await ids({ status: "cancelled" })).toEqual(["r2"]);
+    expect(await ids({ sinceMs: 2000 })).toEqual(["r4", "r2"]);
+    expect(await ids({ limit: 1 })).toEqual(["r4"]);
+    expect(await ids({ beforeRunId: "r4" })).toEqual(["r2", "r1"]);
+    expect(await ids({ beforeRunId: "r2", limit: 1 })).toEqual(["r1"]);
+    expect(await ids({ sessionId: "s3" })).toEqual([]);
+  });
+
   it("appends events gap-free and refuses a seq that does not follow", async () => {
     store = open();
     await store.createSession(session());
