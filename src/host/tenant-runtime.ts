@@ -68,6 +68,8 @@ export interface TenantRuntimeExtras {
    * like any other (docs/capabilities.md); tests give a resolver of their own to play an attacker's DNS.
    */
   resolveHost?: ResolveHost;
+  /** Called after every hook call (host or sandboxed, active or shadow) with its wall time: the server's metrics. */
+  onHookTimed?(hook: string, durationMs: number): void;
 }
 
 export interface DeploymentScripts {
@@ -140,7 +142,7 @@ export async function createTenantRuntime(
     async (events: EventLog, accounting: RunAccounting): Promise<LoopComponents> => {
       // Without export the hook providers stay as they are: the hook round trip pays nothing for tracing.
       const traced = (provider: HookProvider, bundleHash?: string, shadow = false) =>
-        tracing ? tracedHookProvider(provider, trace, bundleHash, shadow) : provider;
+        timedHookProvider(tracing ? tracedHookProvider(provider, trace, bundleHash, shadow) : provider, extras.onHookTimed);
       const granted = capabilities.forRun({
         emit: (event) => events.emit(event),
         // A guard call is counted like an inference of the run: its tokens, its cost by the tenant's pricing.
@@ -288,4 +290,21 @@ function buildRegistry(host: HostModule, manifests: ScriptManifest[], schemas: T
     }
   }
   return registry;
+}
+
+/** The provider with each call's wall time reported to `onTimed` (none: the provider itself). */
+function timedHookProvider(provider: HookProvider, onTimed: TenantRuntimeExtras["onHookTimed"]): HookProvider {
+  if (!onTimed) return provider;
+  return {
+    ...provider,
+    has: (hook) => provider.has(hook),
+    call: async (hook, payload) => {
+      const started = performance.now();
+      try {
+        return await provider.call(hook, payload);
+      } finally {
+        onTimed(hook, performance.now() - started);
+      }
+    },
+  };
 }

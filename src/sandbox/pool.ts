@@ -70,6 +70,10 @@ export interface PoolStats {
   maxTenantsPerWorker: number;
   /** Each live shared worker's tenant count, with its cordon and role: none above the cap. */
   tenantsPerWorker: { cordon: string; role: "normal" | "quarantine"; tenants: number }[];
+  /** Workers lost so far by why (a watchdog's kill, a crash); their tenants' next calls start new ones. Retired and closed ones are not counted. */
+  workerRestarts: { "killed-overdue": number; "killed-memory": number; crashed: number };
+  /** Tenants (owners) running apart in the quarantine worker after a breach. */
+  quarantinedTenants: number;
 }
 
 export interface WorkerInfo {
@@ -119,6 +123,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
   const maxPayloadBytes = options.maxPayloadBytes ?? 8 * 1048576;
   const maxTenantsPerWorker = options.maxTenantsPerWorker ?? DEFAULT_MAX_TENANTS_PER_WORKER;
   checkMaxTenantsPerWorker(maxTenantsPerWorker);
+  const workerRestarts = { "killed-overdue": 0, "killed-memory": 0, crashed: 0 };
   const supervisor = new Supervisor({
     workerPath: options.workerPath ?? defaultWorkerPath(),
     launcher,
@@ -133,6 +138,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
       return live.evictLeastRecent((tenant) => tenantsThere.has(tenant.tenant));
     },
     onWorkerLost: (worker, exit) => {
+      if (exit.reason !== "retired" && exit.reason !== "closed") workerRestarts[exit.reason] += 1;
       for (const tenant of tenants.values()) tenant.onWorkerLost(worker, exit);
     },
     onWorkerRetiring: (worker) => {
@@ -204,6 +210,8 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         workers: supervisor.workers().length,
         maxTenantsPerWorker,
         tenantsPerWorker: shared.map((worker) => ({ cordon: supervisor.cordon(worker), role: worker.role, tenants: worker.tenants.size })),
+        workerRestarts: { ...workerRestarts },
+        quarantinedTenants: [...standings.values()].filter((standing) => standing.quarantined).length,
       };
     },
     async close(): Promise<void> {

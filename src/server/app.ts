@@ -5,8 +5,14 @@ import type { RunOptions } from "../host/types.js";
 import type { ServerConfig } from "./config.js";
 import { sha256Hex } from "./config.js";
 import { ApiError, errorResponse } from "./api-error.js";
-import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, readBody } from "./bodies.js";
-import { TokenBucket } from "./rate-limit.js";
+import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody, readBody } from "./bodies.js";
+import type { TokenBucket } from "./rate-limit.js";
+import { LiveConfig } from "./live-config.js";
+import { registerAdminRoutes, type AdminServices } from "./admin-routes.js";
+import type { MetricGauges } from "./metrics.js";
+import { DEFAULT_STREAM_TOKEN_TTL_MS, StreamTokens } from "./stream-token.js";
+import { corsFor } from "./cors.js";
+import { DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE, readSessionCursor, sessionCursor } from "./session-cursor.js";
 import { streamRunEvents } from "./sse.js";
 import { TenantSlots } from "./tenant-slots.js";
 import { EventReplayBudget } from "./event-replay-budget.js";
@@ -24,6 +30,10 @@ type Env = { Variables: { tenant: string } };
 
 export interface AppOptions {
   config: ServerConfig;
+  /** The configuration a reload replaces (default: `config`, never reloaded). */
+  live?: LiveConfig;
+  /** GET /metrics and POST /v1/admin/reload (src/server/admin-routes.ts); absent: not served. */
+  admin?: Omit<AdminServices, "live" | "gauges"> & { gauges: Omit<MetricGauges, "openStreams"> };
   manager: SessionManager;
   /** True once SIGTERM arrived: no new runs. */
   draining(): boolean;
@@ -37,30 +47,41 @@ export interface AppOptions {
  * The HTTP API of docs/http-api.md (described to clients by openapi.ts). A key sees only its own tenant: another tenant's session,
  * run or pause answers 404, exactly as an unknown one does, so ids cannot be probed.
  */
-export function createApp({ config, manager, draining, redact = (text) => text, policy }: AppOptions): Hono<Env> {
+export function createApp({
+  config,
+  live = new LiveConfig(config),
+  manager,
+  draining,
+  redact = (text) => text,
+  policy,
+  admin,
+}: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
-  const tenants = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant]));
-  const runBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.runsPerMinute)]));
-  const requestBuckets = new Map(config.tenants.map((tenant) => [tenant.config.name, new TokenBucket(tenant.requestsPerMinute)]));
-
+  const tenants = live.tenants;
   const streams = new TenantSlots("TOO_MANY_STREAMS", "event streams open", "close one first");
   const replayed = new EventReplayBudget();
+  const streamTokens = new StreamTokens();
 
   app.onError((error, c) => errorResponse(c, error, redact));
   app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${c.req.path}`), redact));
+  // First, so a browser's preflight (OPTIONS, no key) is answered before any key check.
+  app.use("*", corsFor(live));
 
   app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
   // The API's description is public (no key), like /healthz: registered before the key check.
   const openapi = openApiDocument();
   app.get("/v1/openapi.json", (c) => c.json(openapi));
 
+  if (admin) registerAdminRoutes(app, { ...admin, live, gauges: { ...admin.gauges, openStreams: () => streams.taken() } });
+
   app.use("/v1/*", async (c, next) => {
+    if (c.req.path.startsWith("/v1/admin/")) return next(); // the operator's keys, checked by admin-routes.ts
     const header = c.req.header("authorization") ?? "";
     const key = header.startsWith("Bearer ") ? header.slice(7).trim() : (c.req.header("x-api-key") ?? "");
-    if (!key) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
-    const tenant = config.keys.get(sha256Hex(key));
-    if (!tenant) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
-    limit(requestBuckets.get(tenant)!, `tenant ${tenant} exceeded ${tenants.get(tenant)!.requestsPerMinute} requests per minute`);
+    const tenant = key ? live.current.keys.get(sha256Hex(key)) : streamTokenTenant(c, streamTokens);
+    if (!key && tenant === undefined) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
+    if (tenant === undefined || !tenants.has(tenant)) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
+    limit(live.requestBucket(tenant), `tenant ${tenant} exceeded ${tenants.get(tenant)!.requestsPerMinute} requests per minute`);
     c.set("tenant", tenant);
     await next();
   });
@@ -87,7 +108,7 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
   const admitRun = (tenant: string) => {
     if (draining())
       throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
-    limit(runBuckets.get(tenant)!, `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`);
+    limit(live.runBucket(tenant), `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`);
   };
 
   app.post("/v1/sessions", async (c) => {
@@ -102,7 +123,18 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
     return c.json({ sessionId: session.id }, 201);
   });
 
-  app.get("/v1/sessions", async (c) => c.json({ sessions: await manager.list({ tenant: c.get("tenant") }) }));
+  app.get("/v1/sessions", async (c) => {
+    const limit = Math.min(queryCount(c, "limit") ?? DEFAULT_SESSIONS_PAGE, MAX_SESSIONS_PAGE);
+    const cursor = c.req.query("cursor");
+    const after = cursor === undefined ? undefined : readSessionCursor(cursor);
+    const sessions = await manager.list({ tenant: c.get("tenant"), limit: limit + 1, ...(after ? { after } : {}) });
+    const page = sessions.slice(0, limit);
+    const last = page.at(-1);
+    return c.json({
+      sessions: page,
+      ...(sessions.length > limit && last ? { nextCursor: sessionCursor({ createdMs: last.createdMs, id: last.id }) } : {}),
+    });
+  });
 
   app.get("/v1/sessions/:sessionId", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
@@ -156,6 +188,8 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
         `Last-Event-ID must be an event seq (a non-negative integer), got "${raw.slice(0, 40)}"`,
         "Last-Event-ID",
       );
+    // Nothing more will come (an EventSource reconnecting after run-finished): 204 stops its reconnects.
+    if (run.status !== "running" && Number(raw.trim()) >= run.lastSeq) return c.body(null, 204);
     const tenant = tenants.get(c.get("tenant"))!;
     const release = streams.take(tenant.config.name, tenant.maxEventStreams);
     return streamRunEvents(c, {
@@ -176,6 +210,13 @@ export function createApp({ config, manager, draining, redact = (text) => text, 
     if (!handle || !handle.continue(pauseId))
       throw new ApiError(404, "NOT_FOUND", `run ${run.id} has no open pause ${pauseId}`, "$.pauseId");
     return c.json({ continued: true });
+  });
+
+  app.post("/v1/runs/:runId/stream-token", async (c) => {
+    const run = await ownedRun(c, c.req.param("runId"));
+    const body = await readBody(c, StreamTokenBody, { emptyAs: {} });
+    const { token, expiresMs } = streamTokens.issue(run.id, c.get("tenant"), body.ttlMs ?? DEFAULT_STREAM_TOKEN_TTL_MS);
+    return c.json({ token, expiresMs, url: `/v1/runs/${run.id}/events?token=${token}` }, 201);
   });
 
   approvalRoute(app, { manager, ownedRun });
@@ -207,4 +248,14 @@ function queryCount(c: Context<Env>, name: string): number | undefined {
 function limit(bucket: TokenBucket, message: string): void {
   const waitMs = bucket.take();
   if (waitMs > 0) throw new ApiError(429, "RATE_LIMITED", message, undefined, { "retry-after": String(Math.ceil(waitMs / 1000)) });
+}
+
+/** `?token=` on a run's event stream: the tenant of a valid stream token for that run (never logged, never echoed). */
+function streamTokenTenant(c: Context<Env>, tokens: StreamTokens): string | undefined {
+  const token = c.req.query("token");
+  const match = /^\/v1\/runs\/([^/]+)\/events$/.exec(c.req.path);
+  if (token === undefined || !match || c.req.method !== "GET") return undefined;
+  const tenant = tokens.verify(token, match[1]);
+  if (tenant === undefined) throw new ApiError(401, "UNAUTHORIZED", "the stream token is invalid, expired or for another run");
+  return tenant;
 }

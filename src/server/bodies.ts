@@ -6,6 +6,7 @@ import { ApiError } from "./api-error.js";
 import { jsonPath } from "../contracts/json-path.js";
 import { exceedsJsonLimits } from "./json-limits.js";
 import { ModelSettingsInput, SystemInput } from "../engine/model-settings.js";
+import { MAX_STREAM_TOKEN_TTL_MS } from "./stream-token.js";
 
 /** No pause waits longer than a day, whatever a tenant's limits say. */
 const MAX_PAUSE_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -55,6 +56,11 @@ export const ApprovalBody = z
     message: "approvedBy goes with decision approve",
     path: ["approvedBy"],
   });
+
+export const StreamTokenBody = z.strictObject({
+  /** How long the token is valid, ms (default 300000, at most 3600000). */
+  ttlMs: z.number().int().min(1000).max(MAX_STREAM_TOKEN_TTL_MS).optional(),
+});
 
 export const ForkBody = z.strictObject({ runId: z.string().min(1).optional() });
 

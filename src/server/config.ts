@@ -135,6 +135,8 @@ const TenantSchema = z.strictObject({
     })
     .optional(),
   capabilityLimits: CapabilityLimitsSchema.optional(),
+  /** Sessions whose last run started more than runsDays ago are deleted, with everything of them. */
+  retention: z.strictObject({ runsDays: z.number().positive().max(36500) }).optional(),
   /** Instructions for every run of the tenant (a session's or run's own replace them). */
   system: SystemInput.optional(),
   /** Model settings for every run of the tenant (a session's or run's merge over them key by key). */
@@ -164,6 +166,16 @@ const ConfigSchema = z.strictObject({
       maxConnections: positiveInt.optional(),
       /** Time a client has to send a request's headers and body, ms (default 30000); then 408 and closed. */
       requestTimeoutMs: positiveInt.optional(),
+      /** Operator keys: GET /metrics and /v1/admin/* (never a tenant's routes). */
+      adminKeys: z.array(ApiKeySchema).optional(),
+      /** Browser origins allowed to call the API (CORS); none: no CORS headers at all. */
+      cors: z
+        .strictObject({
+          origins: z.array(
+            z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be an origin: scheme, host and port, no path ("https://app.example.com")'),
+          ),
+        })
+        .optional(),
     })
     .optional(),
 });
@@ -174,6 +186,8 @@ export interface ServedTenant {
   requestsPerMinute: number;
   maxStoreBytes: number;
   maxEventStreams: number;
+  /** Days a session is kept after its last run started (none: forever). */
+  retentionDays?: number;
   maxReplaysInFlight: number;
   maxUploadsInFlight: number;
   replayCpuMs: number;
@@ -204,6 +218,10 @@ export interface ServerConfig {
   /** Absent: derived from the descriptor limit (src/server/connections.ts). */
   maxConnections?: number;
   requestTimeoutMs?: number;
+  /** SHA-256 hex of each operator key (GET /metrics, /v1/admin/*). */
+  adminKeys: Set<string>;
+  /** Origins allowed by CORS; empty: CORS off. */
+  corsOrigins: string[];
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -243,15 +261,8 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     names.set(tenant.name, t);
     tenant.apiKeys.forEach((key, k) => {
       const where = `${at}.apiKeys[${k}]`;
-      let hash: string;
-      if ("env" in key) {
-        if (!requireKeys) return;
-        const value = env[key.env];
-        if (!value) throw configError(file, `${where}.env`, `environment variable ${key.env} is not set`);
-        hash = sha256Hex(value);
-      } else {
-        hash = key.sha256.toLowerCase();
-      }
+      const hash = keyHash(file, key, where, env, requireKeys);
+      if (hash === undefined) return;
       if (keyOwners.has(hash)) throw configError(file, where, `duplicate key (the same key as ${keyOwners.get(hash)})`);
       keyOwners.set(hash, where);
       keys.set(hash, tenant.name);
@@ -297,6 +308,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
       requestsPerMinute: limits.requestsPerMinute ?? 6000,
       maxStoreBytes: limits.maxStoreBytes ?? DEFAULT_MAX_STORE_BYTES,
       maxEventStreams: limits.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+      ...(tenant.retention ? { retentionDays: tenant.retention.runsDays } : {}),
       maxReplaysInFlight: limits.maxReplaysInFlight ?? DEFAULT_MAX_REPLAYS_IN_FLIGHT,
       maxUploadsInFlight: limits.maxUploadsInFlight ?? DEFAULT_MAX_UPLOADS_IN_FLIGHT,
       replayCpuMs: limits.replayCpuMs ?? DEFAULT_REPLAY_CPU_MS,
@@ -304,7 +316,18 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     };
   });
   const server = parsed.data.server ?? {};
+  const adminKeys = new Set<string>();
+  (server.adminKeys ?? []).forEach((key, k) => {
+    const where = `server.adminKeys[${k}]`;
+    const hash = keyHash(file, key, where, env, requireKeys);
+    if (hash === undefined) return;
+    if (keyOwners.has(hash)) throw configError(file, where, `duplicate key (the same key as ${keyOwners.get(hash)})`);
+    keyOwners.set(hash, where);
+    adminKeys.add(hash);
+  });
   return {
+    adminKeys,
+    corsOrigins: server.cors?.origins ?? [],
     file: path,
     tenants,
     keys,
@@ -318,6 +341,21 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     ...(server.maxConnections !== undefined ? { maxConnections: server.maxConnections } : {}),
     ...(server.requestTimeoutMs !== undefined ? { requestTimeoutMs: server.requestTimeoutMs } : {}),
   };
+}
+
+/** A key entry's SHA-256 hex; undefined for an {env} key when keys are not required (hookbox resume). */
+function keyHash(
+  file: string,
+  key: z.infer<typeof ApiKeySchema>,
+  where: string,
+  env: NodeJS.ProcessEnv,
+  requireKeys: boolean,
+): string | undefined {
+  if (!("env" in key)) return key.sha256.toLowerCase();
+  if (!requireKeys) return undefined;
+  const value = env[key.env];
+  if (!value) throw configError(file, `${where}.env`, `environment variable ${key.env} is not set`);
+  return sha256Hex(value);
 }
 
 export function sha256Hex(value: string): string {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import { packageRoot } from "../../codegen/package-root.js";
 import { JsonSchema } from "../turns/json.js";
-import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody } from "./bodies.js";
+import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody } from "./bodies.js";
 import { UsageReport } from "./usage-route.js";
 import { ApprovalList, RunList } from "./list-routes.js";
 import { DeployBody, ReplayBody, UploadBody } from "./policy-routes.js";
@@ -44,6 +44,13 @@ const schemas = {
   Continued: z.object({ continued: z.literal(true) }),
   ApprovalAnswered: z.object({ pauseId: z.string(), decision: z.enum(["approved", "rejected"]) }),
   Cancelled: z.object({ cancelled: z.literal(true) }),
+  StreamTokenBody,
+  StreamToken: z.object({
+    token: z.string().meta({ description: "pass as ?token= on this run's event stream only" }),
+    expiresMs: z.number().meta({ description: "when the token stops working, ms since the epoch" }),
+    url: z.string().meta({ description: "the event stream's path with the token, for new EventSource(url)" }),
+  }),
+  Reloaded: z.object({ reloaded: z.literal(true), tenants: z.array(z.string()) }),
   UsageReport,
   ApprovalList,
   RunList,
@@ -60,10 +67,10 @@ interface Operation {
   /** OpenAPI form: `{param}`. */
   path: string;
   summary: string;
-  /** False for the few routes that answer without an API key. */
-  auth?: boolean;
+  /** False for the few routes that answer without an API key; "admin" for the operator's (server.adminKeys). */
+  auth?: boolean | "admin";
   body?: { schema: Schema; example: unknown; optional?: boolean };
-  responses: Record<number, { description: string; schema?: Schema; eventStream?: boolean }>;
+  responses: Record<number, { description: string; schema?: Schema; eventStream?: boolean; text?: boolean }>;
   /** Extra parameters beyond the path's own. */
   parameters?: object[];
 }
@@ -113,7 +120,23 @@ export const operations: Operation[] = [
   {
     method: "get",
     path: "/v1/sessions",
-    summary: "List the tenant's sessions",
+    summary: "List the tenant's sessions, oldest first, a page at a time (follow nextCursor while there is one)",
+    parameters: [
+      {
+        name: "limit",
+        in: "query",
+        required: false,
+        description: "sessions per page (default 100, at most 1000)",
+        schema: { type: "string", pattern: "^\\d{1,9}$" },
+      },
+      {
+        name: "cursor",
+        in: "query",
+        required: false,
+        description: "the previous page's nextCursor",
+        schema: { type: "string" },
+      },
+    ],
     responses: { 200: { description: "the sessions", schema: "JsonObject" }, ...errorResponses(401, 429) },
   },
   {
@@ -188,7 +211,18 @@ export const operations: Operation[] = [
         schema: { type: "string", pattern: "^\\d{1,15}$" },
       },
     ],
-    responses: { 200: { description: "event stream", eventStream: true }, ...errorResponses(400, 401, 404, 429) },
+    responses: {
+      200: { description: "event stream", eventStream: true },
+      204: { description: "the run has finished and no event follows Last-Event-ID (an EventSource stops reconnecting)" },
+      ...errorResponses(400, 401, 404, 429),
+    },
+  },
+  {
+    method: "post",
+    path: "/v1/runs/{runId}/stream-token",
+    summary: "A short-lived token that reads this run's event stream as ?token= (for a browser's EventSource, which sends no headers)",
+    body: { schema: "StreamTokenBody", example: { ttlMs: 60000 }, optional: true },
+    responses: { 201: { description: "the token", schema: "StreamToken" }, ...errorResponses(400, 401, 404, 429) },
   },
   {
     method: "post",
@@ -269,6 +303,24 @@ export const operations: Operation[] = [
     responses: { 200: { description: "a page of runs", schema: "RunList" }, ...errorResponses(400, 401, 429) },
   },
   ...policyOperations(),
+  {
+    method: "get",
+    path: "/metrics",
+    summary: "Prometheus metrics (text format 0.0.4): runs, latencies, sandbox restarts and quarantines, store bytes, open streams",
+    auth: "admin",
+    responses: { 200: { description: "the metrics", text: true }, 401: { description: "no operator key", schema: "Error" } },
+  },
+  {
+    method: "post",
+    path: "/v1/admin/reload",
+    summary: "Re-read the config file (as SIGHUP does); a refused config leaves the old one serving",
+    auth: "admin",
+    responses: {
+      200: { description: "the new config serves", schema: "Reloaded" },
+      400: { description: "the new config was refused (CONFIG); the old one stays", schema: "Error" },
+      401: { description: "no operator key", schema: "Error" },
+    },
+  },
 ];
 
 /** The policy lifecycle routes (src/server/policy-routes.ts, docs/policy-lifecycle.md), in an order a client can follow. */
@@ -380,16 +432,18 @@ export function openApiDocument(version = packageVersion()): object {
           description: response.description,
           ...(response.eventStream
             ? { content: { "text/event-stream": { schema: { type: "string" } } } }
-            : response.schema
-              ? { content: { "application/json": { schema: ref(response.schema) } } }
-              : {}),
+            : response.text
+              ? { content: { "text/plain": { schema: { type: "string" } } } }
+              : response.schema
+                ? { content: { "application/json": { schema: ref(response.schema) } } }
+                : {}),
         },
       ]),
     );
     (paths[op.path] ??= {})[op.method] = {
       summary: op.summary,
       operationId: `${op.method}${op.path.replace(/[{}]/g, "").replace(/[^A-Za-z0-9]+(.)?/g, (_, c: string | undefined) => (c ?? "").toUpperCase())}`,
-      ...(op.auth === false ? { security: [] } : {}),
+      ...(op.auth === false ? { security: [] } : op.auth === "admin" ? { security: [{ operatorBearer: [] }] } : {}),
       parameters: [...pathParameters(op.path), ...(op.parameters ?? [])],
       ...(op.body
         ? {
@@ -410,6 +464,7 @@ export function openApiDocument(version = packageVersion()): object {
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer", description: "a tenant's API key" },
         apiKey: { type: "apiKey", in: "header", name: "x-api-key" },
+        operatorBearer: { type: "http", scheme: "bearer", description: "an operator key (server.adminKeys)" },
       },
     },
     security: [{ bearer: [] }, { apiKey: [] }],

@@ -6,23 +6,34 @@ import { SessionManager } from "../session/manager.js";
 import { createApp } from "./app.js";
 import { hostPathRedactor } from "./redact.js";
 import type { SandboxPool } from "../sandbox/api.js";
+import type { SupervisedSandboxPool } from "../sandbox/pool.js";
 import { Deployments } from "../policy/deployments.js";
 import type { ServerConfig } from "./config.js";
 import { answerClientErrors, applyConnectionCap, connectionLimits, timeoutOptions } from "./connections.js";
 import type { Server } from "node:http";
+import { HookboxError } from "../errors.js";
+import { loadServerConfig } from "./config.js";
+import { LiveConfig } from "./live-config.js";
+import { ServerMetrics } from "./metrics.js";
+import { buildTenantRuntimes } from "./tenant-runtimes.js";
 
 export interface RunningServer {
   url: string;
   port: number;
   /** SIGTERM behaviour: no new runs; in-flight runs get `drainMs` to finish, then are committed as interrupted. */
   drain(): Promise<void>;
+  /**
+   * Re-reads the config file (SIGHUP, POST /v1/admin/reload): new tenants, rotated keys, changed limits take
+   * effect for the next request; runs in flight go on. A refused config (CONFIG error) leaves the old one serving.
+   */
+  reload(): Promise<{ tenants: string[] }>;
 }
 
 export interface StartServerOptions {
   config: ServerConfig;
   store: Store;
-  /** One runtime per configured tenant, built up front so a broken tenant stops the server at start. */
-  runtimes: Map<string, TenantRuntime>;
+  /** One runtime per configured tenant; built here (so a broken tenant stops the server at start) when absent. */
+  runtimes?: Map<string, TenantRuntime>;
   port: number;
   host?: string;
   /** The sandbox pool the runtimes use: with it, the policy lifecycle routes are served (versions, deployments, replays). */
@@ -30,33 +41,69 @@ export interface StartServerOptions {
 }
 
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
-  const { config, store, runtimes, pool } = options;
-  const quotas = new Map(config.tenants.map((tenant) => [tenant.config.name, tenant.maxStoreBytes]));
+  const { config, store, pool } = options;
+  const metrics = new ServerMetrics();
+  const build = (next: ServerConfig, previous?: LiveConfig) => {
+    if (!pool) throw new HookboxError("CONFIG", "this server was started without a sandbox pool: it cannot build tenants");
+    return buildTenantRuntimes(next, {
+      pool,
+      kv: store.kv,
+      onHookTimed: (tenant, hook, ms) => metrics.observeHook(tenant, hook, ms),
+      ...(previous ? { previous: { config: previous.current, runtimes: previous.runtimes } } : {}),
+    });
+  };
+  const live = new LiveConfig(config, options.runtimes ?? (await build(config)));
   const deployments =
     pool &&
     new Deployments({
       store,
       pool,
-      tenants: new Map(config.tenants.map((tenant) => [tenant.config.name, tenant.config])),
-      configRuntimes: runtimes,
+      tenants: live.tenantConfigs,
+      configRuntimes: live.runtimes,
     });
   const manager = new SessionManager({
     store,
     runtimeFor: async (tenant, _session, run) => {
       // A stored session of a tenant no longer in the config cannot run here.
-      if (!runtimes.has(tenant)) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
-      return deployments ? deployments.runtimeFor(tenant, run) : runtimes.get(tenant)!;
+      if (!live.runtimes.has(tenant)) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
+      return deployments ? deployments.runtimeFor(tenant, run) : live.runtimes.get(tenant)!;
     },
-    storeQuota: (tenant) => quotas.get(tenant),
+    storeQuota: (tenant) => live.tenants.get(tenant)?.maxStoreBytes,
+    onEvent: (tenant, runId, event) => metrics.observeEvent(tenant, runId, event),
   });
   let draining = false;
+  // One reload at a time: a second waits for the first, then reads the file again.
+  let reloading: Promise<unknown> = Promise.resolve();
+  const reload = () => {
+    const next = reloading.then(async () => {
+      const fresh = loadServerConfig(config.file);
+      live.replace(fresh, await build(fresh, live));
+      return { tenants: fresh.tenants.map((tenant) => tenant.config.name) };
+    });
+    reloading = next.catch(() => undefined);
+    return next;
+  };
   const redact = hostPathRedactor({ storeLocation: store.location, configFile: config.file });
   const app = createApp({
     config,
+    live,
     manager,
     draining: () => draining,
     redact,
     ...(pool && deployments ? { policy: { store, pool, deployments } } : {}),
+    admin: {
+      metrics,
+      reload,
+      gauges: {
+        liveRuns: () => manager.liveRunCount,
+        storeBytes: async () => {
+          const bytes = new Map<string, number>();
+          for (const name of live.tenants.keys()) bytes.set(name, (await store.tenantUsage(name)).storedBytes);
+          return bytes;
+        },
+        ...(pool && "stats" in pool ? { pool: () => (pool as SupervisedSandboxPool).stats() } : {}),
+      },
+    },
   });
   const connections = connectionLimits(config);
   const server: ServerType = await new Promise((resolve, reject) => {
@@ -74,6 +121,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   return {
     url,
     port: address.port,
+    reload,
     async drain() {
       draining = true;
       await manager.waitForIdle(config.drainMs);

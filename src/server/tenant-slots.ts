@@ -17,6 +17,11 @@ export class TenantSlots {
     private readonly advice: string,
   ) {}
 
+  /** Slots taken now, by tenant. */
+  taken(): Map<string, number> {
+    return new Map(this.counts);
+  }
+
   /** Takes one slot of `tenant` (or throws 429); the returned release gives it back, once. */
   take(tenant: string, max: number): () => void {
     const count = this.counts.get(tenant) ?? 0;

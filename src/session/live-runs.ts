@@ -35,7 +35,11 @@ export class LiveRuns {
   /** By run id: runs executing in this process. */
   private readonly live = new Map<string, LiveRun>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** Sees every event of every run this process runs, after it is committed (the server's metrics). */
+    private readonly onEvent?: (tenant: string, runId: string, event: HookboxEvent) => void,
+  ) {}
 
   isBusy(sessionId: string): boolean {
     return this.busy.has(sessionId);
@@ -135,6 +139,8 @@ export class LiveRuns {
     feed.subscribe((event) => {
       if (event.type === "run-finished" && event.status !== "interrupted") this.release(run);
     });
+    const observe = this.onEvent;
+    if (observe) feed.subscribe((event) => observe(launch.persistence.tenant, run.runId, event));
     this.live.set(run.runId, run);
     this.busy.set(run.sessionId, run);
     let handle: RunHandle;

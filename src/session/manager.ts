@@ -21,7 +21,7 @@ import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, RunOptions, TenantRuntime } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
-import type { RunRecord, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
+import type { RunRecord, SessionFilter, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
@@ -42,6 +42,8 @@ export interface SessionManagerOptions {
   runtimeFor(tenant: string, session: SessionRecord, run?: RunRecord): Promise<TenantRuntime>;
   /** The tenant's store quota in bytes (none: unlimited); sessions, runs and every run write respect it. */
   storeQuota?(tenant: string): number | undefined;
+  /** Sees every event of every run this process runs (the server's metrics). */
+  onEvent?(tenant: string, runId: string, event: HookboxEvent): void;
   /** How many sessions' latest turns this process keeps to start their next runs from (src/session/histories.ts). */
   historyCache?: HistoryCacheLimits;
 }
@@ -57,7 +59,7 @@ export class SessionManager implements SessionOwner {
     this.store = options.store;
     this.runtimeFor = options.runtimeFor;
     this.storeQuota = options.storeQuota ?? (() => undefined);
-    this.runs = new LiveRuns(options.store);
+    this.runs = new LiveRuns(options.store, options.onEvent?.bind(options));
     this.histories = new SessionHistories(options.store, options.historyCache ?? DEFAULT_HISTORY_CACHE);
   }
 
@@ -78,7 +80,7 @@ export class SessionManager implements SessionOwner {
     return record && new Session(this, record);
   }
 
-  list(filter?: { tenant?: string }): Promise<SessionSummary[]> {
+  list(filter?: SessionFilter): Promise<SessionSummary[]> {
     return this.store.listSessions(filter);
   }
 

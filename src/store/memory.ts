@@ -22,6 +22,7 @@ import type {
   RunWriteResult,
   SessionHistory,
   SessionRecord,
+  SessionFilter,
   SessionSummary,
   SnapshotInfo,
   SnapshotWrite,
@@ -100,10 +101,16 @@ export class MemoryStore extends StoreBase implements Store {
     return session && structuredClone(session.record);
   }
 
-  async listSessions(filter: { tenant?: string } = {}): Promise<SessionSummary[]> {
+  async listSessions(filter: SessionFilter = {}): Promise<SessionSummary[]> {
     const out: SessionSummary[] = [];
-    for (const { record: session } of this.sessions.values()) {
-      if (filter.tenant !== undefined && session.tenant !== filter.tenant) continue;
+    const after = filter.after;
+    const sessions = [...this.sessions.values()]
+      .map(({ record }) => record)
+      .filter((session) => filter.tenant === undefined || session.tenant === filter.tenant)
+      .filter((s) => !after || s.createdMs > after.createdMs || (s.createdMs === after.createdMs && s.id > after.id))
+      .sort((a, b) => a.createdMs - b.createdMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      .slice(0, filter.limit ?? Infinity);
+    for (const session of sessions) {
       const runs = await this.listRuns(session.id);
       const last = runs.at(-1);
       out.push({

@@ -16,7 +16,8 @@ const SQL = {
       (SELECT count(*) FROM runs r WHERE r.session_id = s.id) AS runs,
       (SELECT json_object('id', r.id, 'status', r.status, 'prompt', r.prompt, 'startedMs', r.started_ms)
          FROM runs r WHERE r.session_id = s.id ORDER BY r.started_ms DESC, r.rowid DESC LIMIT 1) AS last_run
-    FROM sessions s WHERE ?1 IS NULL OR s.tenant = ?1 ORDER BY s.created_ms, s.rowid`,
+    FROM sessions s WHERE (?1 IS NULL OR s.tenant = ?1) AND (?2 IS NULL OR s.created_ms > ?2 OR (s.created_ms = ?2 AND s.id > ?3))
+    ORDER BY s.created_ms, s.id LIMIT ?4`,
   insertRun:
     "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
   getRun: "SELECT * FROM runs WHERE id = ?",

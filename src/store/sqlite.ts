@@ -27,6 +27,7 @@ import type {
   RunWriteResult,
   SessionHistory,
   SessionRecord,
+  SessionFilter,
   SessionSummary,
   SnapshotInfo,
   Store,
@@ -102,9 +103,14 @@ export class SqliteStore extends StoreBase implements Store {
     return row && rowToSession(row);
   }
 
-  async listSessions(filter: { tenant?: string } = {}): Promise<SessionSummary[]> {
+  async listSessions(filter: SessionFilter = {}): Promise<SessionSummary[]> {
     this.settle();
-    const rows = this.statements.listSessions.all(filter.tenant ?? null) as {
+    const rows = this.statements.listSessions.all(
+      filter.tenant ?? null,
+      filter.after?.createdMs ?? null,
+      filter.after?.id ?? null,
+      filter.limit ?? -1,
+    ) as {
       id: string;
       tenant: string;
       created_ms: number;

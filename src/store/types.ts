@@ -177,6 +177,13 @@ export interface TenantRunQuery {
   limit: number;
 }
 
+export interface SessionFilter {
+  tenant?: string;
+  /** Sessions after this one in the listing's order. */
+  after?: { createdMs: number; id: string };
+  limit?: number;
+}
+
 export interface SessionSummary {
   id: string;
   tenant: string;
@@ -210,7 +217,8 @@ export interface Store extends PolicyStore, RunSearch {
 
   createSession(session: SessionRecord, options?: WriteOptions): Promise<void>;
   getSession(sessionId: string): Promise<SessionRecord | undefined>;
-  listSessions(filter?: { tenant?: string }): Promise<SessionSummary[]>;
+  /** Sessions in creation order (then id); `after` and `limit` page through them. */
+  listSessions(filter?: SessionFilter): Promise<SessionSummary[]>;
 
   createRun(run: RunRecord, options?: WriteOptions): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;

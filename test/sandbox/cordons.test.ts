@@ -104,6 +104,10 @@ describe("cordons", () => {
     await served(paid);
     const quarantine = layout(pool).filter((worker) => worker.role === "quarantine");
     expect(quarantine.map((worker) => worker.cordon).sort()).toEqual(["free", "paid"]);
+    // What GET /metrics reports: the breaches' lost workers and the tenants quarantined.
+    const stats = pool.stats();
+    expect(stats.quarantinedTenants).toBe(2);
+    expect(stats.workerRestarts).toEqual({ "killed-overdue": 0, "killed-memory": 0, crashed: 0 });
   });
 
   it("a tenant whose cordon changes moves to a worker of its new cordon once idle", async () => {

@@ -24,6 +24,7 @@ it("a worker killed mid-call fails the call closed at once, not by its watchdog;
   const run = await sandbox.openRun({ runId: "r", scripts: manifests });
   const inFlight = run.callTool("slow", "work", { spin: true }, toolCtx);
   const worker = await spinningWorkerOf(pool, "doomed");
+  const crashedBefore = pool.stats().workerRestarts.crashed;
   process.kill(worker.pid!, "SIGKILL");
   const error = await timedRejection(inFlight);
   expect(error.code).toBe("SANDBOX_CRASHED");
@@ -32,5 +33,7 @@ it("a worker killed mid-call fails the call closed at once, not by its watchdog;
   // The next call of the same tenant gets a fresh worker and works; so does everyone else.
   expect(await run.callTool("slow", "work", { spin: false }, toolCtx)).toEqual({ done: true });
   expect(pool.workers().some((info) => info.pid === worker.pid)).toBe(false);
+  // GET /metrics counts it (hookbox_sandbox_worker_restarts_total{reason="crashed"}).
+  expect(pool.stats().workerRestarts.crashed).toBe(crashedBefore + 1);
   await good.served();
 }, 60_000);

@@ -4,6 +4,8 @@ import { createApp } from "../../src/server/app.js";
 import { loadServerConfig } from "../../src/server/config.js";
 import { SessionManager } from "../../src/session/manager.js";
 import { openMemoryStore } from "../../src/store/index.js";
+import { ServerMetrics } from "../../src/server/metrics.js";
+import { createHash } from "node:crypto";
 import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 
@@ -30,7 +32,9 @@ let doc: Document;
 const client = () => api(server.url, "acme-key");
 
 beforeAll(async () => {
-  fixture = writeFixture([{ name: "acme", key: "acme-key", steps: twoToolSteps }]);
+  fixture = writeFixture([{ name: "acme", key: "acme-key", steps: twoToolSteps }], {
+    server: { adminKeys: [{ sha256: createHash("sha256").update("admin-key").digest("hex") }] },
+  });
   server = await startServe({ config: fixture.config, store: fixture.store });
   const response = await api(server.url, undefined).request("GET", "/v1/openapi.json");
   expect(response.status).toBe(200);
@@ -52,7 +56,16 @@ describe("GET /v1/openapi.json", () => {
   it("documents exactly the routes the app answers", () => {
     const config = loadServerConfig(fixture.config);
     const manager = new SessionManager({ store: openMemoryStore(), runtimeFor: () => Promise.reject(new Error("not used")) });
-    const app = createApp({ config, manager, draining: () => false });
+    const app = createApp({
+      config,
+      manager,
+      draining: () => false,
+      admin: {
+        metrics: new ServerMetrics(),
+        reload: async () => ({ tenants: [] }),
+        gauges: { liveRuns: () => 0, storeBytes: async () => new Map() },
+      },
+    });
     const answered = app.routes
       .filter((route) => route.method !== "ALL") // middleware
       .map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, "{$1}")}`);
@@ -83,7 +96,7 @@ describe("GET /v1/openapi.json", () => {
     for (const { path, method, op } of operationsOf(doc)) {
       const url = path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!);
       const body = op.requestBody?.content["application/json"].example;
-      const caller = op.security?.length === 0 ? api(server.url, undefined) : client();
+      const caller = op.security?.length === 0 ? api(server.url, undefined) : op.security ? api(server.url, "admin-key") : client();
       const where = `${method.toUpperCase()} ${path}`;
       if (path.endsWith("/events")) {
         const events = await readEvents(server.url, "acme-key", runId, { lastEventId: "0" });

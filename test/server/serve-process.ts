@@ -102,13 +102,22 @@ export interface SseMessage {
  */
 export async function readEvents(
   url: string,
-  key: string,
+  key: string | undefined,
   runId: string,
-  options: { lastEventId?: string; stopWhen?: (message: SseMessage) => boolean; onMessage?: (message: SseMessage) => void } = {},
+  options: {
+    lastEventId?: string;
+    /** Appended to the stream's URL (`?token=...`). */
+    query?: string;
+    stopWhen?: (message: SseMessage) => boolean;
+    onMessage?: (message: SseMessage) => void;
+  } = {},
 ): Promise<{ messages: SseMessage[]; status: number; ended: boolean }> {
   const controller = new AbortController();
-  const response = await fetch(`${url}/v1/runs/${runId}/events`, {
-    headers: { authorization: `Bearer ${key}`, ...(options.lastEventId !== undefined ? { "last-event-id": options.lastEventId } : {}) },
+  const response = await fetch(`${url}/v1/runs/${runId}/events${options.query ?? ""}`, {
+    headers: {
+      ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}),
+      ...(options.lastEventId !== undefined ? { "last-event-id": options.lastEventId } : {}),
+    },
     signal: controller.signal,
   });
   const messages: SseMessage[] = [];

@@ -1,7 +1,5 @@
 import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
-import { createTenantRuntime } from "../../host/tenant-runtime.js";
-import type { TenantRuntime } from "../../host/types.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStore } from "../../store/index.js";
 import { loadServerConfig } from "../../server/config.js";
@@ -43,31 +41,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
     await store.close();
     return failUsage("serve", error);
   }
-  const runtimes = new Map<string, TenantRuntime>();
   const shutdown = async () => {
     await pool.close();
     await store.close();
   };
-  try {
-    for (const tenant of config.tenants) {
-      try {
-        runtimes.set(tenant.config.name, await createTenantRuntime(tenant.config, pool, { kv: store.kv }));
-      } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
-        throw new HookboxError(
-          error instanceof HookboxError ? error.code : "CONFIG",
-          `config ${config.file}: tenant ${tenant.config.name}: ${message}`,
-        );
-      }
-    }
-  } catch (error) {
-    await shutdown();
-    return failUsage("serve", error);
-  }
-
   let server;
   try {
-    server = await startServer({ config, store, runtimes, pool, port: flags.port, ...(flags.host ? { host: flags.host } : {}) });
+    // Builds every tenant's runtime first: a broken tenant stops the server here, naming it.
+    server = await startServer({ config, store, pool, port: flags.port, ...(flags.host ? { host: flags.host } : {}) });
   } catch (error) {
     await shutdown();
     return failUsage("serve", error);
@@ -81,6 +62,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
     );
   process.on("unhandledRejection", onStrayRejection);
 
+  // SIGHUP re-reads the config; a refused one is reported and the old one keeps serving.
+  const running = server;
+  const onHangup = () =>
+    void running.reload().then(
+      ({ tenants }) => process.stderr.write(`hookbox serve: SIGHUP: config reloaded (${tenants.length} tenants: ${tenants.join(", ")})\n`),
+      (error: Error) => process.stderr.write(`hookbox serve: SIGHUP: the new config was refused; the old one stays: ${error.message}\n`),
+    );
+  process.on("SIGHUP", onHangup);
+
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once("SIGTERM", () => resolve("SIGTERM"));
     process.once("SIGINT", () => resolve("SIGINT"));
@@ -91,6 +81,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await server.drain();
   await shutdown();
   process.off("unhandledRejection", onStrayRejection);
+  process.off("SIGHUP", onHangup);
   process.stderr.write("hookbox serve: stopped\n");
   return 0;
 }
