@@ -4,7 +4,7 @@
 import { build } from "esbuild";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { mkdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -74,6 +74,21 @@ await Promise.all([
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/wall/probe-inside.ts")], outfile: join(root, "dist/wall-probe.js") }),
   // Uploaded scripts are type-checked in a worker thread with its own heap limit and a deadline.
   build({ ...nodeCommon, entryPoints: [join(root, "src/check/check-worker.ts")], outfile: join(root, "dist/check-worker.js") }),
+  // The web inspector (ui/): one script, one stylesheet and its page, served by `hookbox serve` at /ui/.
+  build({
+    entryPoints: { app: join(root, "ui/src/main.tsx") },
+    outdir: join(root, "dist/ui"),
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    target: "es2022",
+    minify: true,
+    sourcemap: "linked",
+    jsx: "automatic",
+    jsxImportSource: "preact",
+    tsconfig: join(root, "ui/tsconfig.json"),
+    logLevel: "warning",
+  }).then(() => copyFileSync(join(root, "ui/index.html"), join(root, "dist/ui/index.html"))),
   build({
     entryPoints: [join(root, "runtime/bootstrap.ts")],
     outfile: join(root, "dist/runtime.js"),

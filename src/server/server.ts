@@ -4,6 +4,7 @@ import type { TenantRuntime } from "../host/types.js";
 import type { Store } from "../store/types.js";
 import { SessionManager } from "../session/manager.js";
 import { createApp } from "./app.js";
+import { inspectorApp, isInspectorPath } from "./inspector.js";
 import { hostPathRedactor } from "./redact.js";
 import type { SandboxPool } from "../sandbox/api.js";
 import type { SupervisedSandboxPool } from "../sandbox/pool.js";
@@ -105,10 +106,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       },
     },
   });
+  const inspector = inspectorApp();
   const connections = connectionLimits(config);
   const server: ServerType = await new Promise((resolve, reject) => {
     const instance = serve(
-      { fetch: app.fetch, port: options.port, hostname: options.host ?? config.host, serverOptions: timeoutOptions(connections) },
+      {
+        // The web inspector's files at /ui/ (and / sends there); everything else is the API.
+        fetch: (request, env) => (isInspectorPath(new URL(request.url).pathname) ? inspector.fetch(request, env) : app.fetch(request, env)),
+        port: options.port,
+        hostname: options.host ?? config.host,
+        serverOptions: timeoutOptions(connections),
+      },
       () => resolve(instance),
     );
     instance.once("error", reject);

@@ -54,9 +54,11 @@ beforeAll(() => {
 
 // Generous: each step spawns npm, tsc or the CLI on a machine shared with the rest of the suite.
 describe("the packed package in a fresh project", { timeout: 180_000 }, () => {
-  it("carries the bin, dist with declarations, the script types and fetch-node.sh, and no tests or sources", () => {
+  it("carries the bin, dist with declarations and the web inspector, the script types and fetch-node.sh, and no tests or sources", () => {
     for (const file of ["bin/hookbox.js", "dist/cli.js", "dist/index.js", "dist/sandbox-worker.js", "dist/runtime.js"])
       expect(packed).toContain(file);
+    // The web inspector, served by `hookbox serve` at /ui/ from the package alone (no CDN).
+    for (const file of ["dist/ui/index.html", "dist/ui/app.js", "dist/ui/app.css"]) expect(packed).toContain(file);
     expect(packed).toContain("dist/types/index.d.ts");
     expect(packed).toContain("types/hookbox.d.ts");
     expect(packed).toContain("scripts/fetch-node.sh");
