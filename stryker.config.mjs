@@ -13,8 +13,12 @@ export default {
   vitest: { configFile: "vitest.mutation.config.ts", related: true },
   coverageAnalysis: "perTest",
   mutate: module.mutate,
-  // Two cores: two test runner processes, each running its test files one at a time.
-  concurrency: 2,
+  // Two cores: at most two test runner processes, each running its test files one at a time
+  // (HOOKBOX_MUTATION_CONCURRENCY=1 on a machine other work shares).
+  concurrency: Number(process.env.HOOKBOX_MUTATION_CONCURRENCY ?? 2),
+  // A module's static mutants (in code run once at import, such as constant tables) each need a fresh test
+  // process for every test: modules.mjs says which modules skip them, and docs/security.md counts them apart.
+  ignoreStatic: module.ignoreStatic ?? false,
   timeoutMS: 20_000,
   timeoutFactor: 2,
   reporters: ["clear-text", "json"],

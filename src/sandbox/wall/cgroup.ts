@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { threadId } from "node:worker_threads";
@@ -6,8 +7,10 @@ import type { ResourceLimits } from "./limits.js";
 /*
  * A cgroup per walled process, where the host can make one (docs/sandbox.md, "Resource limits"): a memory
  * limit (the kernel's OOM killer ends that worker alone) and a pids limit (a fork bomb stops at it, inside its
- * own worker). Each is a sibling of the host's own cgroup's children, named hookbox-<host pid>-t<thread id>-<n> (pools in
- * worker threads of one process share the pid, not the thread id). No CPU
+ * own worker). Each is a sibling of the host's own cgroup's children, named hookbox-<host pid>-t<thread id>-<copy>-<n>:
+ * pools in worker threads of one process share the pid, not the thread id, and two separately built copies of
+ * hookbox in one thread (an A/B bench of two trees) share both, not the random <copy> each module instance draws
+ * (each copy counts <n> on its own). No CPU
  * controller: a worker in a CPU cgroup of its own leaves the host's autogroup and competes with the host's
  * whole session as an equal, which cost the host's event loop (loop_tool_calls_per_s 1579-1878 -> 467-491,
  * event_loop_delay_p99_ms_under_attack 2-8 -> 16-37 in the bench); CPU stays bounded by the watchdog and the
@@ -39,15 +42,17 @@ export interface WorkerCgroup {
 
 let support: CgroupSupport | undefined;
 let created = 0;
+/** This module instance's own part of the names: its counter `created` is its own. */
+const copy = randomBytes(4).toString("hex");
 
-/** This thread's prefix: the host's pid first (removeStale reads it), then the thread, whose counter is its own. */
+/** This module instance's prefix: the host's pid first (removeStale reads it), then the thread and the copy. */
 function ownName(): string {
-  return `hookbox-${process.pid}-t${threadId}`;
+  return `hookbox-${process.pid}-t${threadId}-${copy}`;
 }
 
 /** A cgroup path (as /proc/PID/cgroup shows it) that ends in a worker's cgroup made here. */
 export function isWorkerCgroupPath(path: string): boolean {
-  return /\/hookbox-\d+-t\d+-\d+$/.test(path);
+  return /\/hookbox-\d+-t\d+-[0-9a-f]{8}-\d+$/.test(path);
 }
 
 /** Whether this host can make worker cgroups, checked once per process (once per thread: each has its module). */
