@@ -7,7 +7,7 @@ export const MODULES = {
   approvals: { mutate: ["src/loop/approvals.ts"], tests: ["test/loop/*.test.ts"] },
   "run-budget": { mutate: ["src/loop/run-budget.ts"], tests: ["test/loop/*.test.ts", "test/capabilities/redteam-capabilities.test.ts"] },
   redact: { mutate: ["src/server/redact.ts"], tests: ["test/server/redact.test.ts"] },
-  // Not test/store/migration-*: its committed .db fixture is not copied into Stryker's sandbox (*.db is git-ignored).
+  // Not test/store/migration-schema6: it sets no quota (and runs the CLI's dist/), so it reaches none of quota.ts.
   quota: {
     mutate: ["src/store/quota.ts"],
     tests: ["test/store/store-contract.test.ts", "test/store/sqlite-file.test.ts", "test/session/*.test.ts"],

@@ -224,6 +224,31 @@ describe.each(stores)("%s store", (_name, open) => {
     expect((await store.tenantUsage("acme")).storedBytes).toBeGreaterThan(afterSmall + 20_000);
   });
 
+  it("keeps a write that takes the tenant exactly to its quota; one byte more is refused, naming the tenant and the bytes", async () => {
+    store = open();
+    await store.createSession(session("s1", "acme"));
+    await store.createRun(run("r1", "s1"));
+    const start = (await store.tenantUsage("acme")).storedBytes;
+    const first = event("r1", 1, { type: "log", script: "s", level: "info", message: "exactly at the quota" });
+    const firstBytes = JSON.stringify(first).length;
+    await store.appendEvent("r1", first, { maxTenantBytes: start + firstBytes });
+    expect((await store.tenantUsage("acme")).storedBytes).toBe(start + firstBytes);
+    const second = event("r1", 2, { type: "log", script: "s", level: "info", message: "one byte over" });
+    const secondBytes = JSON.stringify(second).length;
+    const stored = start + firstBytes;
+    const quota = stored + secondBytes - 1;
+    const refused = await store.appendEvent("r1", second, { maxTenantBytes: quota }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).toMatchObject({
+      code: "STORE_QUOTA",
+      message: `tenant acme is over its store quota: ${stored} bytes stored + ${secondBytes} more would exceed ${quota}`,
+      details: { tenant: "acme", storedBytes: stored, addedBytes: secondBytes, maxTenantBytes: quota },
+    });
+    expect(await store.getRun("r1")).toMatchObject({ lastSeq: 1 });
+  });
+
   it("charges hook chain records, usage ledger rows and script versions to the tenant, refusing one over the quota", async () => {
     store = open();
     await store.createSession(session("s1", "acme"));
