@@ -24,7 +24,7 @@ import { openApiDocument } from "./openapi.js";
 import { approvalRoute } from "./approval-route.js";
 import { refuseAboveLimits } from "./tenant-ceilings.js";
 import { textSlices } from "../session/one-per-tick.js";
-import type { Redactor } from "./redact.js";
+import { redactToolErrors, type Redactor } from "./redact.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -140,7 +140,7 @@ export function createApp({
     const session = await ownedSession(c, c.req.param("sessionId"));
     const page = { offset: queryCount(c, "offset"), limit: queryCount(c, "limit") };
     c.header("content-type", "application/json; charset=UTF-8");
-    return c.body(textSlices((await manager.describeJson(session.id, page))!));
+    return c.body(textSlices(redactToolErrors((await manager.describeJson(session.id, page))!, redact)));
   });
 
   app.post("/v1/sessions/:sessionId/runs", async (c) => {

@@ -36,3 +36,18 @@ export function hostPathRedactor(options: { storeLocation: string; configFile: s
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
+
+/** A tool's error as a tool block records it in a stored turn: `"error":{"message":"..."` (message first). */
+const TOOL_ERROR_MESSAGE = /"error":\{"message":("(?:[^"\\]|\\.)*")/g;
+
+/**
+ * `json` (a session view, its stored turn spliced in as text) with the message of each tool error redacted,
+ * as the event stream redacts the same error in `tool-finished`. The turn is never parsed whole: only each
+ * error's message string is decoded, redacted and encoded again.
+ */
+export function redactToolErrors(json: string, redact: Redactor): string {
+  return json.replace(TOOL_ERROR_MESSAGE, (_whole, message: string) => {
+    const redacted = redact(JSON.parse(message) as string);
+    return `"error":{"message":${JSON.stringify(redacted)}`;
+  });
+}

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { join } from "node:path";
-import { hostPathRedactor } from "../../src/server/redact.js";
+import { hostPathRedactor, redactToolErrors } from "../../src/server/redact.js";
 import { repoRoot } from "../helpers/cli.js";
 
 describe("the redactor at the server's error boundary", () => {
@@ -42,5 +42,27 @@ describe("the redactor's candidates, each on its own", () => {
     const redact = hostPathRedactor({ storeLocation: "/srv/store.db", configFile: "/srv/conf/config.json" });
     expect(redact("/srv/conf/tools.mjs and /srv/other")).toBe("<host>/tools.mjs and <host>/other");
     expect(redact("/srv/store.db, again /srv/store.db")).toBe("<host>, again <host>");
+  });
+});
+
+describe("tool errors in a session view's JSON text", () => {
+  const redact = hostPathRedactor({ storeLocation: "/srv/hookbox/data/store.db", configFile: "/etc/hookbox/config.json" });
+
+  it("redacts each tool error's message, quotes and escapes kept, and leaves the rest of the text as it was", () => {
+    const turn = {
+      prompt: "look in /etc/hookbox/notes",
+      blocks: [
+        { kind: "tool_use", payload: { id: "c1", error: { message: 'cannot open "/etc/hookbox/a.log"\n', code: "TOOL_ERROR" } } },
+        { kind: "tool_use", payload: { id: "c2", result: { path: "/etc/hookbox/b" } } },
+        { kind: "tool_use", payload: { id: "c3", error: { message: "/srv/hookbox/data/store.db is full" } } },
+      ],
+    };
+    const redacted = JSON.parse(redactToolErrors(JSON.stringify(turn), redact)) as typeof turn;
+    expect(redacted.blocks.map((block) => block.payload)).toEqual([
+      { id: "c1", error: { message: 'cannot open "<host>/a.log"\n', code: "TOOL_ERROR" } },
+      { id: "c2", result: { path: "/etc/hookbox/b" } },
+      { id: "c3", error: { message: "<host> is full" } },
+    ]);
+    expect(redacted.prompt).toBe("look in /etc/hookbox/notes");
   });
 });
