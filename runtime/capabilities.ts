@@ -5,7 +5,16 @@
  * ever handed to script code, and the answers are parsed here with the captured JSON.parse.
  */
 import { guestError } from "./guest-errors.js";
-import { JSONParse, ObjectCreate, ObjectFreeze, PromiseReject, PromisePrototypeThen, defineData, defineHidden } from "./primordials.js";
+import {
+  JSONParse,
+  ObjectCreate,
+  ObjectFreeze,
+  PromiseReject,
+  PromisePrototypeThen,
+  StringPrototypeIncludes,
+  defineData,
+  defineHidden,
+} from "./primordials.js";
 import { isGuestDataError, toBoundedJson } from "./serialize.js";
 
 /**
@@ -23,7 +32,7 @@ function ask(askHost: AskHost, what: string, request: Record<string, unknown>, m
   try {
     text = toBoundedJson(request, maxBytes < MAX_REQUEST_CHARS ? maxBytes : MAX_REQUEST_CHARS);
   } catch (thrown) {
-    if (isGuestDataError(thrown) && thrown.problem.indexOf("-byte limit") !== -1)
+    if (isGuestDataError(thrown) && StringPrototypeIncludes(thrown.problem, "-byte limit"))
       return PromiseReject(guestError(what + ": the request exceeds " + MAX_REQUEST_CHARS + " characters", "CAPABILITY_QUOTA"));
     const problem = isGuestDataError(thrown) ? thrown.path + " " + thrown.problem : "could not be serialized";
     return PromiseReject(guestError(what + ": the request " + problem, "CAPABILITY_INVALID"));

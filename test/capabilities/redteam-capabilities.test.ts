@@ -30,6 +30,11 @@ export default defineScript({
         const big = "x".repeat(60 * 1024);
         for (let i = 0; i < 400; i++) await p.kv.set("k" + i, big).then(() => note("ok"), (e) => note((e as any).code));
         await p.kv.set("giant", "y".repeat(6 * 1024 * 1024)).then(() => note("giant-ok"), (e) => note("giant-" + (e as any).code));
+      } else if (attack === "patched-built-ins") {
+        // The runtime reads its own errors with built-ins captured before any script ran.
+        String.prototype.indexOf = () => -1;
+        String.prototype.includes = () => false;
+        await p.kv.set("giant", "y".repeat(6 * 1024 * 1024)).then(() => note("giant-ok"), (e) => note("giant-" + (e as any).code));
       } else if (attack === "guard-loop") {
         for (let i = 0; i < 200; i++) await p.model.generate({ prompt: "again" }).then(() => note("ok"), (e) => note((e as any).code));
       }
@@ -132,6 +137,11 @@ describe("capabilities under attack", () => {
     expect(kv.codes.CAPABILITY_QUOTA).toBe(400 - kv.codes.ok);
     expect(kv.codes["giant-CAPABILITY_QUOTA"]).toBe(1);
     expect(kv.busyMaxMs).toBeLessThan(STALL_LIMIT_MS);
+  }, 120_000);
+
+  it("a script that replaces String.prototype methods still gets its oversized request refused as over the quota", async () => {
+    const patched = await underAttack("patched-built-ins");
+    expect(patched.codes).toEqual({ "giant-CAPABILITY_QUOTA": 1 });
   }, 120_000);
 
   it("guard calls in a loop: 20 per run", async () => {
