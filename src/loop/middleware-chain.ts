@@ -2,6 +2,7 @@ import { HookboxError } from "../errors.js";
 import type { CommonContext, MiddlewareContext, ToolOrigin } from "../contracts/context.js";
 import { parseTurn, type Turn } from "../turns/turn.js";
 import type { SandboxRun, ScriptManifest } from "../sandbox/api.js";
+import { MAX_ERROR_MESSAGE_CHARS } from "../sandbox/wire/error-limits.js";
 import { withRunContext } from "./ambient.js";
 
 export type Next = (turn?: Turn) => Promise<Turn>;
@@ -95,17 +96,15 @@ export function composeMiddleware(chain: Middleware[], engine: (turn: Turn) => P
   };
 }
 
-/** Longest message the sandbox runtime reports of a thrown error (runtime/guest-errors.ts). */
-const GUEST_MESSAGE_CHARS = 4096;
-
 /**
  * True when a middleware's failure is the error its next() failed with, passed on: the same object (host
  * middleware), or, from a script, a throw carrying the same code and message the host gave its next() (the
- * sandbox turns what a script throws into SCRIPT_ERROR with the thrown code and message in its details). A
- * script can only claim an error its own next() produced, so a model's failure stays the model's.
+ * sandbox turns what a script throws into SCRIPT_ERROR with the thrown code and message, clipped at
+ * MAX_ERROR_MESSAGE_CHARS, in its details). A script can only claim an error its own next() produced, so a
+ * model's failure stays the model's.
  */
 function isRethrown(error: unknown, original: unknown): boolean {
   if (error === original) return true;
   if (!(error instanceof HookboxError) || !(original instanceof HookboxError) || error.code !== "SCRIPT_ERROR") return false;
-  return error.details.errorCode === original.code && error.details.thrownMessage === original.message.slice(0, GUEST_MESSAGE_CHARS);
+  return error.details.errorCode === original.code && error.details.thrownMessage === original.message.slice(0, MAX_ERROR_MESSAGE_CHARS);
 }

@@ -350,6 +350,16 @@ describe("model errors keep their identity", () => {
     expect(run.result.reason).toMatch(/^model anthropic\.messages:claude-sonnet-4-5 answered 429/);
   });
 
+  it("a model error longer than the sandbox's error clip, rethrown by a script middleware, is still MODEL", async () => {
+    const long = { status: 429, body: { type: "error", error: { type: "rate_limit_error", message: "slow down ".repeat(700) } } };
+    const scripts = writeScripts({
+      "policy.ts": `export default { middleware: [async function logged(turn, next) { try { return await next(turn); } catch (e) { throw e; } }] };`,
+    });
+    const run = await runHookbox({ model: anthropic, replies: [long], stream: false, scripts, pool });
+    expect(run.result).toMatchObject({ status: "failed", errorCode: "MODEL" });
+    expect(run.result.reason!.length).toBeGreaterThan(7000);
+  });
+
   it("a script middleware that throws its own error with the model's code stays SCRIPT_ERROR", async () => {
     const scripts = writeScripts({
       "policy.ts": `export default { middleware: [async function forge(turn, next) { try { return await next(turn); } catch (e) { const f = new Error("something else"); f.code = e.code; throw f; } }] };`,
