@@ -117,6 +117,38 @@ describe("the syscall filter, from inside with native code", () => {
   });
 });
 
+describe("no channel between two workers through the kernel's keyrings", () => {
+  /** One worker adds a key to its user keyring; another, launched apart, looks for it and reads it. */
+  async function keyFromOneWorkerToAnother(launcher: Launcher) {
+    const name = `hookbox-${process.pid}-${Date.now()}`;
+    const write = await inside(launcher, ["keyring-write", name]);
+    const read = await inside(launcher, ["keyring-read", name]);
+    expect([write.status, read.status], `${write.stderr} ${read.stderr}`).toEqual([0, 0]);
+    return { write: JSON.parse(write.stdout) as { add_key: number }, read: JSON.parse(read.stdout) as { search: number; payload: string } };
+  }
+
+  it("a key one walled worker adds is not readable by another: the filter refuses both ends", async () => {
+    const { write, read } = await keyFromOneWorkerToAnother(wallLauncher());
+    expect(write.add_key).toBe(EPERM);
+    expect(read).toMatchObject({ search: EPERM, payload: "" });
+  });
+
+  it("without the filter a root host's workers (all uid 65534 of the host's user namespace) pass the key: the channel the filter closes", async () => {
+    if (process.getuid?.() !== 0) throw new Error("this control needs a root host (the wall's setpriv path); CI runs as root");
+    const { write, read } = await keyFromOneWorkerToAnother(unfiltered({ hostIsRoot: true }));
+    expect(write.add_key).toBe(0);
+    expect(read).toMatchObject({ search: 0, payload: "tenant-a-secret" });
+  });
+
+  it("an unprivileged host's workers, each in bwrap's user namespace of its own, refuse it with the filter too", async () => {
+    const tools = hostWallTools();
+    if ("reason" in tools) throw new Error(wallMissing(tools.reason));
+    const { write, read } = await keyFromOneWorkerToAnother(bubblewrapLauncher({ ...tools, hostIsRoot: false }));
+    expect(write.add_key).toBe(EPERM);
+    expect(read).toMatchObject({ search: EPERM, payload: "" });
+  });
+});
+
 describe("no nested user namespace, on both paths", () => {
   it("root host (setpriv to 65534): refused by the filter", async () => {
     const results = await syscalls(wallLauncher(), false);

@@ -154,14 +154,40 @@ static void limits(void) {
   printf("}\n");
 }
 
+/*
+ * A channel between two separately launched workers through the kernel's keyrings: "keyring-write NAME" adds a
+ * key to the user keyring (expiring in 60 s, should it stay), "keyring-read NAME" looks for it there, reads it
+ * and invalidates it. Each prints the errno of each step (0 when it worked) and what it read.
+ */
+static void keyring_write(const char *name) {
+  long key = syscall(SYS_add_key, "user", name, "tenant-a-secret", 15, -4 /* KEY_SPEC_USER_KEYRING */);
+  int added = key < 0 ? errno : 0;
+  if (key >= 0) syscall(SYS_keyctl, 15 /* KEYCTL_SET_TIMEOUT */, key, 60);
+  printf("{\"add_key\":%d}\n", added);
+}
+
+static void keyring_read(const char *name) {
+  char payload[64] = {0};
+  long key = syscall(SYS_keyctl, 10 /* KEYCTL_SEARCH */, -4 /* KEY_SPEC_USER_KEYRING */, "user", name, 0);
+  int searched = key < 0 ? errno : 0;
+  int read = -1;
+  if (key >= 0) {
+    read = syscall(SYS_keyctl, 11 /* KEYCTL_READ */, key, payload, sizeof payload - 1) < 0 ? errno : 0;
+    syscall(SYS_keyctl, 21 /* KEYCTL_INVALIDATE */, key);
+  }
+  printf("{\"search\":%d,\"read\":%d,\"payload\":\"%s\"}\n", searched, read, payload);
+}
+
 int main(int argc, char **argv) {
   const char *command = argc > 1 ? argv[1] : "";
   if (!strcmp(command, "syscalls")) syscalls(argc > 2 && !strcmp(argv[2], "keys"));
   else if (!strcmp(command, "forkbomb")) forkbomb(argc > 2 ? atol(argv[2]) : 0);
   else if (!strcmp(command, "membomb")) membomb();
   else if (!strcmp(command, "limits")) limits();
+  else if (!strcmp(command, "keyring-write") && argc > 2) keyring_write(argv[2]);
+  else if (!strcmp(command, "keyring-read") && argc > 2) keyring_read(argv[2]);
   else {
-    fprintf(stderr, "usage: attack syscalls [keys]|forkbomb HOLD_MS|membomb|limits\n");
+    fprintf(stderr, "usage: attack syscalls [keys]|forkbomb HOLD_MS|membomb|limits|keyring-write NAME|keyring-read NAME\n");
     return 2;
   }
   return 0;
