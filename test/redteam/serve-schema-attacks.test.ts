@@ -30,6 +30,12 @@ const attackSteps = [
   { text: "attack over" },
 ];
 
+/*
+ * The attacks are on the host's validation of tool arguments, not on script CPU: the scripts' top-level code
+ * (a map over two tools) gets a limit wide enough that loading it never times out on a loaded machine.
+ */
+const loadLimits = { cpuMs: 2000, wallMs: 5000 };
+
 const warmupSteps = [
   {
     toolCalls: [
@@ -88,9 +94,9 @@ async function completedRun(server: ServeProcess, key: string) {
 describe("red team: tool schemas against hookbox serve", () => {
   it("a pattern and uniqueItems attack neither stalls serve nor delays the victim's run", async () => {
     const fixture = writeFixture([
-      { name: "attacker", key: "attacker-key", steps: attackSteps, scripts: { "attack.ts": toolScript(attackTools) } },
+      { name: "attacker", key: "attacker-key", steps: attackSteps, scripts: { "attack.ts": toolScript(attackTools) }, limits: loadLimits },
       { name: "victim", key: "victim-key", steps: twoToolSteps },
-      { name: "warmup", key: "warmup-key", steps: warmupSteps, scripts: { "warmup.ts": toolScript(attackTools) } },
+      { name: "warmup", key: "warmup-key", steps: warmupSteps, scripts: { "warmup.ts": toolScript(attackTools) }, limits: loadLimits },
     ]);
     const probeFile = join(fixture.dir, "loop-probe.json");
     const server = await startServe({
@@ -137,6 +143,7 @@ describe("red team: tool schemas against hookbox serve", () => {
         key: "attacker-key",
         steps: [{ toolCalls: [{ id: "c1", name: "boom", args: {} }] }, { text: "x" }],
         scripts: { "attack.ts": toolScript([{ name: "boom", parameters: { $async: true, type: "object" } }]) },
+        limits: loadLimits,
       },
       { name: "victim", key: "victim-key", steps: twoToolSteps },
     ]);

@@ -94,8 +94,10 @@ describe("cordons", () => {
     const pool = newPool({ workers: 1, killGraceMs: 200 });
     const free = await tenantRun(pool, "free-a", "free");
     const paid = await tenantRun(pool, "paid-a", "paid");
-    pool.tenant("free-a", { cpuMs: 50, wallMs: 300 });
-    pool.tenant("paid-a", { cpuMs: 50, wallMs: 300 });
+    // The spins end at these limits and quarantine their tenants; the limits also bound the scripts' top-level
+    // code when a new limit reloads them, which a loaded machine must get through: 500 ms, not 50.
+    pool.tenant("free-a", { cpuMs: 500, wallMs: 1000 });
+    pool.tenant("paid-a", { cpuMs: 500, wallMs: 1000 });
     for (const run of [free, paid]) await expect(run.callHook("policy", "beforeToolCall", beforePayload("spin"))).rejects.toThrow();
     // Quarantined now (nice 19): generous limits again, so a loaded machine does not fail the calls that check where they went.
     pool.tenant("free-a", { cpuMs: 5000, wallMs: 10_000 });
