@@ -21,7 +21,7 @@ export default {
   ignoreStatic: module.ignoreStatic ?? false,
   timeoutMS: 20_000,
   timeoutFactor: 2,
-  reporters: ["clear-text", "json"],
+  reporters: ["clear-text", "json", "progress-append-only"],
   jsonReporter: { fileName: `reports/mutation/${name}.json` },
   clearTextReporter: { allowColor: false, logTests: false, reportScoreTable: true },
   ignorePatterns: [".cache", "reports", ".stryker-tmp"],
