@@ -7,22 +7,12 @@ import { pathToFileURL } from "node:url";
 import { repoRoot } from "../helpers/cli.js";
 import { writeScripts } from "../helpers/harness.js";
 import { wallLauncher } from "../helpers/wall.js";
+import { beforePayload } from "../sandbox/helpers.js";
 
 /*
  * A library host may run sandbox pools in worker threads of one process (as a test runner's thread pool does):
  * their walled workers each get a cgroup of their own, though the threads share the process id.
  */
-const hookPayload = {
-  phase: "beforeToolCall",
-  call: { id: "c", name: "t", args: {}, origin: "host" },
-  attempt: 1,
-  sessionId: "s",
-  inferenceId: "i",
-  traceId: "t",
-  turnId: "u",
-  timestampMs: 0,
-  tags: {},
-} as const;
 
 it("two pools in two worker threads of one process both start walled workers and answer", async () => {
   wallLauncher(); // fails with an install hint where bubblewrap is missing
@@ -69,7 +59,7 @@ it("two copies of the built library in one thread both start walled workers and 
         try {
           const tenant = pool.tenant(`copy-${index}`);
           const run = await tenant.openRun({ runId: `run-${index}`, scripts: await tenant.load([script!]) });
-          return await run.callHook("policy", "beforeToolCall", hookPayload);
+          return await run.callHook("policy", "beforeToolCall", beforePayload("t"));
         } finally {
           await pool.close();
         }
