@@ -57,14 +57,26 @@ afterAll(async () => {
   expect(server.stderr()).not.toContain("acme-key");
 });
 
+/** What the test reads of a page's globals and elements (evaluated in the browser). */
+interface InPage {
+  document: { addEventListener(type: string, listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
+  __reportViolation(what: string): void;
+  __pwned?: string;
+}
+interface InPageElement {
+  dataset: Record<string, string | undefined>;
+}
+
 /** A page that records CSP violations and every request URL, signed in with `key`. */
 async function openInspector(key?: string): Promise<Page & { violations: string[] }> {
   const page = (await browser.newPage()) as Page & { violations: string[] };
   page.violations = [];
   await page.exposeFunction("__reportViolation", (what: string) => page.violations.push(what));
   await page.addInitScript(() => {
-    document.addEventListener("securitypolicyviolation", (event) => {
-      (window as unknown as { __reportViolation(what: string): void }).__reportViolation(`${event.violatedDirective} ${event.blockedURI}`);
+    // Runs in the page: the test's own types have no DOM, so the page's globals are described here.
+    const page = globalThis as unknown as InPage;
+    page.document.addEventListener("securitypolicyviolation", (event) => {
+      page.__reportViolation(`${event.violatedDirective} ${event.blockedURI}`);
     });
   });
   page.on("request", (request) => {
@@ -82,7 +94,7 @@ async function signIn(page: Page, key: string) {
 }
 
 async function expectNothingRan(page: Page & { violations: string[] }) {
-  expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
+  expect(await page.evaluate(() => (globalThis as unknown as InPage).__pwned)).toBeUndefined();
   expect(page.violations).toEqual([]);
 }
 
@@ -99,9 +111,11 @@ async function startRun(page: Page, prompt: string, options: { step?: boolean } 
 
 const nav = (page: Page, where: string) => page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: where }).click();
 const timelineTypes = (page: Page) =>
-  page.locator(".timeline .entry[data-seq]").evaluateAll((items) => items.map((item) => (item as HTMLElement).dataset.type));
+  page.locator(".timeline .entry[data-seq]").evaluateAll((items) => items.map((item) => (item as unknown as InPageElement).dataset.type));
 const timelineSeqs = (page: Page) =>
-  page.locator(".timeline .entry[data-seq]").evaluateAll((items) => items.map((item) => Number((item as HTMLElement).dataset.seq)));
+  page
+    .locator(".timeline .entry[data-seq]")
+    .evaluateAll((items) => items.map((item) => Number((item as unknown as InPageElement).dataset.seq)));
 
 describe("the web inspector at /ui/", () => {
   it("is served with a Content-Security-Policy that allows no inline script and no other origin", async () => {
