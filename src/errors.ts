@@ -37,6 +37,8 @@ export type HostErrorCode =
   | "DEADLINE"
   | "ABORTED"
   | "SESSION_BUSY"
+  /** A session cannot be deleted while forks keep their history in its log; the message names them. */
+  | "SESSION_FORKED"
   | "NOT_RESUMABLE"
   | "NOT_FOUND"
   | "STORE"

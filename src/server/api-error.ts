@@ -19,6 +19,7 @@ export class ApiError extends Error {
 /** Host errors that are the caller's doing map to 4xx; anything else is a server fault (500). */
 const statusOfCode: Record<string, ContentfulStatusCode> = {
   SESSION_BUSY: 409,
+  SESSION_FORKED: 409,
   NOT_RESUMABLE: 409,
   NOT_FOUND: 404,
   USAGE: 400,

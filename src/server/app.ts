@@ -143,6 +143,12 @@ export function createApp({
     return c.body(textSlices(redactToolErrors((await manager.describeJson(session.id, page))!, redact)));
   });
 
+  app.delete("/v1/sessions/:sessionId", async (c) => {
+    const session = await ownedSession(c, c.req.param("sessionId"));
+    const { sessionId, freedBytes } = await manager.delete(session.id);
+    return c.json({ deleted: true, sessionId, freedBytes });
+  });
+
   app.post("/v1/sessions/:sessionId/runs", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
     const body = await readBody(c, StartRunBody);

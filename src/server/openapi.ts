@@ -51,6 +51,11 @@ const schemas = {
     url: z.string().meta({ description: "the event stream's path with the token, for new EventSource(url)" }),
   }),
   Reloaded: z.object({ reloaded: z.literal(true), tenants: z.array(z.string()) }),
+  SessionDeleted: z.object({
+    deleted: z.literal(true),
+    sessionId: z.string(),
+    freedBytes: z.number().int().meta({ description: "bytes taken off the tenant's stored bytes (its store quota)" }),
+  }),
   UsageReport,
   ApprovalList,
   RunList,
@@ -63,7 +68,7 @@ const schemas = {
 type Schema = keyof typeof schemas;
 
 interface Operation {
-  method: "get" | "post" | "put";
+  method: "get" | "post" | "put" | "delete";
   /** OpenAPI form: `{param}`. */
   path: string;
   summary: string;
@@ -319,6 +324,17 @@ export const operations: Operation[] = [
       200: { description: "the new config serves", schema: "Reloaded" },
       400: { description: "the new config was refused (CONFIG); the old one stays", schema: "Error" },
       401: { description: "no operator key", schema: "Error" },
+    },
+  },
+  // Last: the document's own test walks these in order, and this one deletes the session the others use.
+  {
+    method: "delete",
+    path: "/v1/sessions/{sessionId}",
+    summary: "Delete a session with its runs, events and snapshots, freeing its store quota (its usage stays billed)",
+    responses: {
+      200: { description: "deleted", schema: "SessionDeleted" },
+      ...errorResponses(401, 404, 429),
+      409: { description: "a run of it is in flight (SESSION_BUSY), or a fork keeps its history in it (SESSION_FORKED)", schema: "Error" },
     },
   },
 ];

@@ -17,6 +17,7 @@ import { loadServerConfig } from "./config.js";
 import { LiveConfig } from "./live-config.js";
 import { ServerMetrics } from "./metrics.js";
 import { buildTenantRuntimes } from "./tenant-runtimes.js";
+import { RetentionSweeper } from "./retention.js";
 
 export interface RunningServer {
   url: string;
@@ -72,6 +73,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     storeQuota: (tenant) => live.tenants.get(tenant)?.maxStoreBytes,
     onEvent: (tenant, runId, event) => metrics.observeEvent(tenant, runId, event),
   });
+  const retention = new RetentionSweeper(live, manager, (message) => process.stderr.write(`hookbox serve: ${message}\n`));
   let draining = false;
   // One reload at a time: a second waits for the first, then reads the file again.
   let reloading: Promise<unknown> = Promise.resolve();
@@ -79,6 +81,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const next = reloading.then(async () => {
       const fresh = loadServerConfig(config.file);
       live.replace(fresh, await build(fresh, live));
+      if (!draining) retention.start();
       return { tenants: fresh.tenants.map((tenant) => tenant.config.name) };
     });
     reloading = next.catch(() => undefined);
@@ -123,6 +126,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   });
   applyConnectionCap(server as Server, connections);
   answerClientErrors(server as Server);
+  retention.start();
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
 
@@ -132,6 +136,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     reload,
     async drain() {
       draining = true;
+      retention.stop();
       await manager.waitForIdle(config.drainMs);
       await manager.interruptAll(
         "the server shut down (SIGTERM) while the run was in flight; resume it with hookbox resume or POST /v1/sessions/:id/resume",

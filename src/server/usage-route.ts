@@ -19,6 +19,7 @@ export const UsageReport = z.object({
   costUsd: z.number().meta({ description: "by the tenant's pricing; 0 for unpriced models" }),
   toolCalls: z.number().int().meta({ description: "tool executions, retries included" }),
   sandboxCpuMs: z.number().meta({ description: "CPU of the tenant's sandboxed callbacks, recorded as runs end" }),
+  storedBytes: z.number().int().meta({ description: "bytes the tenant keeps in the store now (what its maxStoreBytes quota counts)" }),
 });
 
 /**
@@ -41,6 +42,7 @@ export function registerUsageRoute(app: Hono<Env>, manager: SessionManager): voi
       since: new Date(sinceMs).toISOString(),
       until: new Date().toISOString(),
       ...totals,
+      storedBytes: (await manager.store.tenantUsage(tenant)).storedBytes,
     };
     return c.json(report);
   });

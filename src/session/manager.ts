@@ -21,7 +21,7 @@ import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, RunOptions, TenantRuntime } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
-import type { RunRecord, SessionFilter, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
+import type { DeletedSession, RunRecord, SessionFilter, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
@@ -82,6 +82,18 @@ export class SessionManager implements SessionOwner {
 
   list(filter?: SessionFilter): Promise<SessionSummary[]> {
     return this.store.listSessions(filter);
+  }
+
+  /**
+   * Deletes a session and everything of it (Store.deleteSession), freeing its bytes of the tenant's store quota.
+   * SESSION_BUSY while a run of it is starting or running; SESSION_FORKED while a fork keeps its history in it.
+   */
+  async delete(sessionId: string): Promise<DeletedSession> {
+    if (this.runs.isBusy(sessionId))
+      throw new HookboxError("SESSION_BUSY", `session ${sessionId} has a run in flight: cancel it or wait for it to end`, { sessionId });
+    const deleted = await this.store.deleteSession(sessionId);
+    this.histories.forget(sessionId);
+    return deleted;
   }
 
   async startRun(sessionId: string, prompt: string, options: RunOptions = {}): Promise<RunHandle> {

@@ -79,6 +79,11 @@ export class MemoryPolicyTables implements PolicyTables {
     this.hookCalls.set(runId, list);
   }
 
+  /** A deleted run's hook chain records. */
+  dropHookCalls(runId: string): void {
+    this.hookCalls.delete(runId);
+  }
+
   async listHookCalls(runId: string): Promise<HookCallRecord[]> {
     return structuredClone(this.hookCalls.get(runId) ?? []);
   }

@@ -14,6 +14,7 @@ import { newSessionLog } from "./session-base.js";
 import { turnFromParts, turnTextFromParts } from "./stored-turn.js";
 import { encodeBase, encodeSegments, pushSegment, type LogSegment, type TurnLayout } from "./turn-layout.js";
 import type {
+  DeletedSession,
   EventWrite,
   PageOptions,
   PauseRecord,
@@ -35,6 +36,7 @@ import type {
   WriteOptions,
 } from "./types.js";
 import { overQuota, quotaError } from "./quota.js";
+import { refuseUndeletable } from "./deletable.js";
 import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
 
 interface SessionState {
@@ -43,6 +45,8 @@ interface SessionState {
   log: string[];
   base?: TurnLayout;
   runs: RunState[];
+  /** Bytes charged for the session and its runs, without usage ledger rows (which outlive it): what deleting it frees. */
+  bytes: number;
 }
 
 interface StoredSnapshot extends Omit<SnapshotInfo, "stored"> {
@@ -92,6 +96,7 @@ export class MemoryStore extends StoreBase implements Store {
       record: structuredClone(record),
       log: start.blockTexts,
       runs: [],
+      bytes,
       ...(start.layout ? { base: start.layout } : {}),
     });
   }
@@ -124,10 +129,42 @@ export class MemoryStore extends StoreBase implements Store {
     return out;
   }
 
+  async deleteSession(sessionId: string): Promise<DeletedSession> {
+    const session = this.sessions.get(sessionId);
+    if (!session) throw new HookboxError("NOT_FOUND", `no session ${sessionId}`, { sessionId });
+    const forks = [...this.sessions.values()]
+      .filter(
+        ({ record, base }) =>
+          record.id !== sessionId &&
+          (record.forkedFrom?.sessionId === sessionId || base?.segments.some((segment) => segment.session === sessionId)),
+      )
+      .map(({ record }) => record.id);
+    refuseUndeletable(sessionId, session.runs.find((run) => run.record.status === "running")?.record.id, forks.slice(0, 5));
+    for (const run of session.runs) {
+      this.runs.delete(run.record.id);
+      this.policy.dropHookCalls(run.record.id);
+    }
+    this.sessions.delete(sessionId);
+    const tenant = session.record.tenant;
+    this.usage.set(tenant, Math.max(0, (this.usage.get(tenant) ?? 0) - session.bytes));
+    return { sessionId, tenant, freedBytes: session.bytes };
+  }
+
+  async staleSessions(tenant: string, beforeMs: number, limit: number): Promise<string[]> {
+    return [...this.sessions.values()]
+      .filter(({ record }) => record.tenant === tenant)
+      .filter(({ record, runs }) => Math.max(record.createdMs, ...runs.map((run) => run.record.startedMs)) < beforeMs)
+      .sort((a, b) => b.record.createdMs - a.record.createdMs)
+      .slice(0, limit)
+      .map(({ record }) => record.id);
+  }
+
   async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
     const session = this.sessions.get(run.sessionId);
     if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
-    this.charge(session.record.tenant, run.prompt.length + JSON.stringify(run.options).length, options.maxTenantBytes);
+    const bytes = run.prompt.length + JSON.stringify(run.options).length;
+    this.charge(session.record.tenant, bytes, options.maxTenantBytes);
+    session.bytes += bytes;
     const state: RunState = { record: structuredClone(run), events: [], snapshots: [], pauses: new Map(), toolResults: new Map() };
     this.runs.set(run.id, state);
     session.runs.push(state);
@@ -168,12 +205,17 @@ export class MemoryStore extends StoreBase implements Store {
     const events = write.events ?? [];
     this.checkEvents(state, events);
     let bytes = 0;
-    for (const { event, json } of events) bytes += json.length + ledgerRowBytes(usageDelta(event));
+    let ledgerBytes = 0;
+    for (const { event, json } of events) {
+      bytes += json.length;
+      ledgerBytes += ledgerRowBytes(usageDelta(event));
+    }
     for (const result of write.toolResults ?? []) bytes += result.blockJson.length;
     for (const call of write.hookCalls ?? []) bytes += hookCallWriteBytes(call);
     const snapshot = write.snapshot && this.placeSnapshot(state, session, write.snapshot, events.at(-1)?.event.seq);
     if (snapshot) bytes += snapshot.bytes;
-    this.charge(tenant, bytes, write.maxTenantBytes);
+    this.charge(tenant, bytes + ledgerBytes, write.maxTenantBytes);
+    session.bytes += bytes;
 
     for (const { event, json } of events) this.applyEvent(state, tenant, event, json);
     for (const result of write.toolResults ?? []) state.toolResults.set(result.callId, result.blockJson);

@@ -19,7 +19,9 @@ import { StoreBase } from "./store-base.js";
 import { eventJson, withEventJson } from "../events/event-json.js";
 import { newSessionLog } from "./session-base.js";
 import { encodeBase } from "./turn-layout.js";
+import { SqliteSessionDeletes } from "./sqlite-delete.js";
 import type {
+  DeletedSession,
   PageOptions,
   PauseRecord,
   RunRecord,
@@ -57,6 +59,7 @@ export class SqliteStore extends StoreBase implements Store {
   private readonly statements: SqliteStatements;
   private readonly turns: SqliteTurns;
   private readonly commits: GroupCommit<QueuedWrite, unknown>;
+  private readonly deletes: SqliteSessionDeletes;
   readonly kv: SqliteKv;
   protected readonly policy: SqlitePolicyTables;
 
@@ -72,7 +75,17 @@ export class SqliteStore extends StoreBase implements Store {
       (what, apply) => this.submit(what, apply),
       () => this.settle(),
     );
+    this.deletes = new SqliteSessionDeletes(this.db);
     this.interruptOrphanedRuns();
+  }
+
+  deleteSession(sessionId: string): Promise<DeletedSession> {
+    return this.submit(`delete session ${sessionId}`, (batch) => this.deletes.apply(batch, sessionId));
+  }
+
+  async staleSessions(tenant: string, beforeMs: number, limit: number): Promise<string[]> {
+    this.settle();
+    return this.deletes.stale(tenant, beforeMs, limit);
   }
 
   async createSession(session: SessionRecord, options: WriteOptions = {}): Promise<void> {

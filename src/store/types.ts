@@ -177,6 +177,14 @@ export interface TenantRunQuery {
   limit: number;
 }
 
+/** What deleting a session freed (`Store.deleteSession`). */
+export interface DeletedSession {
+  sessionId: string;
+  tenant: string;
+  /** Bytes taken off the tenant's stored bytes (its store quota). */
+  freedBytes: number;
+}
+
 export interface SessionFilter {
   tenant?: string;
   /** Sessions after this one in the listing's order. */
@@ -219,6 +227,14 @@ export interface Store extends PolicyStore, RunSearch {
   getSession(sessionId: string): Promise<SessionRecord | undefined>;
   /** Sessions in creation order (then id); `after` and `limit` page through them. */
   listSessions(filter?: SessionFilter): Promise<SessionSummary[]>;
+  /**
+   * Deletes a session with its runs, events, snapshots, log, tool results, hook chain records and pauses, and takes
+   * their bytes off the tenant's stored bytes; the usage ledger stays. Throws NOT_FOUND, SESSION_BUSY (a run of it
+   * is running) or SESSION_FORKED (a fork keeps its history in this session's log).
+   */
+  deleteSession(sessionId: string): Promise<DeletedSession>;
+  /** Up to `limit` of a tenant's sessions whose latest run started (or, without runs, that were created) before `beforeMs`, newest first. */
+  staleSessions(tenant: string, beforeMs: number, limit: number): Promise<string[]>;
 
   createRun(run: RunRecord, options?: WriteOptions): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;

@@ -2,6 +2,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { openMemoryStore, openStore, thisProcessInstance, type Store } from "../../src/store/index.js";
 import { event, run, session, tempDir, turn } from "./helpers.js";
+import { ledgerRowBytes } from "../../src/store/row-bytes.js";
+import { usageDelta } from "../../src/store/usage.js";
 
 // The same behaviour from both stores: the in-memory one is the bench's baseline and the library default.
 const stores: [string, () => Store][] = [
@@ -411,6 +413,87 @@ describe.each(stores)("%s store", (_name, open) => {
     });
     expect((await store.latestSnapshot("f1"))?.turn.blocks.map((b) => b.payload.text)).toEqual(["a", "b", "c"]);
     expect((await store.latestSnapshot("r1"))?.turn.blocks.map((b) => b.payload.text)).toEqual(["a", "b"]);
+  });
+
+  it("deletes a session with everything of it, freeing exactly what it was charged but its usage ledger rows", async () => {
+    store = open();
+    await store.createSession(session("keep", "acme"));
+    await store.createRun(run("k1", "keep"));
+    const before = (await store.tenantUsage("acme")).storedBytes;
+    await store.createSession(session("s1", "acme"));
+    await store.createRun(run("r1", "s1"));
+    const inference = event("r1", 1, {
+      type: "inference-finished",
+      iteration: 1,
+      toolCalls: [],
+      usage: { inputTokens: 3, outputTokens: 4 },
+    });
+    await store.appendEvent("r1", inference);
+    await store.recordToolResult("r1", "c1", turn("t", ["tool"]).blocks[0]);
+    await store.recordHookCall({
+      runId: "r1",
+      callId: "c1",
+      hook: "afterToolCall",
+      attempt: 1,
+      shadow: false,
+      verdict: "proceed",
+      decision: {},
+      payload: { x: 1 },
+    });
+    await store.saveSnapshot("r1", "final", turn("t1", ["a", "b"]));
+    await store.appendEvent("r1", event("r1", 2, { type: "run-finished", status: "completed", iterations: 1 }));
+    await store.createRun(run("r2", "s1"));
+    await store.appendEvent("r2", event("r2", 1, { type: "run-finished", status: "completed", iterations: 0 }));
+    const charged = (await store.tenantUsage("acme")).storedBytes;
+    expect(charged - before).toBeGreaterThan(500);
+
+    expect(await store.deleteSession("s1")).toEqual({
+      sessionId: "s1",
+      tenant: "acme",
+      freedBytes: charged - before - ledgerRowBytes(usageDelta(inference)),
+    });
+    expect((await store.tenantUsage("acme")).storedBytes).toBe(before + ledgerRowBytes(usageDelta(inference)));
+    expect(await store.getSession("s1")).toBeUndefined();
+    expect(await store.getRun("r1")).toBeUndefined();
+    expect(await store.listEvents("r1")).toEqual([]);
+    expect(await store.listHookCalls("r1")).toEqual([]);
+    expect((await store.listToolResults("r1")).size).toBe(0);
+    expect((await store.listSessions({ tenant: "acme" })).map((s) => s.id)).toEqual(["keep"]);
+    // What was spent stays billable.
+    expect(await store.usageTotals("acme", 0)).toMatchObject({ inputTokens: 3, outputTokens: 4 });
+    await expect(store.deleteSession("s1")).rejects.toMatchObject({ code: "NOT_FOUND" });
+    expect(await store.getRun("k1")).toMatchObject({ sessionId: "keep" });
+  });
+
+  it("refuses to delete a session with a running run or with forks that keep their history in it", async () => {
+    store = open();
+    await store.createSession(session("s1"));
+    await store.createRun(run("r1"));
+    await expect(store.deleteSession("s1")).rejects.toMatchObject({ code: "SESSION_BUSY", message: expect.stringContaining("r1") });
+    await store.saveSnapshot("r1", "final", turn("t1", ["a"]));
+    await store.appendEvent("r1", event("r1", 1, { type: "run-finished", status: "completed", iterations: 0 }));
+    const stored = (await store.latestSnapshotInfo("r1"))!.stored;
+    if (!("layout" in stored)) throw new Error("expected a layout");
+    await store.createSession({ ...session("s2"), forkedFrom: { sessionId: "s1", runId: "r1" }, base: stored.layout });
+    await expect(store.deleteSession("s1")).rejects.toMatchObject({ code: "SESSION_FORKED", message: expect.stringContaining("s2") });
+    expect(await store.getRun("r1")).toBeDefined();
+    await store.deleteSession("s2");
+    await store.deleteSession("s1");
+    expect(await store.listSessions()).toEqual([]);
+  });
+
+  it("lists a tenant's sessions idle since a time, newest first", async () => {
+    store = open();
+    await store.createSession({ ...session("old"), createdMs: 1000 });
+    await store.createRun({ ...run("r-old", "old"), startedMs: 2000 });
+    await store.createSession({ ...session("used"), createdMs: 1500 });
+    await store.createRun({ ...run("r-used", "used"), startedMs: 9000 });
+    await store.createSession({ ...session("empty"), createdMs: 3000 });
+    await store.createSession({ ...session("other", "globex"), createdMs: 1000 });
+    expect(await store.staleSessions("acme", 5000, 10)).toEqual(["empty", "old"]);
+    expect(await store.staleSessions("acme", 5000, 1)).toEqual(["empty"]);
+    expect(await store.staleSessions("acme", 2000, 10)).toEqual([]);
+    expect(await store.staleSessions("acme", 10_000, 10)).toEqual(["empty", "used", "old"]);
   });
 
   it("applies writes issued together each on its own, in order: one refused does not undo the others", async () => {
