@@ -326,7 +326,6 @@ export const operations: Operation[] = [
       401: { description: "no operator key", schema: "Error" },
     },
   },
-  // Last: the document's own test walks these in order, and this one deletes the session the others use.
   {
     method: "delete",
     path: "/v1/sessions/{sessionId}",
