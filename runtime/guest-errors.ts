@@ -7,7 +7,12 @@ import {
   StringPrototypeSlice,
 } from "./primordials.js";
 import { isGuestDataError } from "./serialize.js";
-import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../src/sandbox/wire/error-limits.js";
+import {
+  MAX_ERROR_CODE_CHARS,
+  MAX_ERROR_MESSAGE_CHARS,
+  MAX_ERROR_NAME_CHARS,
+  MAX_ERROR_STACK_CHARS,
+} from "../src/sandbox/wire/error-limits.js";
 
 /** Reads one property of a thrown value without letting a hostile getter or toString escape the timed segment. */
 function readString(read: () => unknown, max: number): string | undefined {
@@ -30,18 +35,22 @@ export function describeThrown(thrown: unknown, code = "SCRIPT_ERROR"): string {
     if (isGuestDataError(thrown)) {
       // A value over the size limit is its own code, whatever else it is: the limit, not the contract, refused it.
       const tooLarge = StringPrototypeIncludes(thrown.problem, "-byte limit");
-      return JSONStringify({ code: tooLarge ? "PAYLOAD_TOO_LARGE" : "HOOK_CONTRACT", message: thrown.problem, path: thrown.path });
+      return JSONStringify({
+        code: tooLarge ? "PAYLOAD_TOO_LARGE" : "HOOK_CONTRACT",
+        message: StringPrototypeSlice(thrown.problem, 0, MAX_ERROR_MESSAGE_CHARS),
+        path: StringPrototypeSlice(thrown.path, 0, MAX_ERROR_MESSAGE_CHARS),
+      });
     }
     if (thrown !== null && (typeof thrown === "object" || typeof thrown === "function")) {
       const error = thrown as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
-      const name = readString(() => error.name, 200) ?? "Error";
+      const name = readString(() => error.name, MAX_ERROR_NAME_CHARS) ?? "Error";
       const message =
         readString(() => error.message, MAX_ERROR_MESSAGE_CHARS) ??
         readString(() => thrown, MAX_ERROR_MESSAGE_CHARS) ??
         "(unprintable value)";
       const stack = readString(() => error.stack, MAX_ERROR_STACK_CHARS);
       // A capability error's code (CAPABILITY_DENIED, ...) is kept so the host's error names it.
-      const errorCode = readString(() => error.code, 64);
+      const errorCode = readString(() => error.code, MAX_ERROR_CODE_CHARS);
       return JSONStringify({ code, name, message, stack, errorCode });
     }
     return JSONStringify({

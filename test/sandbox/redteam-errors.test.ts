@@ -70,6 +70,16 @@ describe("red team: thrown values", () => {
     expect(await count()).toEqual({ action: "deny", reason: "2" });
   });
 
+  it("an error whose text JSON escapes six-fold (control characters) still reaches the host, clipped, not as 'failed'", async () => {
+    const { run } = await attacker(pool, `{ hooks: { beforeToolCall() { throw new Error("\\u0001".repeat(20_000)); } } }`);
+    const error = await rejection(run.callHook("attack", "beforeToolCall", beforePayload()));
+    expect(error.code).toBe("SCRIPT_ERROR");
+    // Clipped (by the worker at 4096 characters, by the host with its clip marker), not lost.
+    expect(error.message).toMatch(/^attack: beforeToolCall threw Error: \u0001{4000}/);
+    expect((error.details.stack as string).length).toBe(16384);
+    expect(error.message.length).toBeLessThan(4096 + 400);
+  });
+
   it("top-level code throwing such a value fails the load with a clipped SCRIPT_LOAD; the worker lives on", async () => {
     const count = await neighbour();
     expect(await count()).toEqual({ action: "deny", reason: "1" });

@@ -2,7 +2,13 @@ import type { CallbackOutcome, LogRecord } from "../wire/protocol.js";
 import type { DecodedSettlement, GuestLogLevel, GuestOpHandler, GuestOps } from "../wire/guest-ops.js";
 import type { LogLimiter } from "./log-limiter.js";
 import { clipText } from "./failure.js";
-import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../wire/error-limits.js";
+import {
+  MAX_ERROR_CODE_CHARS,
+  MAX_ERROR_DESCRIPTION_CHARS,
+  MAX_ERROR_MESSAGE_CHARS,
+  MAX_ERROR_NAME_CHARS,
+  MAX_ERROR_STACK_CHARS,
+} from "../wire/error-limits.js";
 import type { ScriptContext } from "./script-context.js";
 
 /** What guest code reported during the current exec message. */
@@ -59,7 +65,10 @@ function errorFromGuest(text: string, call: WorkerCall) {
     // fall through with defaults
   }
   const code = parsed.code === "HOOK_CONTRACT" || parsed.code === "PAYLOAD_TOO_LARGE" ? parsed.code : "SCRIPT_ERROR";
-  const thrownCode = typeof parsed.errorCode === "string" && /^[A-Z][A-Z0-9_]{0,63}$/.test(parsed.errorCode) ? parsed.errorCode : undefined;
+  const thrownCode =
+    typeof parsed.errorCode === "string" && parsed.errorCode.length <= MAX_ERROR_CODE_CHARS && /^[A-Z][A-Z0-9_]*$/.test(parsed.errorCode)
+      ? parsed.errorCode
+      : undefined;
   const message = typeof parsed.message === "string" ? clipText(parsed.message, MAX_ERROR_MESSAGE_CHARS) : "failed";
   const details: Record<string, unknown> = { script: call.context.script, kind: call.kind, target: call.target };
   if (typeof parsed.stack === "string") details.stack = clipText(parsed.stack, MAX_ERROR_STACK_CHARS);
@@ -69,7 +78,10 @@ function errorFromGuest(text: string, call: WorkerCall) {
     // With the code, the host can tell a rethrown next() error from one the script made (middleware-chain.ts).
     details.thrownMessage = message;
   }
-  const name = clipText((typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : ""), 200);
+  const name = clipText(
+    (typeof parsed.name === "string" ? parsed.name : "Error") + (thrownCode ? ` [${thrownCode}]` : ""),
+    MAX_ERROR_NAME_CHARS,
+  );
   return { code, message: code === "SCRIPT_ERROR" ? `${name}: ${message}` : message, details };
 }
 
@@ -105,7 +117,12 @@ export function settleCall(
         details: { path: "$" },
       },
     });
-  else collector.outcomes.push({ type: "failed", callId: call.callId, error: errorFromGuest(text.slice(0, 65536), call) });
+  else
+    collector.outcomes.push({
+      type: "failed",
+      callId: call.callId,
+      error: errorFromGuest(text.slice(0, MAX_ERROR_DESCRIPTION_CHARS), call),
+    });
 }
 
 /**
