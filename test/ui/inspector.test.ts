@@ -194,6 +194,11 @@ describe("the web inspector at /ui/", () => {
     const card = page.getByRole("article", { name: "Approval for record" });
     await card.waitFor();
     expect(await card.locator(".reason").textContent()).toBe(HOSTILE_REASON);
+    // docs/inspector-run.png is this page: HOOKBOX_UI_SCREENSHOT=docs/inspector-run.png npx vitest run test/ui/inspector.test.ts
+    if (process.env.HOOKBOX_UI_SCREENSHOT) await page.screenshot({ path: process.env.HOOKBOX_UI_SCREENSHOT });
+    // The hook's decision names its script and shows its reason, as text.
+    const decision = page.locator('.entry[data-type="hook-decision"]', { hasText: "policy" });
+    expect(await decision.locator(".text").textContent()).toBe(`beforeToolCall · policy · ask: ${HOSTILE_REASON}`);
     expect(JSON.parse((await card.getByLabel("Arguments").textContent())!)).toEqual({ id: HOSTILE_ARG, delayMs: 0 });
     await card.getByRole("button", { name: "Edit arguments" }).click();
     await card.getByLabel("delayMs").fill('"slow"');
