@@ -11,6 +11,7 @@ import { createHookboxModule } from "./hookbox-module.js";
 import { createCallbacks } from "./callbacks.js";
 import { isDefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
 import { JSONParse, JSONStringify, ReflectApply, globalObject } from "./primordials.js";
+import { readCoverage } from "./coverage.js";
 import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
 // Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker
@@ -83,6 +84,8 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
       case "forget":
         callbacks.forget(a);
         return undefined;
+      case "coverage":
+        return readCoverage();
     }
   };
 }

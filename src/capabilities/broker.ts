@@ -4,7 +4,7 @@ import type { CapabilityBroker } from "../sandbox/api.js";
 import type { KvStore } from "../store/kv.js";
 import type { Json } from "../turns/json.js";
 import type { CapabilityEvent } from "../events/types.js";
-import { brokeredFetch } from "./fetch.js";
+import { brokeredFetch, type FetchTransport } from "./fetch.js";
 import type { EgressRule } from "./egress.js";
 import { systemResolver, type ResolveHost } from "./egress-connect.js";
 import { generateWithGuard, mostGuardUsage } from "./guard-model.js";
@@ -55,6 +55,8 @@ export interface RunCapabilitiesOptions {
   now?: () => number;
   /** Host names to addresses for ctx.fetch (default: the system's resolver). */
   resolveHost?: ResolveHost;
+  /** How ctx.fetch sends a hop the egress list allowed (default: over the network; `hookbox test`: canned answers). */
+  fetchTransport?: FetchTransport;
 }
 
 type Counted = "fetch" | "kv" | "model";
@@ -138,6 +140,7 @@ export class RunCapabilities implements CapabilityBroker {
           env: this.options.env ?? process.env,
           signal,
           resolve: this.options.resolveHost ?? systemResolver,
+          ...(this.options.fetchTransport ? { transport: this.options.fetchTransport } : {}),
         },
         (url) => {
           event.url = url.slice(0, EVENT_URL_CHARS);

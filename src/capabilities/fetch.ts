@@ -32,6 +32,16 @@ const TRANSPORT_HEADERS = new Set(["host", "connection", "content-length", "tran
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const REDACTED = "[redacted]";
 
+/**
+ * Sends one hop once the egress list has allowed it: the response, or a rejection as a failed connection
+ * rejects. The default connects only to the addresses checked for the hop's entry; `hookbox test` gives one that
+ * answers from a case's canned responses (every other rule here still applies to them).
+ */
+export type FetchTransport = (
+  url: URL,
+  init: { method: string; headers: Headers; body: string | undefined; signal: AbortSignal; rule: EgressRule },
+) => Promise<Response>;
+
 export interface FetchDeps {
   rules: EgressRule[];
   limits: CapabilityLimits;
@@ -40,6 +50,8 @@ export interface FetchDeps {
   signal: AbortSignal;
   /** Host names to addresses (the system's resolver; tests give their own). */
   resolve: ResolveHost;
+  /** How a hop is sent (default: to the checked addresses over the network). */
+  transport?: FetchTransport;
 }
 
 /** Performs one ctx.fetch; `onUrl` learns each URL tried (the event names the last). */
@@ -59,15 +71,9 @@ export async function brokeredFetch(request: FetchRequest, deps: FetchDeps, onUr
       if (rule === undefined)
         throw denied(url, hop === 0 ? "it is not under any entry of the tenant's egress list" : "a redirect left the egress list");
       const headers = requestHeaders(request.headers, rule, deps.env, secrets);
-      const dispatcher = pinnedDispatcher(await checkedAddresses(url, rule, deps.resolve, signal));
-      let response: Response;
-      try {
-        response = await fetch(url, { method, headers, body, redirect: "manual", signal, dispatcher });
-      } catch (error) {
-        void dispatcher.destroy().catch(() => {});
-        throw error;
-      }
-      const done = () => void dispatcher.close().catch(() => {});
+      const { response, done } = await (deps.transport
+        ? deps.transport(url, { method, headers, body, signal, rule }).then((response) => ({ response, done: () => {} }))
+        : networkHop(url, rule, { method, headers, body, signal }, deps.resolve));
       const location = response.headers.get("location");
       if (REDIRECTS.has(response.status) && location !== null) {
         await response.body?.cancel();
@@ -103,6 +109,23 @@ export async function brokeredFetch(request: FetchRequest, deps: FetchDeps, onUr
       "CAPABILITY_FAILED",
       `ctx.fetch: ${url.href} failed: ${typeof cause?.code === "string" ? cause.code : "the connection failed"}`,
     );
+  }
+}
+
+/** One hop over the network, to the addresses checked for its entry; `done` frees the connection. */
+async function networkHop(
+  url: URL,
+  rule: EgressRule,
+  init: { method: string; headers: Headers; body: string | undefined; signal: AbortSignal },
+  resolve: ResolveHost,
+): Promise<{ response: Response; done: () => void }> {
+  const dispatcher = pinnedDispatcher(await checkedAddresses(url, rule, resolve, init.signal));
+  try {
+    const response = await fetch(url, { ...init, redirect: "manual", dispatcher });
+    return { response, done: () => void dispatcher.close().catch(() => {}) };
+  } catch (error) {
+    void dispatcher.destroy().catch(() => {});
+    throw error;
   }
 }
 

@@ -6,6 +6,7 @@ import { MemoryKv } from "../store/memory-kv.js";
 import { RunCapabilities, type RunCapabilitiesOptions } from "./broker.js";
 import { parseEgress, type EgressRule } from "./egress.js";
 import type { ResolveHost } from "./egress-connect.js";
+import type { FetchTransport } from "./fetch.js";
 import { checkEgressSecrets } from "./egress-secrets.js";
 import { capabilityLimits, type CapabilityGrants, type CapabilityLimits } from "./grants.js";
 
@@ -25,6 +26,18 @@ export interface TenantCapabilitiesOptions {
   guardModel?: LanguageModelV4 | (() => LanguageModelV4);
   /** Host names to addresses for ctx.fetch (default: the system's resolver). */
   resolveHost?: ResolveHost;
+  /** What `hookbox test` puts in place of the outside world (src/testing/fixtures.ts). */
+  fixtures?: CapabilityFixtures;
+}
+
+/**
+ * The outside world as a test case gives it: canned ctx.fetch answers (every egress rule still applies), a
+ * fixed clock (kv expiry), and the environment egress headers read their secrets from.
+ */
+export interface CapabilityFixtures {
+  fetchTransport?: FetchTransport;
+  now?: () => number;
+  env?: NodeJS.ProcessEnv;
 }
 
 export type RunCapabilityHooks = Pick<RunCapabilitiesOptions, "emit" | "onGuardUsage" | "holdGuardBudget" | "traceGuard">;
@@ -35,6 +48,7 @@ export class TenantCapabilities {
   private readonly kv: KvStore | undefined;
   private readonly guardModel: (() => LanguageModelV4) | undefined;
   private readonly resolveHost: ResolveHost | undefined;
+  private readonly fixtures: CapabilityFixtures;
   readonly limits: CapabilityLimits;
 
   constructor(options: TenantCapabilitiesOptions) {
@@ -42,7 +56,8 @@ export class TenantCapabilities {
     this.limits = capabilityLimits(grants);
     this.egress = grants.egress?.length ? parseEgress(grants.egress, `tenant ${options.tenant}: egress`) : undefined;
     // A secret that could never be sent stops the tenant at start, not at its first request.
-    if (this.egress) checkEgressSecrets(this.egress, process.env, `tenant ${options.tenant}: egress`);
+    this.fixtures = options.fixtures ?? {};
+    if (this.egress) checkEgressSecrets(this.egress, this.fixtures.env ?? process.env, `tenant ${options.tenant}: egress`);
     this.kv = grants.kv === false ? undefined : (options.kv ?? new MemoryKv());
     const given = options.guardModel;
     const spec = grants.guardModel;
@@ -69,6 +84,9 @@ export class TenantCapabilities {
       ...(this.kv ? { kv: this.kv } : {}),
       ...(this.guardModel ? { guardModel: this.guardModel } : {}),
       ...(this.resolveHost ? { resolveHost: this.resolveHost } : {}),
+      ...(this.fixtures.fetchTransport ? { fetchTransport: this.fixtures.fetchTransport } : {}),
+      ...(this.fixtures.now ? { now: this.fixtures.now } : {}),
+      ...(this.fixtures.env ? { env: this.fixtures.env } : {}),
       limits: this.limits,
       emit: (event) => {
         // A request that outlives its run has no event stream to report to.

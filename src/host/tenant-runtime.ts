@@ -12,6 +12,7 @@ import {
   type ScriptSource,
   type TenantSandbox,
   type TenantSandboxOptions,
+  type BundleVariant,
 } from "../sandbox/api.js";
 import type { RunDeployment } from "../store/policy-types.js";
 import { modelFactory } from "../engine/model-spec.js";
@@ -29,7 +30,7 @@ import { newId } from "../loop/ids.js";
 import { loadHostModule, type HostModule } from "./host-module.js";
 import { DEFAULT_PAUSE_TIMEOUT_MS, loopLimits, mergeRunOptions } from "./run-defaults.js";
 import type { RunHandle, StartRunRequest, TenantConfig, TenantRuntime } from "./types.js";
-import { TenantCapabilities } from "../capabilities/tenant-capabilities.js";
+import { TenantCapabilities, type CapabilityFixtures } from "../capabilities/tenant-capabilities.js";
 import type { ResolveHost } from "../capabilities/egress-connect.js";
 import type { KvStore } from "../store/kv.js";
 import type { Pricing } from "./usage.js";
@@ -70,6 +71,12 @@ export interface TenantRuntimeExtras {
   resolveHost?: ResolveHost;
   /** Called after every hook call (host or sandboxed, active or shadow) with its wall time: the server's metrics. */
   onHookTimed?(hook: string, durationMs: number): void;
+  /** Canned ctx.fetch answers, a fixed clock and an environment for egress secrets, in place of the real ones (hookbox test). */
+  capabilityFixtures?: CapabilityFixtures;
+  /** Loads the scripts as this variant of their bundles (hookbox test: coverage counters, a fixed clock). */
+  bundleVariant?: BundleVariant;
+  /** Called with each run's sandbox view as the run ends, before its script contexts are dropped (hookbox test reads coverage). */
+  onSandboxRunEnd?: (run: SandboxRun) => Promise<void>;
 }
 
 export interface DeploymentScripts {
@@ -120,7 +127,9 @@ export async function createTenantRuntime(
   const sandbox: TenantSandbox | undefined = config.scripts.length
     ? pool.tenant(sandboxTenant, config.limits, tenantSandboxOptions(config))
     : undefined;
-  const manifests: ScriptManifest[] = sandbox ? await sandbox.load(config.scripts) : [];
+  const manifests: ScriptManifest[] = sandbox
+    ? await sandbox.load(config.scripts, extras.bundleVariant ? { variant: extras.bundleVariant } : {})
+    : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
   buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run
   const shadow = deployment?.shadow?.sources.length ? deployment.shadow : undefined;
@@ -135,6 +144,7 @@ export async function createTenantRuntime(
     ...(extras.kv ? { kv: extras.kv } : {}),
     ...(extras.guardModel ? { guardModel: extras.guardModel } : {}),
     ...(extras.resolveHost ? { resolveHost: extras.resolveHost } : {}),
+    ...(extras.capabilityFixtures ? { fixtures: extras.capabilityFixtures } : {}),
   });
 
   const components =
@@ -184,6 +194,7 @@ export async function createTenantRuntime(
         close: async () => {
           granted.close();
           await shadowRun?.close().catch(() => undefined);
+          if (run && extras.onSandboxRunEnd) await extras.onSandboxRunEnd(run).catch(() => undefined);
           await run?.close();
         },
         // Shadow scripts run on the tenant's behalf too: their CPU counts.

@@ -36,6 +36,20 @@ export interface UploadedFiles {
   label: string;
 }
 
+/**
+ * A variant of a script's bundle (trusted host code: `hookbox test` counts coverage and pins the clock with one).
+ * Each rewrite must keep every line where it was (insert no line breaks), so stack traces and the source map
+ * still point at the author's lines.
+ */
+export interface BundleVariant {
+  /** Tells variants apart in the bundler's cache: one key, one way of rewriting. */
+  key: string;
+  /** Rewrites each of the script's own files as the bundler reads it (not files under node_modules). */
+  source?: (file: { path: string; text: string }) => string;
+  /** Rewrites the bundler's output (the script's iife) before the sandbox wraps it. */
+  bundle?: (js: string) => string;
+}
+
 export type OnHookError = "fail-closed" | "fail-open" | "abort-run";
 
 export interface ScriptToolManifest {
@@ -94,8 +108,12 @@ export interface SandboxPool {
 
 export interface TenantSandbox {
   readonly tenant: string;
-  /** Bundles (cached by content hash), evaluates and validates scripts. Rejects with SCRIPT_LOAD. */
-  load(sources: ScriptSource[]): Promise<ScriptManifest[]>;
+  /**
+   * Bundles (cached by content hash), evaluates and validates scripts. Rejects with SCRIPT_LOAD. With `variant`,
+   * the scripts load as that variant of their bundles (files on disk and source text; uploads load as they are),
+   * each under its own bundle hash.
+   */
+  load(sources: ScriptSource[], options?: { variant?: BundleVariant }): Promise<ScriptManifest[]>;
   /** A fresh context per loaded script for one run: globals a run changes never reach another run. */
   openRun(options: OpenRunOptions): Promise<SandboxRun>;
 }
@@ -132,5 +150,10 @@ export interface SandboxRun {
   callHook<H extends HookName>(script: string, hook: H, payload: HookPayload): Promise<HookReturns[H]>;
   /** Guest CPU time this run's callbacks used so far, ms (as the worker measured it). */
   cpuMs(): number;
+  /**
+   * What the run's script contexts counted so far when their bundles were instrumented for coverage
+   * (a `BundleVariant`): each context's JSON text, guest data ("null" for a bundle that counts nothing).
+   */
+  coverage(): Promise<{ script: string; text: string }[]>;
   close(): Promise<void>;
 }

@@ -90,7 +90,15 @@ export class BundleGuard {
   readonly inputs: InputIdentity[] = [];
   private readonly deadline: number;
 
-  constructor(private readonly options: { root: string; entry: string | undefined; bounds: BundleBounds }) {
+  constructor(
+    private readonly options: {
+      root: string;
+      entry: string | undefined;
+      bounds: BundleBounds;
+      /** Rewrites each file read outside node_modules (a bundle variant's: `BundleVariant.source`). */
+      rewrite?: (file: { path: string; text: string }) => string;
+    },
+  ) {
     this.deadline = Date.now() + options.bounds.timeoutMs;
   }
 
@@ -206,7 +214,15 @@ export class BundleGuard {
         if (this.inputBytes > this.options.bounds.maxInputBytes) {
           throw new Refusal(`the script's files add up to more than ${this.options.bounds.maxInputBytes} bytes`);
         }
-        return { contents: buffer.subarray(0, bytesRead), loader, resolveDir: dirname(path) };
+        const contents = buffer.subarray(0, bytesRead);
+        const rewrite = this.options.rewrite;
+        if (rewrite !== undefined && loader !== "json" && !path.split(sep).includes("node_modules")) {
+          const text = contents.toString("utf8");
+          const rewritten = rewrite({ path, text });
+          if (rewritten.split("\n").length !== text.split("\n").length) throw new Refusal(`${where}: a bundle variant moved its lines`);
+          return { contents: rewritten, loader, resolveDir: dirname(path) };
+        }
+        return { contents, loader, resolveDir: dirname(path) };
       } finally {
         await handle.close();
       }

@@ -6,7 +6,7 @@ import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type Bund
 import { finishBundle, sandboxBuildOptions, type Bundle } from "./bundle-output.js";
 import { bundleUploadedFiles } from "./files-bundler.js";
 import { HookboxError } from "../errors.js";
-import type { ScriptSource } from "./api.js";
+import type { BundleVariant, ScriptSource } from "./api.js";
 
 function identity(path: string): InputIdentity {
   const stat = lstatSync(path);
@@ -100,11 +100,16 @@ async function runEsbuild(options: BuildOptions, timeoutMs: number): Promise<Bui
  * guard (bundle-guard.ts), which confines the bundle to the script's directory. Cached by source (path, or
  * content hash for source text) and revalidated against the input files.
  */
-export async function bundleScript(source: ScriptSource, bounds: BundleBounds = DEFAULT_BUNDLE_BOUNDS): Promise<Bundle> {
+export async function bundleScript(
+  source: ScriptSource,
+  bounds: BundleBounds = DEFAULT_BUNDLE_BOUNDS,
+  variant?: BundleVariant,
+): Promise<Bundle> {
   if ("files" in source) return bundleUploadedFiles(source);
   const isPath = "path" in source;
   const entry = resolve(isPath ? source.path : source.filename);
-  const key = isPath ? `path:${entry}` : `source:${createHash("sha256").update(entry).update("\0").update(source.source).digest("hex")}`;
+  const plain = isPath ? `path:${entry}` : `source:${createHash("sha256").update(entry).update("\0").update(source.source).digest("hex")}`;
+  const key = variant ? `${plain}\0variant:${variant.key}` : plain;
   const hit = cache.get(key);
   if (hit !== undefined && inputsUnchanged(hit)) return hit.bundle;
 
@@ -114,7 +119,12 @@ export async function bundleScript(source: ScriptSource, bounds: BundleBounds = 
   if (!isPath && Buffer.byteLength(source.source) > bounds.maxFileBytes) {
     throw fail(`the source is over the ${bounds.maxFileBytes}-byte limit per file`);
   }
-  const guard = new BundleGuard({ root, entry: isPath ? entry : undefined, bounds });
+  const guard = new BundleGuard({
+    root,
+    entry: isPath ? entry : undefined,
+    bounds,
+    ...(variant?.source ? { rewrite: variant.source } : {}),
+  });
   const ext = extname(entry).toLowerCase();
   let result;
   try {
@@ -124,7 +134,7 @@ export async function bundleScript(source: ScriptSource, bounds: BundleBounds = 
           ? { entryPoints: [entry] }
           : {
               stdin: {
-                contents: source.source,
+                contents: variant?.source ? variant.source({ path: entry, text: source.source }) : source.source,
                 sourcefile: basename(entry),
                 resolveDir: root,
                 loader: ext === ".js" || ext === ".mjs" || ext === ".cjs" ? "js" : "ts",
@@ -148,7 +158,9 @@ export async function bundleScript(source: ScriptSource, bounds: BundleBounds = 
   if (js.contents.byteLength > bounds.maxBundleBytes) {
     throw fail(`the bundle is ${js.contents.byteLength} bytes, over the ${bounds.maxBundleBytes}-byte limit`);
   }
-  const bundle = finishBundle({ js: js.text, map: mapFile.text, defaultName: scriptName(entry), displayPath });
+  const output = variant?.bundle ? variant.bundle(js.text) : js.text;
+  if (output.split("\n").length !== js.text.split("\n").length) throw fail(`the bundle variant "${variant?.key}" moved its lines`);
+  const bundle = finishBundle({ js: output, map: mapFile.text, defaultName: scriptName(entry), displayPath });
   // The files as the guard read them (source text itself is part of the cache key, not a file).
   cache.set(key, { bundle, inputs: guard.inputs });
   return bundle;

@@ -15,6 +15,8 @@ import { parseGuestJson, validateGuestHookReturn, validateMiddlewareTurn } from 
 export interface RunOwner {
   /** Admits and runs one callback of this run (admission.ts checks the request). */
   call(run: SandboxRunImpl, request: CallbackRequest): Promise<CallReply>;
+  /** What the run's script contexts counted (instrumented bundles). */
+  coverage(run: SandboxRunImpl): Promise<{ script: string; text: string }[]>;
   /** The run closed: its callbacks in progress are cancelled. */
   closeRun(run: SandboxRunImpl): void;
 }
@@ -89,6 +91,10 @@ export class SandboxRunImpl implements SandboxRun, AdmittingRun, CallbackRun {
 
   cpuMs(): number {
     return this.cpuMsUsed;
+  }
+
+  coverage(): Promise<{ script: string; text: string }[]> {
+    return this.tenant.coverage(this);
   }
 
   /** Adds the guest CPU a worker reply reports to this run's total. */

@@ -2,7 +2,7 @@ import { Admission, type AdmissionLimits, type Admitted } from "./admission.js";
 import { CallbackGate, type GateOwner } from "./callback-gate.js";
 import { CallbacksInFlight, type Callback, type CallbackRequest } from "./callback.js";
 import { HookboxError, isHookboxError } from "../errors.js";
-import type { Isolation, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, TenantSandbox } from "./api.js";
+import type { BundleVariant, Isolation, OpenRunOptions, ScriptManifest, ScriptSource, SandboxLimits, TenantSandbox } from "./api.js";
 import type { Bundle } from "./bundle-output.js";
 import { bundleScript } from "./bundler.js";
 import { LazyResult, ResultUse, type CallReply } from "./call-args.js";
@@ -100,8 +100,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
     this.placement.cordon = cordon;
   }
 
-  async load(sources: ScriptSource[]): Promise<ScriptManifest[]> {
-    const bundles = await Promise.all(sources.map((source) => bundleScript(source)));
+  async load(sources: ScriptSource[], options: { variant?: BundleVariant } = {}): Promise<ScriptManifest[]> {
+    const bundles = await Promise.all(sources.map((source) => bundleScript(source, undefined, options.variant)));
     const loaded: { manifest: ScriptManifest; bundle: Bundle }[] = [];
     for (const bundle of bundles) loaded.push({ manifest: await this.loadBundle(bundle), bundle });
     const names = new Map<string, string>();
@@ -207,6 +207,21 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
           return run.charged(worker.exec(message, 2 * this.segmentBudgetMs()));
         },
         fail: (error) => this.callbacks.fail(callback, error),
+      });
+    });
+  }
+
+  /** RunOwner: what the run's script contexts counted (instrumented bundles; others answer "null"). */
+  coverage(run: SandboxRunImpl): Promise<{ script: string; text: string }[]> {
+    return new Promise((resolve, reject) => {
+      this.gate.enqueue({
+        send: async (worker) => {
+          const done = await worker.exec({ type: "coverage", tenant: this.tenant, runId: run.runId }, this.segmentBudgetMs());
+          this.onDone(done);
+          resolve(done.coverage ?? []);
+          return done;
+        },
+        fail: reject,
       });
     });
   }

@@ -81,6 +81,7 @@ const DoneMessageSchema = z.object({
       z.object({ ok: z.literal(false), error: SerializedErrorSchema }),
     ])
     .optional(),
+  coverage: z.array(z.object({ script: z.string(), text: z.string() })).optional(),
   breach: z.enum(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY"]).optional(),
   cpuMs: count.optional(),
   isolates: count.optional(),

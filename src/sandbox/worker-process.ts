@@ -196,7 +196,7 @@ export class WorkerProcess {
     const seq = this.nextSeq++;
     // Callers build a fresh body for every message: it becomes the message.
     const message = Object.assign(body, { seq }) as ExecMessage;
-    if (message.type !== "resume") {
+    if (message.type === "load" || message.type === "call") {
       // The worker keeps each tenant's limits: resend them only when they changed (undefined is not encoded).
       if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
       else if (message.limits !== undefined) this.limitsSent.set(message.tenant, message.limits);

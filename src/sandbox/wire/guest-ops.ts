@@ -22,6 +22,8 @@ export interface RuntimeOps {
   resume: [callId: number, requestId: number, ok: boolean, text: string];
   /** The worker gave up on a callback: drop what the runtime keeps for it. */
   forget: [callId: number];
+  /** What an instrumented bundle counted in this context, as JSON text (`"null"` when it counted nothing); resets its decision site. */
+  coverage: [];
 }
 
 /** One call into the runtime, as the worker makes it. */

@@ -65,6 +65,18 @@ export interface ResumeMessage {
   value: string;
 }
 
+/**
+ * Reads the coverage counters of a run's script contexts (a bundle instrumented for `hookbox test --coverage`:
+ * src/testing/coverage/instrument.ts) and resets each one's decision site. Guest code may run (the runtime reads
+ * what the bundle left in its context), so it is an exec message with its own `done` reply.
+ */
+export interface CoverageMessage {
+  type: "coverage";
+  seq: number;
+  tenant: string;
+  runId: string;
+}
+
 export interface CloseRunMessage {
   type: "close-run";
   tenant: string;
@@ -76,7 +88,7 @@ export interface DropTenantMessage {
   tenant: string;
 }
 
-export type ExecMessage = LoadMessage | CallMessage | ResumeMessage;
+export type ExecMessage = LoadMessage | CallMessage | ResumeMessage | CoverageMessage;
 export type HostMessage = BundleMessage | ExecMessage | CloseRunMessage | DropTenantMessage;
 
 /** What happened to callbacks during one exec message. */
@@ -108,6 +120,11 @@ export interface DoneMessage {
   logs: LogRecord[];
   /** For load: the raw manifest text from the runtime, or the load error. */
   load?: { ok: true; manifest: string } | { ok: false; error: SerializedError };
+  /**
+   * For coverage: each of the run's script contexts and the JSON text its runtime made of the counters the
+   * instrumented bundle kept (`{"counts": [...], "site": n}`), or "null" when the bundle kept none. Guest data.
+   */
+  coverage?: { script: string; text: string }[];
   /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
   breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
   /** Guest CPU time this message used, ms (usage accounting; the limits are enforced in the worker). */

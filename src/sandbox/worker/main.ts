@@ -9,15 +9,16 @@ import { fileURLToPath } from "node:url";
 import { Socket } from "node:net";
 import { Script } from "node:vm";
 import { encodeFrame, FrameReader, readAvailable, writeFrame } from "../wire/framing.js";
-import type { CallMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../wire/protocol.js";
+import type { CallMessage, CoverageMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../wire/protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
-import { clipText, Failure, messageOf } from "./failure.js";
+import { clipText, Failure, isTimeoutError, messageOf } from "./failure.js";
 import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "../wire/error-limits.js";
 import { createGuestOpHandler, type Collector, type WorkerCall } from "./guest-op-handler.js";
 import { LogLimiter } from "./log-limiter.js";
 import { watchParent } from "./parent-watch.js";
 import { ScriptContext } from "./script-context.js";
+import type { RuntimeOpCall } from "../wire/guest-ops.js";
 import { PollPolicy } from "../wire/poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
 import { closeInheritedFds } from "../wall/inherited-fds.js";
@@ -188,6 +189,30 @@ function handleResume(message: ResumeMessage, sink: Collector): Breach {
   return runSegment(call, ["resume", call.callId, message.requestId, message.ok, message.value], sink, calls);
 }
 
+/** The coverage counters of each of the run's contexts (instrumented bundles only: others answer "null"). */
+function handleCoverage(message: CoverageMessage, reply: DoneMessage): Breach {
+  const tenant = tenants.get(message.tenant);
+  const contexts = tenant?.runs.get(message.runId) as Map<string, ScriptContext> | undefined;
+  const limits = tenantLimits.get(message.tenant);
+  reply.coverage = [];
+  if (tenant === undefined || contexts === undefined || limits === undefined) return undefined;
+  const timeout = Math.max(1, Math.min(limits.cpuMs, limits.wallMs));
+  for (const [script, context] of contexts) {
+    try {
+      const text = context.dispatcher.applySync(undefined, ["coverage"] satisfies RuntimeOpCall, { timeout });
+      reply.coverage.push({ script, text: typeof text === "string" ? text : "null" });
+    } catch (error) {
+      if (tenant.isolateLost()) {
+        tenant.memoryFailure(`${script}: reading coverage`);
+        return "SANDBOX_MEMORY";
+      }
+      reply.coverage.push({ script, text: "null" });
+      if (isTimeoutError(error)) return "SANDBOX_TIMEOUT";
+    }
+  }
+  return undefined;
+}
+
 function onMessage(message: HostMessage): void {
   switch (message.type) {
     case "bundle":
@@ -210,11 +235,13 @@ function onMessage(message: HostMessage): void {
   try {
     if (message.type === "load") handleLoad(message, reply);
     else if (message.type === "call") reply.breach = handleCall(message, reply, sink);
+    else if (message.type === "coverage") reply.breach = handleCoverage(message, reply);
     else reply.breach = handleResume(message, sink);
   } catch (error) {
     // A bug of ours must not hang the host: fail whatever this message was about.
     const serialized = { code: "SANDBOX_CRASHED", message: `sandbox worker error: ${messageOf(error)}` };
     if (message.type === "load") reply.load = { ok: false, error: serialized };
+    else if (message.type === "coverage") reply.coverage = [];
     else sink.outcomes.push({ type: "failed", callId: message.callId, error: serialized });
   } finally {
     collector = undefined;
