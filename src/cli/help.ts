@@ -119,6 +119,23 @@ const commands: Record<string, { usage: string; summary: string; options: readon
       ["--json", "one JSON object per changed call, then the summary"],
     ],
   },
+  test: {
+    usage: "test [PATHS...] [options]",
+    summary: "run the cases (*.cases.json, *.cases.ts) beside scripts, each in the sandbox; or record a session as cases",
+    options: [
+      ["--json", "one JSON report on stdout (as --reporter json)"],
+      ["--reporter text|json|junit", "what stdout carries: lines per case (default), one JSON report, or JUnit XML"],
+      ["--coverage", "count the lines, branches and functions the cases reach; print a summary, write lcov"],
+      ["--coverage-file FILE", "where the lcov goes (default coverage/lcov.info)"],
+      ["--coverage-min PERCENT", "exit 1 when fewer lines than this are reached (turns --coverage on)"],
+      ["--record", "write a case file from a recorded session instead (with --store and --session)"],
+      ["--store FILE", "with --record: the SQLite store"],
+      ["--session ID", "with --record: the session whose runs become cases"],
+      ["--script FILE", "with --record: the script the cases run (repeatable: a stack, in load order)"],
+      ["--out FILE", "with --record: the case file to write (default SESSION.cases.json; refuses to overwrite)"],
+      wall,
+    ],
+  },
 };
 
 export const commandNames = Object.keys(commands);

@@ -16,6 +16,7 @@ const commands: Record<string, () => Promise<Command>> = {
   serve: async () => (await import("./commands/serve.js")).serveCommand,
   doctor: async () => (await import("./commands/doctor.js")).doctorCommand,
   replay: async () => (await import("./commands/replay.js")).replayCommand,
+  test: async () => (await import("./commands/test.js")).testCommand,
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -14,9 +14,9 @@ export interface CliResult {
 /** Runs the real `hookbox` bin in a child process. */
 export function startCli(
   args: string[],
-  options: { env?: NodeJS.ProcessEnv } = {},
+  options: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
 ): { child: ChildProcessWithoutNullStreams; done: Promise<CliResult> } {
-  const child = spawn(process.execPath, [hookboxBin, ...args], { cwd: repoRoot, env: { ...process.env, ...options.env } });
+  const child = spawn(process.execPath, [hookboxBin, ...args], { cwd: options.cwd ?? repoRoot, env: { ...process.env, ...options.env } });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
@@ -25,7 +25,7 @@ export function startCli(
   return { child, done };
 }
 
-export const runCli = (args: string[], options?: { env?: NodeJS.ProcessEnv }) => startCli(args, options).done;
+export const runCli = (args: string[], options?: { env?: NodeJS.ProcessEnv; cwd?: string }) => startCli(args, options).done;
 
 export const jsonLines = (stdout: string) =>
   stdout
