@@ -34,7 +34,7 @@ const nodeSupportFirst = {
     build.onResolve({ filter: /\/bin\/node-support\.js$/ }, () => ({ path: "../bin/node-support.js", external: true }));
     build.onEnd(async (result) => {
       if (result.errors.length) return;
-      for (const entry of ["index.js", "cli.js"]) {
+      for (const entry of ["index.js", "cli.js", "testing.js"]) {
         const file = join(root, "dist", entry);
         const code = await readFile(file, "utf8");
         if (!code.includes(NODE_SUPPORT_IMPORT)) continue;
@@ -63,7 +63,7 @@ await Promise.all([
   // out of the start-up path of the others: `hookbox check` does not load the sandbox, and vice versa.
   build({
     ...nodeCommon,
-    entryPoints: { cli: join(root, "src/cli/main.ts"), index: join(root, "src/index.ts") },
+    entryPoints: { cli: join(root, "src/cli/main.ts"), index: join(root, "src/index.ts"), testing: join(root, "src/testing/index.ts") },
     outdir: join(root, "dist"),
     splitting: true,
     chunkNames: "chunks/[name]-[hash]",

@@ -3,7 +3,7 @@ import type { HookCallRecord } from "../store/policy-types.js";
 import type { Json, JsonObject } from "../turns/json.js";
 
 /*
- * A recorded session as a case file (docs/testing.md, "Recorded runs as cases"): each run of the session becomes a
+ * A recorded session as a case file (docs/policy-tests.md, "Recorded runs as cases"): each run of the session becomes a
  * case whose steps are the run's hook chain evaluations in order, each given its recorded payload as it was and
  * expected to decide as it did. A decision someone approved in production becomes a test that fails when a later
  * version of the policy decides otherwise. What the store does not keep (the bodies ctx.fetch read, kv contents,

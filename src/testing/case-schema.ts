@@ -5,7 +5,7 @@ import { TurnSchema } from "../turns/turn.js";
 import { EgressEntrySchema } from "../capabilities/egress.js";
 
 /*
- * The case file (docs/testing.md): what a policy author writes beside a script, `*.cases.json` or `*.cases.ts`.
+ * The case file (docs/policy-tests.md): what a policy author writes beside a script, `*.cases.json` or `*.cases.ts`.
  * Strict objects throughout, so a misspelt field is an error naming it, not an expectation silently dropped.
  */
 

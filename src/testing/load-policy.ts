@@ -4,14 +4,13 @@ import type {
   BeforeFinishReturn,
   BeforeRunReturn,
   BeforeToolCallReturn,
-  FinishReason,
   Json,
-  JsonObject,
   OnToolErrorReturn,
   Turn,
 } from "hookbox/script";
+import type { LoadPolicyOptions, Policy, PolicyCalls } from "hookbox/testing";
 import { HookboxError } from "../errors.js";
-import { createSandboxPool, type SandboxLimits, type SandboxPool, type SupervisedSandboxPool } from "../sandbox/index.js";
+import { createSandboxPool, type SandboxPool, type SupervisedSandboxPool } from "../sandbox/index.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { Turn as HostTurn } from "../turns/turn.js";
 import type { CaseInput, Fixtures, Grants } from "./case-schema.js";
@@ -20,7 +19,7 @@ import { caseWorld, fixtureProblems, type CaseWorld } from "./fixtures.js";
 import { PolicyStack, type StackRun } from "./policy-stack.js";
 
 /*
- * `hookbox/testing` for vitest and node:test (docs/testing.md): a script loaded in the real sandbox, its hooks,
+ * `hookbox/testing` for vitest and node:test (docs/policy-tests.md): a script loaded in the real sandbox, its hooks,
  * tools and middleware called like a live run calls them, each return validated against its contract before it
  * comes back (a contract violation, a throw, a timeout reject with the HookboxError a run would record). The
  * returns are typed by the script API's own declarations (`hookbox/script`, generated in part from
@@ -31,122 +30,23 @@ import { PolicyStack, type StackRun } from "./policy-stack.js";
  * (`policy.session()`) makes several calls in one run: shared script globals, one kv.
  */
 
-/** The outside world a policy's calls see (docs/testing.md, "Fixtures"). */
-export interface PolicyFixtures {
-  /** Canned ctx.fetch answers by URL (`"https://..."`, or `"POST https://..."`); only URLs the egress grant allows. */
-  fetch?: Record<string, { status?: number; headers?: Record<string, string>; body?: string; json?: Json }>;
-  /** ctx.kv entries when a call (or session) starts. */
-  kv?: Record<string, Json>;
-  /** The guard model's answers to ctx.model.generate, in order. */
-  guard?: (string | { text: string; usage?: { inputTokens: number; outputTokens: number } })[];
-  /** The time the script sees: epoch ms or an ISO 8601 date-time. */
-  clock?: number | string;
-}
-
-/** What the tenant grants the script (as `hookbox run --egress` / `--guard-model`, or a serve config's tenant). */
-export interface PolicyGrants {
-  egress?: (string | { url: string; headers?: Record<string, { env: string; prefix?: string }>; allowPrivate?: boolean | string[] })[];
-  /** ctx.model.generate is granted (answered by `fixtures.guard`). */
-  guardModel?: boolean;
-  /** false: ctx.kv is denied. */
-  kv?: boolean;
-}
-
-export interface LoadPolicyOptions {
-  fixtures?: PolicyFixtures;
-  grants?: PolicyGrants;
-  /** The tenant's sandbox limits (default: production's, 64 MB / 200 ms CPU / 5000 ms wall per call). */
-  limits?: Partial<SandboxLimits>;
-  /** Run the script in this pool instead of the helper's own. */
-  pool?: SandboxPool;
-}
-
-/** Run state every call may give: what the script reads from its payload or ctx besides the call itself. */
-export interface RunState {
-  userContext?: { [key: string]: Json };
-  tags?: { [tag: string]: string };
-  budget?: {
-    iteration?: number;
-    maxIterations?: number;
-    tokensUsed?: number;
-    maxTokens?: number;
-    costUsd?: number;
-    maxCostUsd?: number;
-    retriesLeft?: number;
-  };
-  deadlineMs?: number;
-}
-
-export interface ToolCallInput extends RunState {
-  tool: string;
-  args?: JsonObject;
-  callId?: string;
-  attempt?: number;
-}
-
-export interface AfterToolCallInput extends ToolCallInput {
-  result?: Json;
-  error?: string | { message: string; code?: string };
-  durationMs?: number;
-}
-
-export interface OnToolErrorInput extends ToolCallInput {
-  error: string | { message: string; code?: string };
-}
-
-export interface BeforeRunInput extends RunState {
-  prompt: string;
-}
-
-export interface BeforeFinishInput extends RunState {
-  text: string;
-  finishReason?: FinishReason;
-  iterations?: number;
-  continues?: number;
-  maxFinishContinues?: number;
-}
-
-export interface MiddlewareInput extends RunState {
-  /** The turn the middleware is given, or its messages (one block each). */
-  turn?: Turn;
-  messages?: { role: "user" | "assistant" | "system"; text: string }[];
-}
-
-/** What a middleware handed on (to next(), or returned without calling it), and its blocks' texts. */
-export interface MiddlewareOutcome {
-  turn: Turn;
-  texts: (string | null)[];
-  calledNext: boolean;
-}
-
-/** The calls a policy (or one of its sessions) takes. */
-export interface PolicyCalls {
-  beforeToolCall(input: ToolCallInput): Promise<BeforeToolCallReturn>;
-  afterToolCall(input: AfterToolCallInput): Promise<AfterToolCallReturn>;
-  onToolError(input: OnToolErrorInput): Promise<OnToolErrorReturn>;
-  beforeRun(input: BeforeRunInput): Promise<BeforeRunReturn>;
-  beforeFinish(input: BeforeFinishInput): Promise<BeforeFinishReturn>;
-  /** A tool of the script, its handler run with `args`; resolves with its JSON result. */
-  tool(name: string, args?: JsonObject, state?: RunState): Promise<Json>;
-  middleware(name: string, input: MiddlewareInput): Promise<MiddlewareOutcome>;
-}
-
-export interface PolicySession extends PolicyCalls {
-  /** The session's ctx.kv as the script left it: an entry's value, or undefined. */
-  kv(key: string): Promise<Json | undefined>;
-  close(): Promise<void>;
-}
-
-export interface Policy extends PolicyCalls {
-  /** The script's name and what it defines, as the sandbox read them. */
-  readonly name: string;
-  readonly defines: { readonly hooks: readonly string[]; readonly tools: readonly string[]; readonly middleware: readonly string[] };
-  /** Several calls in one run (shared script globals and ctx.kv); `fixtures` replace the policy's for it. */
-  session(fixtures?: PolicyFixtures): Promise<PolicySession>;
-  /** Frees the script's sandbox (and the helper's pool with the last policy). */
-  close(): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-}
+export type {
+  AfterToolCallInput,
+  BeforeFinishInput,
+  BeforeRunInput,
+  LoadPolicyOptions,
+  MiddlewareInput,
+  MiddlewareOutcome,
+  OnToolErrorInput,
+  Policy,
+  PolicyCalls,
+  PolicyFixtures,
+  PolicyGrants,
+  PolicyLimits,
+  PolicySession,
+  RunState,
+  ToolCallInput,
+} from "hookbox/testing";
 
 /** The helper's own pool: one per process (a test file's), closed with the last policy or as the process ends. */
 let shared: { pool: SupervisedSandboxPool; users: number } | undefined;
@@ -174,7 +74,7 @@ async function releasePool(pool: SupervisedSandboxPool): Promise<void> {
 }
 
 /** Loads a script (relative to the working directory) in the sandbox; rejects with SCRIPT_LOAD as a tenant's load would. */
-export async function loadPolicy(path: string, options: LoadPolicyOptions = {}): Promise<Policy> {
+export async function loadPolicy(path: string, options: LoadPolicyOptions & { pool?: SandboxPool } = {}): Promise<Policy> {
   const file = resolve(path);
   const grants = options.grants ?? {};
   const fixtures = (options.fixtures ?? {}) as Fixtures;

@@ -2,7 +2,7 @@ import { HookboxError } from "../errors.js";
 import { canonicalJson } from "../turns/json.js";
 
 /*
- * What an expectation in a case file means (docs/testing.md, "Matching"): a partial match. An object expects the
+ * What an expectation in a case file means (docs/policy-tests.md, "Matching"): a partial match. An object expects the
  * keys it names (others may be there), an array expects that many elements, each matched; a string written
  * `/pattern/flags` is a regular expression the text must match; any other value must be equal. An object whose
  * keys are all operators tests the value: `{"$gt": 100}`, `$gte`, `$lt`, `$lte`, `$ne`, `$eq` (equal as JSON
