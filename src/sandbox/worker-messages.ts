@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { WorkerMessage } from "./wire/protocol.js";
-import { MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "./wire/error-limits.js";
+import { MAX_ERROR_CODE_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_ERROR_STACK_CHARS } from "./wire/error-limits.js";
 
 /*
  * What the host accepts from a sandbox worker. The worker runs guest code: after a V8 escape its messages
@@ -38,7 +38,10 @@ const SerializedErrorSchema = z.object({
       target: clipped(1024),
       stack: clipped(MAX_ERROR_STACK_CHARS),
       path: clipped(MAX_ERROR_MESSAGE_CHARS),
-      errorCode: z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/),
+      errorCode: z
+        .string()
+        .max(MAX_ERROR_CODE_CHARS)
+        .regex(/^[A-Z][A-Z0-9_]*$/),
       thrownMessage: clipped(MAX_ERROR_MESSAGE_CHARS),
       limit: z.enum(["cpu", "wall"]),
       limitMs: z.number(),

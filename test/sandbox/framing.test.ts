@@ -14,7 +14,7 @@ describe("worker pipe frames", () => {
         { type: "request", callId: 2, requestId: 1, op: "next", value: '{"a":"ü"}' },
       ],
       logs: [{ message: "x" }],
-      rssBytes: 5,
+      cpuMs: 5,
     },
     { type: "bundle", hash: "h", code: "x".repeat(200_000), filename: "b.js" },
     { type: "ready", pid: 7 },
@@ -28,7 +28,7 @@ describe("worker pipe frames", () => {
         { type: "settled", callId: 4, value: '{"small":true}' },
       ],
       logs: [],
-      rssBytes: 1,
+      cpuMs: 1,
     },
   ];
 
