@@ -88,8 +88,14 @@ const errors = {
   429: "rate limited, or too many streams, replays or uploads in progress",
   507: "the store's disk is full (STORE_FULL): nothing was written",
 };
-const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) =>
-  Object.fromEntries(
+/**
+ * Every route that reaches the store, a runtime or a file can run out of descriptors: 503 SERVER_BUSY is listed
+ * on each of them (test/server/openapi.test.ts finds them), with DRAINING where `503` is asked for too.
+ */
+const serverBusy = "out of file descriptors for now (SERVER_BUSY); retry after Retry-After";
+const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) => ({
+  503: { description: serverBusy, schema: "Error" as const },
+  ...Object.fromEntries(
     codes.map((code) => [
       code,
       {
@@ -99,12 +105,13 @@ const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) =>
             : code === 413
               ? "body too large"
               : code === 503
-                ? "draining"
+                ? `the server is shutting down (DRAINING), or ${serverBusy}`
                 : errors[code],
         schema: "Error" as const,
       },
     ]),
-  );
+  ),
+});
 
 export const operations: Operation[] = [
   { method: "get", path: "/healthz", summary: "Liveness", auth: false, responses: { 200: { description: "up", schema: "JsonObject" } } },
@@ -313,7 +320,11 @@ export const operations: Operation[] = [
     path: "/metrics",
     summary: "Prometheus metrics (text format 0.0.4): runs, latencies, sandbox restarts and quarantines, store bytes, open streams",
     auth: "admin",
-    responses: { 200: { description: "the metrics", text: true }, 401: { description: "no operator key", schema: "Error" } },
+    responses: {
+      200: { description: "the metrics", text: true },
+      401: { description: "no operator key", schema: "Error" },
+      503: { description: serverBusy, schema: "Error" },
+    },
   },
   {
     method: "post",

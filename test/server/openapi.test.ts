@@ -74,6 +74,60 @@ describe("GET /v1/openapi.json", () => {
     expect([...new Set(answered)].sort()).toEqual([...documented].sort());
   });
 
+  it("lists 503 SERVER_BUSY on exactly the routes a server out of descriptors answers it on", async () => {
+    // Every service a handler reaches (the store, runtimes, the sandbox pool, deployments, the config file, metrics'
+    // gauges) fails as it does when the process has no descriptor left.
+    const outOfDescriptors = () => Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
+    const exhausted = <T>() =>
+      new Proxy({} as T & object, {
+        get: (_target, key) =>
+          key === "then" || typeof key === "symbol"
+            ? undefined
+            : () => {
+                throw outOfDescriptors();
+              },
+      });
+    const manager = new SessionManager({ store: exhausted(), runtimeFor: () => Promise.reject(outOfDescriptors()) });
+    const app = createApp({
+      config: loadServerConfig(fixture.config),
+      manager,
+      draining: () => false,
+      admin: {
+        metrics: new ServerMetrics(),
+        reload: () => Promise.reject(outOfDescriptors()),
+        gauges: { liveRuns: () => 0, storeBytes: () => Promise.reject(outOfDescriptors()) },
+      },
+      policy: { store: exhausted(), pool: exhausted(), deployments: exhausted() },
+    });
+    const busy: string[] = [];
+    for (const { path, method, op } of operationsOf(doc)) {
+      const ids: Record<string, string> = { sessionId: "sess_x", runId: "run_x", version: "1" };
+      const url = path.replace(/\{(\w+)\}/g, (_, name: string) => ids[name] ?? "x");
+      const body = op.requestBody?.content["application/json"].example;
+      const key = op.security?.length === 0 ? undefined : op.security ? "admin-key" : "acme-key";
+      const response = await app.request(url, {
+        method: method.toUpperCase(),
+        headers: {
+          ...(key ? { authorization: `Bearer ${key}` } : {}),
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const where = `${method.toUpperCase()} ${path}`;
+      expect(response.status, where).not.toBe(500);
+      if (response.status === 503) {
+        expect(await response.json(), where).toMatchObject({ error: { code: "SERVER_BUSY" } });
+        expect(response.headers.get("retry-after"), where).toBe("1");
+        busy.push(where);
+      }
+    }
+    const documented = operationsOf(doc)
+      .filter(({ op }) => "503" in op.responses)
+      .map(({ path, method }) => `${method.toUpperCase()} ${path}`);
+    expect(busy.length).toBeGreaterThan(0);
+    expect(busy.sort()).toEqual(documented.sort());
+  });
+
   it("every schema reference resolves and every example satisfies its schema", () => {
     const ajv = new Ajv2020({ strict: false });
     ajv.addSchema({ $id: "doc", components: doc.components }, "doc");
