@@ -15,8 +15,10 @@ export function caseLines(result: CaseResult): string[] {
   const lines = [head];
   for (const failure of result.failures) {
     const indent = "    ";
-    if (failure.step !== undefined) lines.push(`  step ${failure.step + 1} (${failure.target}):`);
-    const pad = failure.step !== undefined ? `${indent}  ` : indent;
+    const about = `${failure.target}${failure.call ? `, ${failure.call}` : ""}`;
+    if (failure.step !== undefined) lines.push(`  step ${failure.step + 1} (${about}):`);
+    else if (failure.call) lines.push(`  ${about}:`);
+    const pad = failure.step !== undefined || failure.call ? `${indent}  ` : indent;
     if (failure.problem) lines.push(`${pad}${failure.problem}`);
     if (failure.expected !== undefined && Object.keys(failure.expected).length > 0)
       lines.push(`${pad}expected: ${shown(failure.expected)}`);
