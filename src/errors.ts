@@ -48,6 +48,10 @@ export type HostErrorCode =
   | "STORE_QUOTA"
   /** The store's filesystem (or database) is full: nothing was written; reads still work. */
   | "STORE_FULL"
+  /** The database cannot be reached (a cluster store): nothing was written; the run is left to be taken over. */
+  | "STORE_UNAVAILABLE"
+  /** A write of a run by an owner that no longer holds it (another node resumed or took it over): refused. */
+  | "LEASE_LOST"
   /**
    * A value crossing the sandbox's boundary is over its `maxPayloadBytes`: a call's payload going in, a result
    * coming out, a turn a middleware passes to next(). The message names the limit; nothing of the value ran or was kept.

@@ -72,7 +72,14 @@ export type { KvStore, KvPage, KvSetOptions, KvListOptions } from "./store/kv.js
 // Sessions and their store.
 export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
 export type { Session, CreateSessionOptions } from "./session/session.js";
-export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./store/open.js";
+export {
+  openStore,
+  openMemoryStore,
+  openPostgresStore,
+  openStoreAt,
+  STORE_SCHEMA_VERSION,
+  type PostgresStoreOptions,
+} from "./store/open.js";
 export type {
   Store,
   SessionRecord,

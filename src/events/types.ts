@@ -14,6 +14,7 @@ export interface EventBase {
 
 export type ApprovalDecision = "approved" | "rejected" | "timeout" | "cancelled";
 
+/** How a run ended (`run-finished.status`), or `interrupted`: cut off, and resumable (`run-interrupted`). */
 export type FinalStatus = RunStatus | "interrupted";
 
 /** A call an inference asked for, as events and pauses show it. */
@@ -103,9 +104,17 @@ export type EventBody =
     }
   | { type: "log"; script: string; tenant?: string; level: "debug" | "info" | "warn" | "error"; message: string }
   | CapabilityEvent
+  /**
+   * The run was cut off before its end (its process or node stopped, a drain, a lost lease): not final. A resume
+   * or a takeover goes on after it with `run-resumed`; `run-finished` still comes once, at the run's real end.
+   */
+  | { type: "run-interrupted"; reason: string; iterations: number }
+  /** The run goes on after an interruption, from its last committed snapshot (`node`: the cluster node that took it). */
+  | { type: "run-resumed"; node?: string; iterations: number }
   | {
       type: "run-finished";
-      status: FinalStatus;
+      /** Final: `run-finished` comes once per run. (Stores written before `run-interrupted` existed hold `interrupted` here.) */
+      status: RunStatus;
       reason?: string;
       errorCode?: ErrorCode | string;
       text?: string;

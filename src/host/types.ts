@@ -1,11 +1,11 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { HookPayload, Tags, UserContext } from "../contracts/context.js";
-import type { FinalStatus, HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js";
+import type { HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js";
 import type { CapabilityGrants } from "../capabilities/grants.js";
 import type { Isolation, SandboxLimits, ScriptSource } from "../sandbox/api.js";
 import type { Pricing, RunUsage } from "./usage.js";
-import type { HookName } from "../turns/keys.gen.js";
+import type { HookName, RunStatus } from "../turns/keys.gen.js";
 import type { ModelSpec } from "../engine/model-spec.js";
 import type { ModelSettingsInput, UserContextToModel } from "../engine/model-settings.js";
 
@@ -152,7 +152,7 @@ export interface TenantRuntime {
 
 /** How a run ended. */
 export interface RunResult {
-  status: FinalStatus;
+  status: RunStatus;
   turn: Turn;
   reason?: string;
   errorCode?: string;

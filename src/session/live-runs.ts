@@ -6,6 +6,7 @@ import type { Block } from "../turns/turn.js";
 import type { Store } from "../store/types.js";
 import { StoredRunPersistence, type StoredRunPersistenceOptions } from "./persistence.js";
 import { RunFeed } from "./run-feed.js";
+import { isRunEnd } from "../store/interrupted.js";
 
 /** What a run is launched with: its runtime and request, its journal, and what its writer starts from. */
 export interface LaunchOptions {
@@ -18,6 +19,8 @@ export interface LaunchOptions {
 interface LiveRun {
   runId: string;
   sessionId: string;
+  /** The run's epoch under this process (its lease's fencing token on a cluster store). */
+  epoch: number;
   feed: RunFeed;
   persistence: StoredRunPersistence;
   handle?: RunHandle;
@@ -84,10 +87,29 @@ export class LiveRuns {
       this.release(run);
       run.handle?.cancel(reason);
       const before = await this.store.getRun(run.runId);
-      await this.store.markInterrupted(run.runId, reason);
+      await this.store.markInterrupted(run.runId, reason, run.epoch ? { epoch: run.epoch } : {});
       for (const event of await this.store.listEvents(run.runId, before?.lastSeq ?? 0)) run.feed.publish(event);
     }
     if (runs.length > 0) await withTimeout(Promise.all(runs.map((run) => run.done)), 2000);
+  }
+
+  /** The runs executing here, with their epochs (what a cluster node renews the leases of). */
+  held(): { runId: string; epoch: number }[] {
+    return [...this.live.values()].map((run) => ({ runId: run.runId, epoch: run.epoch }));
+  }
+
+  /**
+   * Stops a run this process no longer owns (another node took it over, or the database was lost): nothing more
+   * of it is written here, its loop is cancelled, and its readers go on from the store (its feed closes).
+   */
+  lose(runId: string, reason: string): void {
+    const run = this.live.get(runId);
+    if (!run) return;
+    run.persistence.freeze();
+    this.live.delete(runId);
+    this.release(run);
+    run.handle?.cancel(reason);
+    run.feed.close();
   }
 
   /** Resolves once the session's run, if it has handed over its final event, has had it committed (the session is then free). */
@@ -125,6 +147,7 @@ export class LiveRuns {
     const run: LiveRun = {
       runId: request.runId,
       sessionId: request.sessionId,
+      epoch: launch.persistence.from?.epoch ?? 0,
       feed,
       persistence: new StoredRunPersistence({
         ...launch.persistence,
@@ -137,7 +160,7 @@ export class LiveRuns {
     };
     // The session is free for its next run as soon as the final event is committed.
     feed.subscribe((event) => {
-      if (event.type === "run-finished" && event.status !== "interrupted") this.release(run);
+      if (isRunEnd(event)) this.release(run);
     });
     const observe = this.onEvent;
     if (observe) feed.subscribe((event) => observe(launch.persistence.tenant, run.runId, event));

@@ -20,8 +20,17 @@ import { HookboxError } from "../errors.js";
 import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, RunOptions, TenantRuntime } from "../host/types.js";
-import type { Turn } from "../turns/turn.js";
-import type { DeletedSession, RunRecord, SessionFilter, SessionRecord, SessionSummary, Store, StoredEventText } from "../store/types.js";
+import type { Block, Turn } from "../turns/turn.js";
+import type {
+  DeletedSession,
+  RunRecord,
+  SessionFilter,
+  SessionRecord,
+  SessionSummary,
+  SnapshotInfo,
+  Store,
+  StoredEventText,
+} from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
@@ -125,7 +134,7 @@ export class SessionManager implements SessionOwner {
         runtime,
         request: { sessionId, runId, prompt, ...(history ? { history: history.turn } : {}), options: merged },
         journal: new Map(),
-        persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0 }),
+        persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0, epoch: 1 }),
       });
     });
   }
@@ -142,7 +151,8 @@ export class SessionManager implements SessionOwner {
       const run = runId ? runs.find((candidate) => candidate.id === runId) : runs.at(-1);
       if (!run)
         throw new HookboxError("NOT_RESUMABLE", `session ${sessionId} has no ${runId ? `run ${runId}` : "run"} to resume`, { sessionId });
-      if (run.status !== "interrupted") {
+      // A cluster store also hands over a running run whose node stopped renewing its lease (reopenRun checks).
+      if (run.status !== "interrupted" && !(this.store.cluster && run.status === "running")) {
         throw new HookboxError(
           "NOT_RESUMABLE",
           `run ${run.id} of session ${sessionId} is ${run.status}, not interrupted; only an interrupted run can be resumed`,
@@ -156,26 +166,75 @@ export class SessionManager implements SessionOwner {
       const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(sessionId, run.id);
       const turn = snapshot && start ? start.turn : withUserMessage(start?.turn, run);
       const iterations = snapshot?.iterations ?? 0;
+      const approvalTimeoutMs = options.approvalTimeoutMs;
       const inferenceId = run.inferenceId || newId("inf");
-      await this.store.reopenRun(run.id, { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations });
-      return this.runs.launch({
-        runtime,
-        request: {
-          sessionId,
-          runId: run.id,
-          prompt: run.prompt,
-          options: options.approvalTimeoutMs === undefined ? run.options : { ...run.options, approvalTimeoutMs: options.approvalTimeoutMs },
-          // The budget goes on from what the run had used: a restart does not refill it.
-          resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations, usage: await this.store.runUsage(run.id) },
-        },
-        journal,
-        persistence: this.writerOptions(record, start, {
-          snapshotIndex: snapshot?.index ?? 0,
-          lastSeq: run.lastSeq,
-          iterations,
-          inferenceId,
-        }),
+      const reopened = await this.store.reopenRun(run.id, {
+        ownerPid: process.pid,
+        ownerInstance: thisProcessInstance(),
+        iterations,
+        ...(this.store.cluster ? { node: this.store.cluster.node } : {}),
       });
+      return this.launchResumed({
+        record,
+        run: reopened,
+        runtime,
+        snapshot,
+        start,
+        turn,
+        inferenceId,
+        journal,
+        ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
+      });
+    });
+  }
+
+  /**
+   * Goes on with a run this process has just reopened: its own (`resume`) or one it took over from a node that
+   * stopped renewing its lease (src/session/cluster-member.ts). Events continue after the reopened run's seq.
+   */
+  async takeOver(run: RunRecord): Promise<RunHandle> {
+    return this.runs.claim(run.sessionId, async () => {
+      const record = await this.requireSession(run.sessionId);
+      const runtime = await this.runtimeFor(record.tenant, record, run);
+      const snapshot = await this.store.latestSnapshotInfo(run.id);
+      const journal = await this.store.listToolResults(run.id);
+      const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(run.sessionId, run.id);
+      const turn = snapshot && start ? start.turn : withUserMessage(start?.turn, run);
+      return this.launchResumed({ record, run, runtime, snapshot, start, turn, inferenceId: run.inferenceId || newId("inf"), journal });
+    });
+  }
+
+  private async launchResumed(resumed: {
+    record: SessionRecord;
+    run: RunRecord;
+    runtime: TenantRuntime;
+    snapshot: SnapshotInfo | undefined;
+    start: StartingTurn | undefined;
+    turn: Turn;
+    inferenceId: string;
+    journal: Map<string, Block>;
+    approvalTimeoutMs?: number;
+  }): Promise<RunHandle> {
+    const { record, run, runtime, snapshot, start, turn, inferenceId, journal, approvalTimeoutMs } = resumed;
+    const iterations = snapshot?.iterations ?? 0;
+    return this.runs.launch({
+      runtime,
+      request: {
+        sessionId: run.sessionId,
+        runId: run.id,
+        prompt: run.prompt,
+        options: approvalTimeoutMs === undefined ? run.options : { ...run.options, approvalTimeoutMs },
+        // The budget goes on from what the run had used: a restart does not refill it.
+        resumeFrom: { turn, nextSeq: run.lastSeq + 1, inferenceId, iterations, usage: await this.store.runUsage(run.id) },
+      },
+      journal,
+      persistence: this.writerOptions(record, start, {
+        snapshotIndex: snapshot?.index ?? 0,
+        lastSeq: run.lastSeq,
+        iterations,
+        inferenceId,
+        epoch: run.epoch ?? 0,
+      }),
     });
   }
 
@@ -183,7 +242,7 @@ export class SessionManager implements SessionOwner {
   private writerOptions(
     record: SessionRecord,
     start: StartingTurn | undefined,
-    from: { snapshotIndex: number; lastSeq: number; iterations: number; inferenceId?: string },
+    from: { snapshotIndex: number; lastSeq: number; iterations: number; inferenceId?: string; epoch: number },
   ): LaunchOptions["persistence"] {
     const committed = ownCopy(start?.committed);
     return {

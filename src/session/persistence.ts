@@ -35,6 +35,8 @@ export interface StoredRunPersistenceOptions {
     lastSeq: number;
     iterations: number;
     inferenceId?: string;
+    /** The run's epoch under this owner: every write carries it, and is refused once another owner has the run. */
+    epoch?: number;
   };
   /** Told each final snapshot as committed: the session's next run starts from it (src/session/histories.ts). */
   onFinalTurn?(snapshot: { runId: string; index: number }, turn: CommittedTurn): void;
@@ -45,7 +47,7 @@ export class StoredRunPersistence implements RunPersistence {
   private frozen = false;
   readonly journal: NonNullable<RunPersistence["journal"]>;
   private readonly options: StoredRunPersistenceOptions;
-  private readonly owner: Pick<RunWrite, "runId" | "sessionId" | "tenant">;
+  private readonly owner: Pick<RunWrite, "runId" | "sessionId" | "tenant" | "epoch">;
   private committed: CommittedTurn | undefined;
   private snapshotIndex: number;
   /** The run's snapshots store the turn's head only when it changed. */
@@ -62,7 +64,8 @@ export class StoredRunPersistence implements RunPersistence {
   constructor(options: StoredRunPersistenceOptions) {
     this.options = options;
     const { runId, sessionId, tenant } = options;
-    this.owner = { runId, sessionId, tenant };
+    const epoch = options.from?.epoch;
+    this.owner = { runId, sessionId, tenant, ...(epoch ? { epoch } : {}) };
     this.inferenceId = options.from?.inferenceId ?? "";
     this.committed = options.from?.turn;
     this.snapshotIndex = options.from?.snapshotIndex ?? 0;
@@ -85,7 +88,7 @@ export class StoredRunPersistence implements RunPersistence {
     this.issuedSeq = event.seq;
     this.inferenceId ||= event.inferenceId;
     if (event.type === "inference-finished") this.iterations += 1;
-    if (event.type === "run-finished" && event.status !== "interrupted") this.ending = true;
+    if (event.type === "run-finished") this.ending = true;
     this.write({ events: [{ event, json: eventJson(event) }] }).then(
       () => this.committedEvent(event),
       (error: unknown) => {

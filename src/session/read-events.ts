@@ -3,9 +3,13 @@ import type { PageOptions, StoredEventText, Store } from "../store/types.js";
 import { isTerminal, type RunFeed } from "./run-feed.js";
 import { onePerTick } from "./one-per-tick.js";
 import { eventJson } from "../events/event-json.js";
+import { isInterruption, isRunEnd } from "../store/interrupted.js";
 
 /** One read of stored events: at most this many, and stop after ~1 MiB of them. */
 export const EVENT_PAGE = { limit: 256, maxBytes: 1024 * 1024 };
+
+/** How often a reader of a run that executes on another node reads the store when no wake-up came (a lost notification). */
+export const CLUSTER_POLL_MS = 1000;
 
 export interface ReadRunEventsOptions {
   store: Store;
@@ -22,6 +26,7 @@ export interface ReadRunEventsOptions {
   /**
    * Also the run's text deltas that are published while the reader follows it live, each where it came
    * (docs/events.md, "Live text"); one the reader has already passed (its inference finished) is dropped.
+   * Deltas come from the node the run executes on: a reader on another node gets the committed events only.
    */
   textDeltas?: boolean;
 }
@@ -52,7 +57,9 @@ const queuedSeq = (queued: Queued): number => ("delta" in queued ? queued.afterS
 /**
  * A run's events with seq > afterSeq: first what the store committed, then live ones as they are
  * committed, with no gap and no duplicate (we subscribe before reading the store and skip seen seqs).
- * Ends after the final `run-finished`; an `interrupted` one ends the stream only if nothing follows it.
+ * Ends after the run's `run-finished`; an interruption (`run-interrupted`) ends it only when nothing follows
+ * it and the run is not live again. On a cluster store, a run that executes on another node (or moves to one)
+ * is followed in the store, woken by the nodes' commit notifications.
  */
 export function readRunEvents(options: ReadRunEventsOptions & { textDeltas?: false }): AsyncGenerator<HookboxEvent>;
 export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<LiveEvent>;
@@ -70,7 +77,7 @@ export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator
   return readRunItems<StoredEventText, LiveDeltaText>(options, (delta) => ({ type: "text-delta", json: JSON.stringify(delta) }), {
     page: (afterSeq, page) => options.store.listEventTexts(options.runId, afterSeq, page),
     fromLive: (event) => ({ seq: event.seq, type: event.type, json: eventJson(event) }),
-    status: (item) => (JSON.parse(item.json) as { status?: string }).status,
+    status: (item) => (item.type === "run-finished" ? (JSON.parse(item.json) as { status?: string }).status : undefined),
     chars: (item) => item.json.length,
   });
 }
@@ -82,31 +89,56 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
 ): AsyncGenerator<T | D> {
   const queue: Queued[] = [];
   let wake: (() => void) | undefined;
-  const feed = options.feed();
-  const unsubscribe = feed?.subscribe((event) => {
-    queue.push({ event });
-    wake?.();
-  });
-  const unsubscribeDeltas = options.textDeltas
-    ? feed?.subscribeDeltas((delta, afterSeq) => {
-        queue.push({ delta, afterSeq });
-        wake?.();
-      })
-    : undefined;
-  const stop = () => wake?.();
-  options.signal?.addEventListener("abort", stop, { once: true });
-  try {
-    let last = options.afterSeq;
-    // Stored events come page by page, one page per turn of the event loop: a reader of a huge run holds
-    // one bounded page at a time, and many readers take turns with everyone else.
-    const readPage = async () => {
-      const page = await onePerTick(() => source.page(last, EVENT_PAGE));
-      if (options.pace && page.length > 0) await options.pace(page.reduce((sum, item) => sum + source.chars(item), 0));
-      return page;
-    };
-    // A live run's reader leaves the store as soon as the feed has the event after the last one read: from
-    // there on every event reaches it live, and reading on would only re-read what the feed brings anyway.
-    const caughtUp = () => feed !== undefined && queue.length > 0 && "event" in queue[0] && queue[0].event.seq <= last + 1;
+  const alarm = () => wake?.();
+  let feed: RunFeed | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let unsubscribeDeltas: (() => void) | undefined;
+  const follow = (local: RunFeed) => {
+    feed = local;
+    unsubscribe = local.subscribe((event) => {
+      queue.push({ event });
+      alarm();
+    }, alarm);
+    unsubscribeDeltas = options.textDeltas
+      ? local.subscribeDeltas((delta, afterSeq) => {
+          queue.push({ delta, afterSeq });
+          alarm();
+        })
+      : undefined;
+  };
+  const unfollow = () => {
+    unsubscribe?.();
+    unsubscribeDeltas?.();
+    unsubscribe = unsubscribeDeltas = feed = undefined;
+    queue.length = 0;
+  };
+  const initial = options.feed();
+  if (initial) follow(initial);
+  const cluster = options.store.cluster;
+  const unwatch = cluster?.watchRun(options.runId, alarm);
+  options.signal?.addEventListener("abort", alarm, { once: true });
+  const sleep = (ms?: number) =>
+    new Promise<void>((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    }).finally(() => (wake = undefined));
+  const live = () => feed !== undefined && !feed.isClosed;
+  let last = options.afterSeq;
+  // Stored events come page by page, one page per turn of the event loop: a reader of a huge run holds
+  // one bounded page at a time, and many readers take turns with everyone else.
+  const readPage = async () => {
+    const page = await onePerTick(() => source.page(last, EVENT_PAGE));
+    if (options.pace && page.length > 0) await options.pace(page.reduce((sum, item) => sum + source.chars(item), 0));
+    return page;
+  };
+  // A live run's reader leaves the store as soon as the feed has the event after the last one read: from
+  // there on every event reaches it live, and reading on would only re-read what the feed brings anyway.
+  const caughtUp = () => live() && queue.length > 0 && "event" in queue[0] && queue[0].event.seq <= last + 1;
+  /** Yields the stored events after `last`; true once the run's end (or an interruption nothing resumes) was read. */
+  async function* stored(): AsyncGenerator<T | D, boolean> {
     for (let page = await readPage(); page.length > 0; page = caughtUp() ? [] : await readPage()) {
       for (const [index, item] of page.entries()) {
         yield item;
@@ -116,35 +148,59 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
           const queued = queue.shift()!;
           if ("delta" in queued && queued.afterSeq === last) yield fromDelta(queued.delta);
         }
-        if (item.type !== "run-finished") continue;
-        // A stored interrupted end is final only when nothing follows it and the run is not live again.
+        const status = source.status(item);
+        if (isRunEnd({ type: item.type, status })) return true;
+        if (!isInterruption({ type: item.type, status })) continue;
+        // An interruption is final only when nothing follows it and the run is not live again.
         const follows = index < page.length - 1 || (await options.store.listEvents(options.runId, last, { limit: 1 })).length > 0;
-        if (isTerminal({ type: item.type, status: source.status(item) }, feed !== undefined || follows)) return;
+        if (follows || live()) continue;
+        if (!cluster || (await options.store.getRun(options.runId))?.status !== "running") return true;
       }
     }
-    if (!feed) return;
-    while (!options.signal?.aborted) {
-      while (queue.length > 0) {
-        const queued = queue.shift()!;
-        if ("delta" in queued) {
-          // A delta belongs right after the event it followed; a reader already past that event (it read the
-          // finished inference from the store) has the whole text.
-          if (queued.afterSeq === last) yield fromDelta(queued.delta);
-          continue;
-        }
-        const event = queued.event;
-        if (event.seq <= last) continue;
-        yield source.fromLive(event);
-        last = event.seq;
-        if (event.type === "run-finished") return;
-      }
+    return false;
+  }
+  try {
+    if (yield* stored()) return;
+    for (;;) {
       if (options.signal?.aborted) return;
-      await new Promise<void>((resolve) => (wake = resolve));
-      wake = undefined;
+      if (live()) {
+        // Live in this process: events as its writer commits them, and its text deltas.
+        while (queue.length > 0) {
+          const queued = queue.shift()!;
+          if ("delta" in queued) {
+            // A delta belongs right after the event it followed; a reader already past that event (it read the
+            // finished inference from the store) has the whole text.
+            if (queued.afterSeq === last) yield fromDelta(queued.delta);
+            continue;
+          }
+          const event = queued.event;
+          if (event.seq <= last) continue;
+          yield source.fromLive(event);
+          last = event.seq;
+          if (isTerminal(event, false)) return;
+        }
+        if (options.signal?.aborted) return;
+        if (!live()) continue;
+        await sleep();
+        continue;
+      }
+      if (!cluster) return;
+      // The run executes on another node (or left this one): the store is the truth, a notification the wake-up.
+      if (feed) unfollow();
+      await sleep(CLUSTER_POLL_MS);
+      if (options.signal?.aborted) return;
+      if (yield* stored()) return;
+      // The run may have come to this process meanwhile (a takeover here): follow its feed again.
+      const local = options.feed();
+      if (local && !local.isClosed) {
+        follow(local);
+        if (yield* stored()) return;
+      }
     }
   } finally {
     unsubscribe?.();
     unsubscribeDeltas?.();
-    options.signal?.removeEventListener("abort", stop);
+    unwatch?.();
+    options.signal?.removeEventListener("abort", alarm);
   }
 }

@@ -1,20 +1,38 @@
 import type { HookboxEvent, TextDeltaEvent } from "../events/types.js";
+import { isInterruption, isRunEnd } from "../store/interrupted.js";
 
 type Listener = (event: HookboxEvent) => void;
 /** `afterSeq`: the last event published before the delta (the delta belongs right after it). */
 type DeltaListener = (event: TextDeltaEvent, afterSeq: number) => void;
 
-/** Live fan-out of one run's committed events, and of its text deltas, to readers in this process (SSE streams, CLI printers). */
+/**
+ * Live fan-out of one run's committed events, and of its text deltas, to readers in this process (SSE streams,
+ * CLI printers). `close()` tells its readers that no more events come through it (the run left this process:
+ * another node took it over), so they go on reading from the store.
+ */
 export class RunFeed {
   private readonly listeners = new Set<Listener>();
   private readonly deltaListeners = new Set<DeltaListener>();
+  private readonly closeListeners = new Set<() => void>();
+  private closed = false;
 
   /** `lastSeq`: the run's committed seq when the feed starts (a resumed run's). */
   constructor(private lastSeq = 0) {}
 
-  subscribe(listener: Listener): () => void {
+  subscribe(listener: Listener, onClose?: () => void): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    if (onClose) {
+      if (this.closed) queueMicrotask(onClose);
+      else this.closeListeners.add(onClose);
+    }
+    return () => {
+      this.listeners.delete(listener);
+      if (onClose) this.closeListeners.delete(onClose);
+    };
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
   }
 
   subscribeDeltas(listener: DeltaListener): () => void {
@@ -31,6 +49,13 @@ export class RunFeed {
   publishDelta(event: TextDeltaEvent): void {
     for (const listener of this.deltaListeners) guard(this.lastSeq, () => listener(event, this.lastSeq));
   }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const onClose of this.closeListeners) onClose();
+    this.closeListeners.clear();
+  }
 }
 
 function guard(seq: number, call: () => void): void {
@@ -41,7 +66,10 @@ function guard(seq: number, call: () => void): void {
   }
 }
 
-/** True when no more events of this run will follow (an interrupted run may be resumed, so only when it is not live). */
-export function isTerminal(event: { type: string; status?: string }, live: boolean): boolean {
-  return event.type === "run-finished" && (event.status !== "interrupted" || !live);
+/**
+ * True when no more events of this run will follow: its `run-finished`, or an interruption when nothing can
+ * resume it behind the reader's back (the run is not live, and nothing follows it in the store).
+ */
+export function isTerminal(event: { type: string; status?: unknown }, live: boolean): boolean {
+  return isRunEnd(event) || (isInterruption(event) && !live);
 }

@@ -29,5 +29,6 @@ export type {
 } from "./policy-types.js";
 export { SqliteStore } from "./sqlite.js";
 export { MemoryStore } from "./memory.js";
-export { openStore, openMemoryStore, STORE_SCHEMA_VERSION } from "./open.js";
+export { openStore, openMemoryStore, openPostgresStore, openStoreAt, STORE_SCHEMA_VERSION, type PostgresStoreOptions } from "./open.js";
+export type { ClusterStore, RunControl, ControlReply, HeldRun } from "./cluster.js";
 export { thisProcessInstance } from "./process-alive.js";

@@ -1,7 +1,7 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
 import { HookboxError } from "../errors.js";
-import { interruptedEvent } from "./interrupted.js";
+import { interruptedEvent, leaseLostError, notResumable, resumedEvent, runStatusChange } from "./interrupted.js";
 import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../host/usage.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
@@ -18,6 +18,7 @@ import type {
   EventWrite,
   PageOptions,
   PauseRecord,
+  ReopenOptions,
   RunRecord,
   RunWrite,
   RunWriteResult,
@@ -165,7 +166,13 @@ export class MemoryStore extends StoreBase implements Store {
     const bytes = run.prompt.length + JSON.stringify(run.options).length;
     this.charge(session.record.tenant, bytes, options.maxTenantBytes);
     session.bytes += bytes;
-    const state: RunState = { record: structuredClone(run), events: [], snapshots: [], pauses: new Map(), toolResults: new Map() };
+    const state: RunState = {
+      record: { ...structuredClone(run), epoch: 1 },
+      events: [],
+      snapshots: [],
+      pauses: new Map(),
+      toolResults: new Map(),
+    };
     this.runs.set(run.id, state);
     session.runs.push(state);
   }
@@ -186,15 +193,20 @@ export class MemoryStore extends StoreBase implements Store {
     return this.runsOf(sessionId).length;
   }
 
-  async reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void> {
-    const run = this.state(runId).record;
+  async reopenRun(runId: string, options: ReopenOptions): Promise<RunRecord> {
+    const run = this.runs.get(runId)?.record;
+    if (run?.status !== "interrupted") throw notResumable(runId, run?.status);
     run.status = "running";
     run.ownerPid = options.ownerPid;
     run.ownerInstance = options.ownerInstance;
     run.iterations = options.iterations;
+    run.epoch = (run.epoch ?? 0) + 1;
     delete run.reason;
     delete run.errorCode;
     delete run.finishedMs;
+    const event = resumedEvent(run, options);
+    await this.write({ runId, events: [{ event, json: eventJson(event) }], epoch: run.epoch });
+    return { ...run };
   }
 
   /** Checks the whole write first, then applies it: a refused write changes nothing. */
@@ -203,6 +215,8 @@ export class MemoryStore extends StoreBase implements Store {
     const session = this.sessions.get(state.record.sessionId)!;
     const tenant = session.record.tenant;
     const events = write.events ?? [];
+    if (write.epoch !== undefined && write.epoch !== state.record.epoch)
+      throw leaseLostError(write.runId, write.epoch, state.record.epoch ?? 0);
     this.checkEvents(state, events);
     let bytes = 0;
     let ledgerBytes = 0;
@@ -318,9 +332,10 @@ export class MemoryStore extends StoreBase implements Store {
     return results;
   }
 
-  async markInterrupted(runId: string, reason: string): Promise<void> {
+  async markInterrupted(runId: string, reason: string, options: { epoch?: number } = {}): Promise<void> {
     const run = this.runs.get(runId)?.record;
     if (!run || run.status !== "running") return;
+    if (options.epoch !== undefined && run.epoch !== options.epoch) return;
     const event = interruptedEvent(run, reason);
     await this.write({ runId, events: [{ event, json: eventJson(event) }] });
   }
@@ -382,11 +397,11 @@ export class MemoryStore extends StoreBase implements Store {
       state.pauses.set(open.pauseId, { ...open, runId: run.id, pendingToolCalls: pending });
     } else if (pause?.close) {
       state.pauses.delete(pause.close.pauseId);
-    } else if (event.type === "run-finished") {
+    } else {
+      const change = runStatusChange(event);
+      if (!change) return;
       state.pauses.clear();
-      Object.assign(run, { status: event.status, iterations: event.iterations, finishedMs: event.timestampMs });
-      if (event.reason !== undefined) run.reason = event.reason;
-      if (event.errorCode !== undefined) run.errorCode = event.errorCode;
+      Object.assign(run, change);
       delete run.ownerPid;
       delete run.ownerInstance;
     }

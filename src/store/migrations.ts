@@ -228,6 +228,12 @@ export const MIGRATIONS: Migration[] = [
       FROM usage_ledger GROUP BY tenant;
     `,
   },
+  {
+    version: 8,
+    description:
+      "each run's ownership epoch (its lease's fencing token): a resume takes the next one, and a write of an older one is refused",
+    sql: `ALTER TABLE runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

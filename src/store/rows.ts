@@ -30,6 +30,11 @@ export interface RunRow {
   owner_instance?: string | null;
   /** Added by migration 2 (null on runs stored before it). */
   deployment?: string | null;
+  /** Added by migration 8 (0 on runs stored before it). */
+  epoch?: number;
+  /** PostgreSQL only: the owning node and when its lease runs out. */
+  owner_node?: string | null;
+  lease_expires_ms?: number | null;
 }
 
 export interface PauseRow {
@@ -69,6 +74,9 @@ export function rowToRun(row: RunRow): RunRecord {
     ...(row.owner_pid !== null ? { ownerPid: row.owner_pid } : {}),
     ...(row.owner_instance ? { ownerInstance: row.owner_instance } : {}),
     ...(row.deployment ? { deployment: JSON.parse(row.deployment) } : {}),
+    epoch: row.epoch ?? 0,
+    ...(row.owner_node ? { ownerNode: row.owner_node } : {}),
+    ...(row.lease_expires_ms !== undefined && row.lease_expires_ms !== null ? { leaseExpiresMs: row.lease_expires_ms } : {}),
   };
 }
 

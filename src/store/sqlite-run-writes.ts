@@ -3,6 +3,7 @@ import type { SqliteStatements } from "./sqlite-statements.js";
 import type { SqliteBatch } from "./sqlite-batch.js";
 import { usageColumns, usageDelta } from "./usage.js";
 import { pauseChange } from "./pause-events.js";
+import { leaseLostError, runStatusChange } from "./interrupted.js";
 import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
 import { encodeSegments, pushSegment, type LogSegment } from "./turn-layout.js";
 import type { EventWrite, RunWrite, RunWriteResult, SnapshotWrite } from "./types.js";
@@ -19,7 +20,8 @@ export function applyRunWrite(statements: SqliteStatements, batch: SqliteBatch, 
   const owner = ownerOf(s, write);
   let bytes = 0;
   const spent: ReturnType<typeof usageDelta>[] = [];
-  if (write.events?.length) bytes += applyEvents(s, runId, owner.tenant, write.events, spent);
+  if (write.events?.length) bytes += applyEvents(s, runId, owner.tenant, write.events, spent, write.epoch);
+  else if (write.epoch !== undefined) checkEpoch(s, runId, write.epoch);
   for (const result of write.toolResults ?? []) {
     s.recordToolResult.run(runId, result.callId, result.blockJson);
     bytes += result.blockJson.length;
@@ -63,6 +65,7 @@ function applyEvents(
   tenant: string,
   events: EventWrite[],
   spent: ReturnType<typeof usageDelta>[],
+  epoch: number | undefined,
 ): number {
   const first = events[0].event;
   const last = events[events.length - 1].event;
@@ -71,7 +74,8 @@ function applyEvents(
       throw new HookboxError("STORE", `events of one write must be consecutive (seq ${event.seq})`, { runId });
   });
   const finished = events.filter(({ event }) => event.type === "inference-finished").length;
-  if (s.advanceSeq.run(last.seq, finished, first.inferenceId, runId, first.seq - 1).changes !== 1) {
+  if (s.advanceSeq.run(last.seq, finished, first.inferenceId, runId, first.seq - 1, epoch ?? null).changes !== 1) {
+    if (epoch !== undefined) checkEpoch(s, runId, epoch);
     const row = s.runLastSeq.get(runId) as { last_seq: number } | undefined;
     throw new HookboxError(
       "STORE",
@@ -94,12 +98,21 @@ function applyEvents(
       s.openPause.run(pauseId, runId, phase, deadlineMs, JSON.stringify(pending), openedMs);
     } else if (pause?.close) {
       s.closePause.run(pause.close.reason, pause.close.pauseId, runId);
-    } else if (event.type === "run-finished") {
-      s.closeAllPauses.run("run-finished", runId);
-      s.finishRun.run(event.status, event.reason ?? null, event.errorCode ?? null, event.iterations, event.timestampMs, runId);
+    } else {
+      const change = runStatusChange(event);
+      if (!change) continue;
+      s.closeAllPauses.run(event.type, runId);
+      s.finishRun.run(change.status, change.reason ?? null, change.errorCode ?? null, change.iterations, change.finishedMs, runId);
     }
   }
   return bytes;
+}
+
+/** Refuses the write (LEASE_LOST) when the run has moved on to a later epoch than the writer's. */
+function checkEpoch(s: SqliteStatements, runId: string, epoch: number): void {
+  const row = s.runEpoch.get(runId) as { epoch: number } | undefined;
+  if (!row) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+  if (row.epoch !== epoch) throw leaseLostError(runId, epoch, row.epoch);
 }
 
 /** A snapshot: its new blocks appended to the session's log, then its layout. Refused unless the run is at its lastSeq. */

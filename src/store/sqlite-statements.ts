@@ -19,19 +19,21 @@ const SQL = {
     FROM sessions s WHERE (?1 IS NULL OR s.tenant = ?1) AND (?2 IS NULL OR s.created_ms > ?2 OR (s.created_ms = ?2 AND s.id > ?3))
     ORDER BY s.created_ms, s.id LIMIT ?4`,
   insertRun:
-    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
   getRun: "SELECT * FROM runs WHERE id = ?",
   runOwner: "SELECT r.session_id, s.tenant FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
   runLastSeq: "SELECT last_seq FROM runs WHERE id = ?",
   runsOfSession: "SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?",
   countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
   reopenRun:
-    "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ? WHERE id = ?",
+    "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ?, epoch = epoch + 1 WHERE id = ? AND status = 'interrupted' RETURNING *",
+  runEpoch: "SELECT epoch FROM runs WHERE id = ?",
   insertEvent: "INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)",
   // One update for a write's events: they follow the committed seq, or nothing of the write is kept. A run
   // created before the loop named its inference id takes it from its first event.
+  // With an epoch (?6), only its owner's writes are kept.
   advanceSeq:
-    "UPDATE runs SET last_seq = ?, iterations = iterations + ?, inference_id = CASE WHEN inference_id = '' THEN ? ELSE inference_id END WHERE id = ? AND last_seq = ?",
+    "UPDATE runs SET last_seq = ?1, iterations = iterations + ?2, inference_id = CASE WHEN inference_id = '' THEN ?3 ELSE inference_id END WHERE id = ?4 AND last_seq = ?5 AND (?6 IS NULL OR epoch = ?6)",
   finishRun:
     "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL, owner_instance = NULL WHERE id = ?",
   listEvents: "SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",

@@ -4,7 +4,7 @@ import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
 import { isOwnerAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
-import { interruptedEvent } from "./interrupted.js";
+import { interruptedEvent, notResumable, resumedEvent } from "./interrupted.js";
 import { runUsageOf, totalsOf, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../host/usage.js";
 import { SqliteKv } from "./sqlite-kv.js";
@@ -24,6 +24,7 @@ import type {
   DeletedSession,
   PageOptions,
   PauseRecord,
+  ReopenOptions,
   RunRecord,
   RunWrite,
   RunWriteResult,
@@ -179,10 +180,15 @@ export class SqliteStore extends StoreBase implements Store {
     return (this.statements.countRuns.get(sessionId) as { n: number }).n;
   }
 
-  async reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void> {
-    await this.submit("reopen run", () =>
-      this.statements.reopenRun.run(options.ownerPid, options.ownerInstance, options.iterations, runId),
-    );
+  async reopenRun(runId: string, options: ReopenOptions): Promise<RunRecord> {
+    return this.submit(`resume run ${runId}`, (batch) => {
+      const row = this.statements.reopenRun.get(options.ownerPid, options.ownerInstance, options.iterations, runId) as RunRow | undefined;
+      if (!row) throw notResumable(runId, (this.statements.getRun.get(runId) as RunRow | undefined)?.status);
+      const run = rowToRun(row);
+      const event = resumedEvent(run, options);
+      applyRunWrite(this.statements, batch, { runId, events: [{ event, json: eventJson(event) }], epoch: run.epoch });
+      return { ...run, lastSeq: event.seq };
+    });
   }
 
   write(write: RunWrite): Promise<RunWriteResult> {
@@ -267,15 +273,17 @@ export class SqliteStore extends StoreBase implements Store {
     return new Map(rows.map((row) => [row.call_id, JSON.parse(row.block) as Block]));
   }
 
-  async markInterrupted(runId: string, reason: string): Promise<void> {
-    await this.submit(`mark run ${runId} interrupted`, (batch) => this.interruptNow(batch, runId, reason));
+  async markInterrupted(runId: string, reason: string, options: { epoch?: number } = {}): Promise<void> {
+    await this.submit(`mark run ${runId} interrupted`, (batch) => this.interruptNow(batch, runId, reason, options.epoch));
   }
 
-  /** Appends the interrupted end to a run that is still `running` (a finished run is left alone). */
-  private interruptNow(batch: SqliteBatch, runId: string, reason: string): void {
-    const run = this.statements.getRun.get(runId) as RunRow | undefined;
-    if (!run || run.status !== "running") return;
-    const event = interruptedEvent(rowToRun(run), reason);
+  /** Appends `run-interrupted` to a run that is still `running` (a finished run, or one of a later epoch, is left alone). */
+  private interruptNow(batch: SqliteBatch, runId: string, reason: string, epoch?: number): void {
+    const row = this.statements.getRun.get(runId) as RunRow | undefined;
+    if (!row || row.status !== "running") return;
+    const run = rowToRun(row);
+    if (epoch !== undefined && run.epoch !== epoch) return;
+    const event = interruptedEvent(run, reason);
     applyRunWrite(this.statements, batch, { runId, events: [{ event, json: eventJson(event) }] });
   }
 

@@ -9,7 +9,19 @@ import type { UsageTotals } from "./usage.js";
 import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
 import type { LogSegment, TurnLayout, TurnPiece } from "./turn-layout.js";
 
+import type { ClusterStore } from "./cluster.js";
+
 export type { LogSegment, TurnLayout, TurnPiece } from "./turn-layout.js";
+
+/** What `Store.reopenRun` makes of a resumed run's ownership. */
+export interface ReopenOptions {
+  ownerPid: number;
+  ownerInstance: string;
+  /** Inferences finished as of the snapshot the run resumes from. */
+  iterations: number;
+  /** The cluster node that resumes it (named in `run-resumed`). */
+  node?: string;
+}
 
 /*
  * The durable side of sessions. Every method returns a promise so a networked store (PostgreSQL) can sit
@@ -61,6 +73,14 @@ export interface RunRecord {
   ownerInstance?: string;
   /** The deployment (script versions) the run started with; its resume uses the same. */
   deployment?: RunDeployment;
+  /**
+   * The run's ownership epoch (its lease's fencing token): 1 when it starts, one more at each resume or takeover.
+   * A write that carries an older epoch is refused (`RunWrite.epoch`). 0 on runs stored before epochs existed.
+   */
+  epoch?: number;
+  /** Cluster stores: the node that owns a `running` run, and when its lease runs out unless renewed (epoch ms). */
+  ownerNode?: string;
+  leaseExpiresMs?: number;
 }
 
 export interface SnapshotRecord {
@@ -146,6 +166,11 @@ export interface RunWrite {
   snapshot?: SnapshotWrite;
   /** The tenant's store quota: over it the whole write is refused with STORE_QUOTA. */
   maxTenantBytes?: number;
+  /**
+   * The epoch of the writer's ownership (its lease's fencing token): the write is refused whole with LEASE_LOST
+   * once the run has a later epoch (another owner resumed or took it over), in the same transaction.
+   */
+  epoch?: number;
 }
 
 export interface RunWriteResult {
@@ -241,8 +266,13 @@ export interface Store extends PolicyStore, RunSearch {
   /** Runs of a session, oldest first; `page` skips `offset` runs and returns at most `limit`. */
   listRuns(sessionId: string, page?: { offset?: number; limit?: number }): Promise<RunRecord[]>;
   countRuns(sessionId: string): Promise<number>;
-  /** Marks a run live again (resume): status `running`, owned by this process, iterations as of the snapshot. */
-  reopenRun(runId: string, options: { ownerPid: number; ownerInstance: string; iterations: number }): Promise<void>;
+  /**
+   * Makes an interrupted run live again (resume), owned by this process, with its next epoch and iterations as of
+   * its snapshot, and appends `run-resumed {node?}`: one transaction. A cluster store also takes over a `running`
+   * run whose lease has expired (appending its `run-interrupted` first). Refused with NOT_RESUMABLE otherwise.
+   * Returns the run as reopened (its new epoch and last seq).
+   */
+  reopenRun(runId: string, options: ReopenOptions): Promise<RunRecord>;
 
   /**
    * Commits writes of one run (events, a snapshot, journal entries, hook chain records) together; writes
@@ -293,10 +323,11 @@ export interface Store extends PolicyStore, RunSearch {
   listToolResults(runId: string): Promise<Map<string, Block>>;
 
   /**
-   * Ends a run that can no longer go on in this process: status `interrupted`, open pauses closed,
-   * and a final `run-finished {status:"interrupted"}` event so stream readers know to stop.
+   * Cuts off a run that can no longer go on in this process: status `interrupted`, open pauses closed, and a
+   * `run-interrupted {reason}` event (readers that are not waiting for a resume stop there). A run that is not
+   * `running` is left alone; with `epoch`, so is a run another owner holds now.
    */
-  markInterrupted(runId: string, reason: string): Promise<void>;
+  markInterrupted(runId: string, reason: string, options?: { epoch?: number }): Promise<void>;
 
   /** A tenant's usage since a time (epoch ms): runs, inferences, tokens, cost, tool calls, sandbox CPU (src/store/usage.ts). */
   usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals>;
@@ -305,6 +336,11 @@ export interface Store extends PolicyStore, RunSearch {
   tenantUsage(tenant: string): Promise<TenantUsage>;
   /** The per-tenant key-value store behind ctx.kv (src/store/kv.ts). */
   readonly kv: KvStore;
+  /**
+   * Present on a store that many processes on many machines share (PostgreSQL): run leases and their takeover,
+   * control messages to a run's owner, event notifications, cluster-wide rate limits, health (src/store/cluster.ts).
+   */
+  readonly cluster?: ClusterStore;
 
   close(): Promise<void>;
 }

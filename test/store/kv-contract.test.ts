@@ -1,19 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { MemoryStore, SqliteStore } from "../../src/store/index.js";
 import { KV_ENTRY_OVERHEAD_BYTES } from "../../src/store/kv.js";
-import { tempDir } from "./helpers.js";
+import { allStores } from "./stores.js";
 
-/* The kv contract, the same for the SQLite file store and the memory store. */
+/* The kv contract, the same for every store: SQLite, memory and PostgreSQL. */
 
-const stores = [
-  ["sqlite", () => new SqliteStore(join(tempDir(), "store.db"))],
-  ["memory", () => new MemoryStore()],
-] as const;
+const stores = allStores;
 
 describe.each(stores)("%s kv", (_name, open) => {
   it("keeps tenants apart, expires entries, pages keys in order and counts bytes", async () => {
-    const store = open();
+    const store = await open();
     const kv = store.kv;
     await kv.set("acme", "a", '{"x":1}', { quotaBytes: 10_000, nowMs: 1000 });
     await kv.set("acme", "b", "2", { quotaBytes: 10_000, nowMs: 1000, expiresMs: 2000 });
@@ -41,7 +36,7 @@ describe.each(stores)("%s kv", (_name, open) => {
   });
 
   it("refuses a write past the quota, counting a replaced value once", async () => {
-    const store = open();
+    const store = await open();
     const kv = store.kv;
     const quota = 2 * (1 + 100 + KV_ENTRY_OVERHEAD_BYTES);
     const value = JSON.stringify("v".repeat(98));

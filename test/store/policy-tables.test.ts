@@ -1,14 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { openMemoryStore, openStore, type Store } from "../../src/store/index.js";
+import { openStore, type Store } from "../../src/store/index.js";
 import { APPLICATION_ID, MIGRATIONS } from "../../src/store/migrations.js";
 import { run, session, tempDir } from "./helpers.js";
+import { allStores } from "./stores.js";
 
-const stores: [string, () => Store][] = [
-  ["sqlite", () => openStore(join(tempDir(), "store.db"))],
-  ["memory", () => openMemoryStore()],
-];
+const stores = allStores;
 
 const version = (tenant: string, name: string, text: string) => ({
   tenant,
@@ -25,7 +23,7 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
   afterEach(async () => store?.close());
 
   it("numbers script versions per tenant and name from 1 and keeps them as stored", async () => {
-    store = open();
+    store = await open();
     expect((await store.createScriptVersion(version("acme", "policy", "a"))).version).toBe(1);
     expect((await store.createScriptVersion(version("acme", "policy", "b"))).version).toBe(2);
     expect((await store.createScriptVersion(version("acme", "other", "c"))).version).toBe(1);
@@ -43,7 +41,7 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
   });
 
   it("keeps each tenant's deployment history in order, and runs with the deployment they used", async () => {
-    store = open();
+    store = await open();
     const first = await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });
     const second = await store.createDeployment({
       id: "d2",

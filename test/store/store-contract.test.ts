@@ -1,22 +1,19 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { openMemoryStore, openStore, thisProcessInstance, type Store } from "../../src/store/index.js";
-import { event, run, session, tempDir, turn } from "./helpers.js";
+import { thisProcessInstance, type Store } from "../../src/store/index.js";
+import { event, run, session, turn } from "./helpers.js";
 import { ledgerRowBytes } from "../../src/store/row-bytes.js";
 import { usageDelta } from "../../src/store/usage.js";
+import { allStores } from "./stores.js";
 
-// The same behaviour from both stores: the in-memory one is the bench's baseline and the library default.
-const stores: [string, () => Store][] = [
-  ["sqlite", () => openStore(join(tempDir(), "store.db"))],
-  ["memory", () => openMemoryStore()],
-];
+// The same behaviour from every store: SQLite, memory (the bench's baseline and the library default) and PostgreSQL.
+const stores = allStores;
 
 describe.each(stores)("%s store", (_name, open) => {
   let store: Store;
   afterEach(async () => store?.close());
 
   it("keeps sessions and lists them per tenant with their last run", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createSession(session("s2", "globex"));
     await store.createRun(run("r1", "s1"));
@@ -30,7 +27,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("lists a tenant's open pauses across its running runs, oldest first, and its runs latest first with filters", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createSession(session("s2", "acme"));
     await store.createSession(session("s3", "globex"));
@@ -77,7 +74,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("appends events gap-free and refuses a seq that does not follow", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
     await store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
@@ -94,7 +91,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("tracks pauses, iterations and the final status from the events", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
     await store.appendEvent("r1", event("r1", 1, { type: "inference-finished", iteration: 1, toolCalls: [] }));
@@ -118,7 +115,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("keeps every snapshot in order with its phase", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
     await store.saveSnapshot("r1", "pre_inference", turn("t1", ["a"]));
@@ -135,38 +132,62 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("journals tool results per run", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
+    await store.createSession(session("s2"));
     await store.createRun(run("r1"));
-    await store.createRun(run("r2"));
+    await store.createRun(run("r2", "s2"));
     const block = { id: "b1", kind: "tool_use" as const, payload: { id: "c1", result: 42 }, metadata: {} };
     await store.recordToolResult("r1", "c1", block);
     expect((await store.listToolResults("r1")).get("c1")).toEqual(block);
     expect((await store.listToolResults("r2")).size).toBe(0);
   });
 
-  it("interrupts a run with a final event a resumed run continues after", async () => {
-    store = open();
+  it("interrupts a run with run-interrupted; a resume takes the next epoch, writes run-resumed and goes on after it", async () => {
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
+    expect((await store.getRun("r1"))?.epoch).toBe(1);
     await store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
     await store.appendEvent(
       "r1",
       event("r1", 2, { type: "debugger.pause", pauseId: "p1", phase: "after_tools", deadlineMs: 9, pendingToolCalls: [] }),
     );
-    await store.markInterrupted("r1", "draining");
+    await store.markInterrupted("r1", "draining", { epoch: 2 }); // another owner's epoch: left alone
+    expect((await store.getRun("r1"))?.status).toBe("running");
+    await store.markInterrupted("r1", "draining", { epoch: 1 });
     expect(await store.getRun("r1")).toMatchObject({ status: "interrupted", reason: "draining", lastSeq: 3 });
-    expect((await store.listEvents("r1", 2))[0]).toMatchObject({ type: "run-finished", status: "interrupted", seq: 3 });
+    expect((await store.listEvents("r1", 2))[0]).toMatchObject({ type: "run-interrupted", reason: "draining", seq: 3 });
     expect(await store.openPauses("r1")).toEqual([]);
-    await store.markInterrupted("r1", "again"); // a finished run is left alone
+    await store.markInterrupted("r1", "again"); // an interrupted run is left alone
     expect((await store.getRun("r1"))?.lastSeq).toBe(3);
-    await store.reopenRun("r1", { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations: 0 });
-    expect(await store.getRun("r1")).toMatchObject({ status: "running", lastSeq: 3 });
-    await store.appendEvent("r1", event("r1", 4, { type: "inference-started", iteration: 1 }));
+    const reopened = await store.reopenRun("r1", { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations: 0 });
+    expect(reopened).toMatchObject({ status: "running", lastSeq: 4, epoch: 2 });
+    expect(await store.getRun("r1")).toMatchObject({ status: "running", lastSeq: 4, epoch: 2 });
+    expect((await store.listEvents("r1", 3))[0]).toMatchObject({ type: "run-resumed", seq: 4, iterations: 0 });
+    await expect(
+      store.reopenRun("r1", { ownerPid: process.pid, ownerInstance: thisProcessInstance(), iterations: 0 }),
+    ).rejects.toMatchObject({
+      code: "NOT_RESUMABLE",
+    });
+    // The previous owner's writes (epoch 1) are refused whole; the new owner's go on after run-resumed.
+    const late = event("r1", 5, { type: "inference-started", iteration: 1 });
+    await expect(store.write({ runId: "r1", events: [{ event: late, json: JSON.stringify(late) }], epoch: 1 })).rejects.toMatchObject({
+      code: "LEASE_LOST",
+    });
+    const block = { id: "b1", kind: "tool_use" as const, payload: { id: "c1", result: 1 }, metadata: {} };
+    await expect(
+      store.write({ runId: "r1", toolResults: [{ callId: "c1", blockJson: JSON.stringify(block) }], epoch: 1 }),
+    ).rejects.toMatchObject({
+      code: "LEASE_LOST",
+    });
+    expect((await store.listToolResults("r1")).size).toBe(0);
+    await store.write({ runId: "r1", events: [{ event: late, json: JSON.stringify(late) }], epoch: 2 });
+    expect((await store.getRun("r1"))?.lastSeq).toBe(5);
   });
 
   it("reads events in bounded pages: by count and by bytes, always at least one", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
     for (let seq = 1; seq <= 10; seq++) {
@@ -191,16 +212,18 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("pages and counts a session's runs", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
-    for (const id of ["r1", "r2", "r3", "r4"]) await store.createRun(run(id));
+    // One running run per session: the earlier ones have ended.
+    for (const id of ["r1", "r2", "r3"]) await store.createRun({ ...run(id), status: "completed" });
+    await store.createRun(run("r4"));
     expect(await store.countRuns("s1")).toBe(4);
     expect((await store.listRuns("s1", { offset: 1, limit: 2 })).map((r) => r.id)).toEqual(["r2", "r3"]);
     expect((await store.listRuns("s1", { offset: 3 })).map((r) => r.id)).toEqual(["r4"]);
   });
 
   it("counts each tenant's stored bytes and refuses a write over its quota, keeping nothing of it", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createSession(session("s2", "globex"));
     await store.createRun(run("r1", "s1"));
@@ -227,7 +250,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("keeps a write that takes the tenant exactly to its quota; one byte more is refused, naming the tenant and the bytes", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createRun(run("r1", "s1"));
     const start = (await store.tenantUsage("acme")).storedBytes;
@@ -252,7 +275,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("charges hook chain records, usage ledger rows and script versions to the tenant, refusing one over the quota", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createRun(run("r1", "s1"));
     const usageOf = async () => (await store.tenantUsage("acme")).storedBytes;
@@ -309,7 +332,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("keeps a usage ledger from the events: totals per tenant since a time, and per run", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createSession(session("s2", "globex"));
     await store.createRun(run("r1", "s1"));
@@ -344,7 +367,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("keeps a session's blocks once, in its log: a snapshot adds only the blocks new since the run's last one", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
     const grown = async (action: () => Promise<unknown>) => {
@@ -380,11 +403,12 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("starts a session's next run from its latest snapshot, and a fork from its source's blocks without copying them", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1"));
     expect(await store.sessionHistory("s1")).toBeUndefined();
     await store.createRun(run("r1"));
     await store.saveSnapshot("r1", "final", turn("t1", ["a", "b"]));
+    await store.appendEvent("r1", event("r1", 1, { type: "run-finished", status: "completed", iterations: 0 }));
     await store.createRun(run("r2"));
     // r2 was cut off before its first snapshot: the history is still r1's.
     expect(await store.sessionHistory("s1")).toMatchObject({ snapshot: { runId: "r1", index: 1 } });
@@ -416,7 +440,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("deletes a session with everything of it, freeing exactly what it was charged but its usage ledger rows", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("keep", "acme"));
     await store.createRun(run("k1", "keep"));
     const before = (await store.tenantUsage("acme")).storedBytes;
@@ -466,7 +490,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("refuses to delete a session with a running run or with forks that keep their history in it", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1"));
     await store.createRun(run("r1"));
     await expect(store.deleteSession("s1")).rejects.toMatchObject({ code: "SESSION_BUSY", message: expect.stringContaining("r1") });
@@ -483,7 +507,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("lists a tenant's sessions idle since a time, newest first", async () => {
-    store = open();
+    store = await open();
     await store.createSession({ ...session("old"), createdMs: 1000 });
     await store.createRun({ ...run("r-old", "old"), startedMs: 2000 });
     await store.createSession({ ...session("used"), createdMs: 1500 });
@@ -497,7 +521,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("applies writes issued together each on its own, in order: one refused does not undo the others", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createSession(session("s2", "globex"));
     await store.createRun(run("r1", "s1"));
@@ -520,7 +544,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("a read sees every write issued before it, awaited or not", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session());
     await store.createRun(run("r1"));
     const written = store.appendEvent("r1", event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
@@ -529,7 +553,7 @@ describe.each(stores)("%s store", (_name, open) => {
   });
 
   it("keeps all-time usage as a running total that agrees with the ledger", async () => {
-    store = open();
+    store = await open();
     await store.createSession(session("s1", "acme"));
     await store.createRun(run("r1", "s1"));
     for (let seq = 1; seq <= 20; seq++) {
