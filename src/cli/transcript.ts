@@ -119,6 +119,10 @@ export class Transcript {
         return `  ⏵ ${event.reason}`;
       case "log":
         return `    [${p(event.script)} ${event.level}] ${p(event.message)}`;
+      case "run-interrupted":
+        return `\n⏹ interrupted: ${p(event.reason)} after ${event.iterations} inference(s); the run is resumable`;
+      case "run-resumed":
+        return `⏵ resumed${event.node !== undefined ? ` on node ${p(event.node)}` : ""} from its last committed snapshot`;
       case "run-finished": {
         const used = event.usage && (event.usage.inputTokens || event.usage.outputTokens || event.usage.sandboxCpuMs);
         const usage = used ? `\n  usage: ${usageLine(event.usage!)}` : "";

@@ -1,5 +1,5 @@
 import type { JsonObject } from "../turns/json.js";
-import type { RunRecord } from "./types.js";
+import type { RunRecord } from "./run-record.js";
 
 /*
  * What a store that many `hookbox serve` processes share (PostgreSQL) adds to the Store interface: the leases

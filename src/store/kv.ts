@@ -40,16 +40,15 @@ export interface KvStore {
   /** Keys in code-unit order, live entries only. */
   list(tenant: string, options: KvListOptions): Promise<KvPage>;
   /**
-   * Adds `by` to the entry's number and returns the sum, atomically (one transaction; in PostgreSQL one
-   * `INSERT ... ON CONFLICT DO UPDATE ... RETURNING`): a missing or expired entry counts as 0 and is created with
+   * Adds `by` to the entry's number and returns the sum, atomically (one transaction; in PostgreSQL one that
+   * holds the tenant's kv lock, the row every kv write of the tenant locks): a missing or expired entry counts as 0 and is created with
    * `expiresMs`; an existing one keeps its expiry (a rate limit's window). An entry whose value is not a number
    * is CAPABILITY_INVALID and stays as it was.
    */
   incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number>;
   /**
    * Writes `valueJson` only if the entry's value equals `expectedJson` as JSON (object key order aside; `null`:
-   * the entry is missing, expired or null, as `get` reads it), atomically; true when it wrote. In PostgreSQL one conditional
-   * `UPDATE ... WHERE value::jsonb = $expected::jsonb` (or an `INSERT ... ON CONFLICT DO NOTHING` for a missing one).
+   * the entry is missing, expired or null, as `get` reads it), atomically (as incr); true when it wrote.
    */
   compareAndSet(tenant: string, key: string, expectedJson: string | null, valueJson: string, options: KvSetOptions): Promise<boolean>;
   /** Bytes the tenant's entries count against its quota (expired ones until they are dropped). */

@@ -3,7 +3,7 @@ import { MemoryStore } from "./memory.js";
 import { LATEST_VERSION } from "./migrations.js";
 import type { Store } from "./types.js";
 import { isPostgresUrl } from "./postgres/pg-driver.js";
-import type { PostgresStoreOptions } from "./postgres/postgres-store.js";
+import type { PostgresStoreOptions } from "./postgres/options.js";
 
 export type { PostgresStoreOptions };
 

@@ -1,15 +1,18 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { Json, JsonObject } from "../turns/json.js";
-import type { FinalStatus, HookboxEvent } from "../events/types.js";
+import type { HookboxEvent } from "../events/types.js";
 import type { SnapshotPhase, RunOptions } from "../host/types.js";
 import type { WriteOptions } from "./quota.js";
 import type { KvStore } from "./kv.js";
 import type { RunUsage } from "../host/usage.js";
 import type { UsageTotals } from "./usage.js";
-import type { PolicyStore, RunDeployment, RunFilter } from "./policy-types.js";
+import type { PolicyStore, RunFilter } from "./policy-types.js";
 import type { LogSegment, TurnLayout, TurnPiece } from "./turn-layout.js";
 
 import type { ClusterStore } from "./cluster.js";
+import type { RunRecord, StoredRunStatus } from "./run-record.js";
+
+export type { RunRecord, StoredRunStatus } from "./run-record.js";
 
 export type { LogSegment, TurnLayout, TurnPiece } from "./turn-layout.js";
 
@@ -30,9 +33,6 @@ export interface ReopenOptions {
  * in that log (src/store/turn-layout.ts), never a copy of them. docs/server.md has the schema.
  */
 
-/** `running` only while a live process owns the run; everything else is final or resumable. */
-export type StoredRunStatus = "running" | FinalStatus;
-
 export interface SessionRecord {
   id: string;
   tenant: string;
@@ -50,37 +50,6 @@ export interface SessionRecord {
    */
   base?: TurnLayout;
   initialTurn?: Turn;
-}
-
-export interface RunRecord {
-  id: string;
-  sessionId: string;
-  /** "" until the run's first event names it (the loop chooses it when the run starts). */
-  inferenceId: string;
-  prompt: string;
-  options: RunOptions;
-  status: StoredRunStatus;
-  reason?: string;
-  errorCode?: string;
-  iterations: number;
-  startedMs: number;
-  finishedMs?: number;
-  /** Highest committed event seq (0 before the first event). */
-  lastSeq: number;
-  /** Process that owns a `running` run; a dead owner means the run was interrupted. */
-  ownerPid?: number;
-  /** That process's instance (process-alive.ts): tells a live owner from a later process that got its pid. */
-  ownerInstance?: string;
-  /** The deployment (script versions) the run started with; its resume uses the same. */
-  deployment?: RunDeployment;
-  /**
-   * The run's ownership epoch (its lease's fencing token): 1 when it starts, one more at each resume or takeover.
-   * A write that carries an older epoch is refused (`RunWrite.epoch`). 0 on runs stored before epochs existed.
-   */
-  epoch?: number;
-  /** Cluster stores: the node that owns a `running` run, and when its lease runs out unless renewed (epoch ms). */
-  ownerNode?: string;
-  leaseExpiresMs?: number;
 }
 
 export interface SnapshotRecord {

@@ -165,7 +165,13 @@ describe("POST /v1/runs/:runId/approvals/:pauseId", () => {
     const reopened = openStore(fixture.store);
     const all = await reopened.listEvents(runId);
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
-    expect(all.filter((e) => e.type === "run-finished").map((e) => (e as { status: string }).status)).toEqual(["interrupted", "completed"]);
+    // One run-finished, at the real end; the interruption and the resume between.
+    expect(all.filter((e) => ["run-finished", "run-interrupted", "run-resumed"].includes(e.type)).map((e) => e.type)).toEqual([
+      "run-interrupted",
+      "run-resumed",
+      "run-finished",
+    ]);
+    expect(all.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
     expect(await reopened.openPauses(runId)).toEqual([]);
     await reopened.close();
   });

@@ -117,7 +117,7 @@ describe("durability under SIGKILL", () => {
       const stored = await store.listEvents(runRecord.id);
       expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
       expect(stored.slice(0, beforeKill.length)).toEqual(beforeKill);
-      expect(stored.at(-1)).toMatchObject({ type: "run-finished", status: "interrupted" });
+      expect(stored.at(-1)).toMatchObject({ type: "run-interrupted" });
       const snapshots = await store.listSnapshots(runRecord.id);
       expect(snapshots.length).toBeGreaterThan(0);
       for (const snapshot of snapshots) expect(snapshot.turn.blocks.length).toBeGreaterThan(0);

@@ -55,7 +55,8 @@ describe("a restart that gets its predecessor's pid", () => {
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
     const { messages, ended } = await stream;
     expect(ended).toBe(true);
-    const finished = messages.filter((m) => m.event.type === "run-finished").map((m) => (m.event as { status: string }).status);
-    expect(finished).toEqual(["interrupted", "cancelled"]);
+    const ends = messages.filter((m) => m.event.type.startsWith("run-") && m.event.type !== "run-started").map((m) => m.event.type);
+    expect(ends).toEqual(["run-interrupted", "run-resumed", "run-finished"]);
+    expect(messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "cancelled" });
   });
 });

@@ -66,7 +66,7 @@ describe("hookbox serve lifecycle", () => {
     server.child.kill("SIGTERM");
     const { messages, ended } = await stream;
     expect(ended).toBe(true);
-    expect(messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "interrupted" });
+    expect(messages.at(-1)?.event).toMatchObject({ type: "run-interrupted", reason: expect.stringMatching(/SIGTERM/) });
     expect(await server.exited).toEqual({ code: 0, signal: null });
 
     const store = openStore(fixture.store);

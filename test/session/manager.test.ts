@@ -204,7 +204,8 @@ describe("SessionManager", () => {
     expect(resumed.runId).toBe(handle.runId);
     expect(await resumed.wait()).toMatchObject({ status: "completed", iterations: 2, text: "done" });
     expect(fresh.requests[0]!.resumeFrom).toMatchObject({
-      nextSeq: interrupted!.lastSeq + 1,
+      // run-resumed takes the seq after the interruption; the loop goes on after it.
+      nextSeq: interrupted!.lastSeq + 2,
       iterations: 1,
       inferenceId: interrupted!.inferenceId,
       // The budget goes on from what the interrupted run had used.
@@ -218,7 +219,12 @@ describe("SessionManager", () => {
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
     expect(all.filter((e) => e.type === "run-started")).toHaveLength(1);
     expect(all.filter((e) => e.type === "hook-decision" && e.hook === "beforeRun")).toHaveLength(1);
-    expect(all.filter((e) => e.type === "run-finished").map((e) => (e as { status: string }).status)).toEqual(["interrupted", "completed"]);
+    expect(all.filter((e) => ["run-finished", "run-interrupted", "run-resumed"].includes(e.type)).map((e) => e.type)).toEqual([
+      "run-interrupted",
+      "run-resumed",
+      "run-finished",
+    ]);
+    expect(all.filter((e) => e.type === "run-finished").map((e) => (e as { status: string }).status)).toEqual(["completed"]);
     await expect(resumer.resume(session.id)).rejects.toMatchObject({
       code: "NOT_RESUMABLE",
       message: expect.stringMatching(/is completed, not interrupted/),

@@ -52,4 +52,37 @@ describe.each(stores)("%s kv", (_name, open) => {
     await kv.set("acme", "d", value, { quotaBytes: quota, nowMs: 20 });
     await store.close();
   });
+  it("incr adds atomically (parallel calls lose none), keeps an entry's expiry, restarts an expired one and refuses a non-number", async () => {
+    const store = await open();
+    const kv = store.kv;
+    const quota = { quotaBytes: 10_000, nowMs: 1000 };
+    expect(await kv.incr("acme", "n", 5, { ...quota, expiresMs: 5000 })).toBe(5);
+    await Promise.all(Array.from({ length: 20 }, () => kv.incr("acme", "n", 1, { ...quota, expiresMs: 9000 })));
+    expect(await kv.get("acme", "n", 1000)).toBe("25");
+    // The window stays the first write's: at 5000 it is gone, and the next incr starts from 0 with its own expiry.
+    expect(await kv.get("acme", "n", 5000)).toBeUndefined();
+    expect(await kv.incr("acme", "n", 2, { quotaBytes: 10_000, nowMs: 6000, expiresMs: 7000 })).toBe(2);
+    expect(await kv.get("acme", "n", 6999)).toBe("2");
+    await kv.set("acme", "s", '"text"', quota);
+    await expect(kv.incr("acme", "s", 1, quota)).rejects.toMatchObject({ code: "CAPABILITY_INVALID" });
+    expect(await kv.get("acme", "s", 1000)).toBe('"text"');
+    expect(await kv.usedBytes("acme")).toBe(1 + 1 + 1 + 6 + 2 * KV_ENTRY_OVERHEAD_BYTES);
+    await store.close();
+  });
+
+  it("compareAndSet writes only when the value matches (key order aside), and an expected null matches a missing entry", async () => {
+    const store = await open();
+    const kv = store.kv;
+    const quota = { quotaBytes: 10_000, nowMs: 1000 };
+    const wins = await Promise.all(Array.from({ length: 10 }, (_, i) => kv.compareAndSet("acme", "lock", null, JSON.stringify(i), quota)));
+    expect(wins.filter(Boolean)).toHaveLength(1);
+    await kv.set("acme", "o", '{"a":1,"b":2}', quota);
+    expect(await kv.compareAndSet("acme", "o", '{"a":1,"b":3}', '"no"', quota)).toBe(false);
+    expect(await kv.compareAndSet("acme", "o", '{"b":2,"a":1}', '"yes"', quota)).toBe(true);
+    expect(await kv.get("acme", "o", 1000)).toBe('"yes"');
+    await kv.set("acme", "gone", "1", { ...quota, expiresMs: 1500 });
+    expect(await kv.compareAndSet("acme", "gone", null, "2", { quotaBytes: 10_000, nowMs: 2000 })).toBe(true);
+    expect(await kv.get("acme", "gone", 2000)).toBe("2");
+    await store.close();
+  });
 });

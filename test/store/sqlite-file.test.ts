@@ -40,7 +40,7 @@ describe("sqlite store file", () => {
     await first.close();
     const second = openStore(file);
     expect(await second.getRun("r1")).toMatchObject({ status: "interrupted", lastSeq: 2 });
-    expect((await second.listEvents("r1")).map((e) => e.type)).toEqual(["run-started", "run-finished"]);
+    expect((await second.listEvents("r1")).map((e) => e.type)).toEqual(["run-started", "run-interrupted"]);
     expect((await second.getRun("r2"))?.status).toBe("completed");
     await second.close();
   });

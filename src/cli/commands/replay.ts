@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
 import { createSandboxPool } from "../../sandbox/index.js";
-import { openStore, type RunFilter } from "../../store/index.js";
+import { openStoreAt, type RunFilter } from "../../store/index.js";
 import { loadReplayScripts, replay, type ReplayChange, type ReplaySummary } from "../../policy/replay.js";
 import { failUsage } from "../exit.js";
 import { parseSince } from "../../contracts/since.js";
@@ -29,7 +29,7 @@ export async function replayCommand(argv: string[]): Promise<number> {
   }
   let store;
   try {
-    store = openStore(flags.store);
+    store = await openStoreAt(flags.store);
   } catch (error) {
     return failUsage("replay", error);
   }

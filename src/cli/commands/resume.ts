@@ -3,7 +3,7 @@ import { HookboxError } from "../../errors.js";
 import { createTenantRuntime } from "../../host/tenant-runtime.js";
 import type { TenantConfig, TenantRuntime, RunHandle } from "../../host/types.js";
 import { createSandboxPool } from "../../sandbox/index.js";
-import { openStore, type Store } from "../../store/index.js";
+import { openStoreAt, type Store } from "../../store/index.js";
 import { SessionManager } from "../../session/manager.js";
 import { restoreTenantConfig } from "../../session/tenant-record.js";
 import { loadServerConfig, type ServerConfig } from "../../server/config.js";
@@ -52,7 +52,7 @@ export async function resumeCommand(argv: string[]): Promise<number> {
   let store: Store;
   try {
     if (flags.config) config = loadServerConfig(flags.config, { requireKeys: false });
-    store = openStore(flags.store);
+    store = await openStoreAt(flags.store);
   } catch (error) {
     return failUsage("resume", error);
   }

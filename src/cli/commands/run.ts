@@ -3,7 +3,7 @@ import { createTenantRuntime } from "../../host/tenant-runtime.js";
 import type { TenantConfig, TenantRuntime, RunHandle } from "../../host/types.js";
 import { newId } from "../../loop/ids.js";
 import { createSandboxPool } from "../../sandbox/index.js";
-import { openStore, type Store } from "../../store/index.js";
+import { openStoreAt, type Store } from "../../store/index.js";
 import { EgressEntrySchema, parseEgress } from "../../capabilities/egress.js";
 import type { EgressEntry } from "../../capabilities/grants.js";
 import { jsonPath } from "../../contracts/json-path.js";
@@ -45,7 +45,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   let store: Store | undefined;
   try {
     // Opened before the runtime: ctx.kv lives in it.
-    if (flags.store) store = openStore(flags.store);
+    if (flags.store) store = await openStoreAt(flags.store);
   } catch (error) {
     return failUsage("run", error);
   }

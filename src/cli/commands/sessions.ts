@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
-import { openStore } from "../../store/index.js";
+import { openStoreAt } from "../../store/index.js";
 import { failUsage } from "../exit.js";
 import { printable } from "../terminal-text.js";
 
@@ -24,7 +24,7 @@ export async function sessionsCommand(argv: string[]): Promise<number> {
   }
   let store;
   try {
-    store = openStore(values.store);
+    store = await openStoreAt(values.store);
   } catch (error) {
     return failUsage("sessions", error);
   }

@@ -1,4 +1,14 @@
-import { kvEntryBytes, kvQuotaError, type KvListOptions, type KvPage, type KvSetOptions, type KvStore } from "../kv.js";
+import {
+  kvCounter,
+  kvEntryBytes,
+  kvQuotaError,
+  kvSum,
+  sameJson,
+  type KvListOptions,
+  type KvPage,
+  type KvSetOptions,
+  type KvStore,
+} from "../kv.js";
 import { pgStoreError, type Pool, type PoolClient } from "./pg-driver.js";
 
 /**
@@ -7,6 +17,18 @@ import { pgStoreError, type Pool, type PoolClient } from "./pg-driver.js";
  * writes from every node add up exactly. Expired entries are dropped when read and, a bounded batch at a
  * time, on each write of their tenant.
  */
+interface KvRow {
+  value: string;
+  bytes: number;
+  expires_ms: number | null;
+}
+
+/** The row as `get` sees it: undefined when missing or expired. */
+function live(row: KvRow | undefined, nowMs: number): { value: string; expiresMs?: number } | undefined {
+  if (row === undefined || (row.expires_ms !== null && row.expires_ms <= nowMs)) return undefined;
+  return { value: row.value, ...(row.expires_ms !== null ? { expiresMs: row.expires_ms } : {}) };
+}
+
 export class PgKv implements KvStore {
   constructor(
     private readonly pool: Pool,
@@ -46,11 +68,13 @@ export class PgKv implements KvStore {
   }
 
   /** Drops expired entries of the tenant (at most `limit`); returns the bytes freed. */
-  private async dropExpired(client: PoolClient, tenant: string, nowMs: number, limit: number | null): Promise<number> {
+  private async dropExpired(client: PoolClient, tenant: string, nowMs: number, limit: number | null, keep: string): Promise<number> {
+    // `keep` is the key being written: its row (expired or not) is the write's `previous`, replaced, not dropped.
     const rows = await client.query<{ bytes: number }>(
-      `DELETE FROM kv WHERE (tenant, key) IN (SELECT tenant, key FROM kv WHERE tenant = $1 AND expires_ms <= $2 LIMIT $3)
+      `DELETE FROM kv WHERE (tenant, key) IN
+         (SELECT tenant, key FROM kv WHERE tenant = $1 AND expires_ms <= $2 AND key <> $4 LIMIT $3)
        RETURNING bytes`,
-      [tenant, nowMs, limit],
+      [tenant, nowMs, limit, keep],
     );
     return rows.rows.reduce((sum, row) => sum + row.bytes, 0);
   }
@@ -75,23 +99,81 @@ export class PgKv implements KvStore {
 
   async set(tenant: string, key: string, valueJson: string, options: KvSetOptions): Promise<void> {
     await this.run("write a kv entry", async (client) => {
-      let used = await this.lockUsage(client, tenant);
-      used -= await this.dropExpired(client, tenant, options.nowMs, 64);
-      const previous = (await client.query<{ bytes: number }>("SELECT bytes FROM kv WHERE tenant = $1 AND key = $2", [tenant, key]))
-        .rows[0];
-      const bytes = kvEntryBytes(key, valueJson);
-      // Expired entries count until dropped: drop them all before refusing a write.
-      if (used - (previous?.bytes ?? 0) + bytes > options.quotaBytes) used -= await this.dropExpired(client, tenant, options.nowMs, null);
-      const others = used - (previous?.bytes ?? 0);
-      if (others + bytes > options.quotaBytes) throw kvQuotaError(tenant, others, bytes, options.quotaBytes);
-      await client.query(
-        `INSERT INTO kv (tenant, key, value, bytes, expires_ms) VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value, bytes = excluded.bytes, expires_ms = excluded.expires_ms`,
-        [tenant, key, valueJson, bytes, options.expiresMs ?? null],
-      );
-      // The row is locked: what the tenant uses now is what was there, less what was dropped, plus this entry.
-      await client.query("UPDATE kv_usage SET bytes = $2 WHERE tenant = $1", [tenant, others + bytes]);
+      const used = await this.lockUsage(client, tenant);
+      await this.write(client, { tenant, key, valueJson, options, used, previous: await this.row(client, tenant, key) });
     });
+  }
+
+  /*
+   * incr and compareAndSet read, decide and write in one transaction that first locks the tenant's byte-count row:
+   * every write of the tenant's kv (from any node) takes that lock, so none lands between the read and the write.
+   */
+  async incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number> {
+    return this.run("increment a kv entry", async (client) => {
+      const used = await this.lockUsage(client, tenant);
+      const previous = await this.row(client, tenant, key);
+      const current = live(previous, options.nowMs);
+      const sum = kvSum(key, kvCounter(tenant, key, current?.value), by);
+      const expiresMs = current ? current.expiresMs : options.expiresMs;
+      await this.write(client, { tenant, key, valueJson: sum, options: { ...options, expiresMs }, used, previous });
+      return JSON.parse(sum) as number;
+    });
+  }
+
+  async compareAndSet(
+    tenant: string,
+    key: string,
+    expectedJson: string | null,
+    valueJson: string,
+    options: KvSetOptions,
+  ): Promise<boolean> {
+    return this.run("compare and set a kv entry", async (client) => {
+      const used = await this.lockUsage(client, tenant);
+      const previous = await this.row(client, tenant, key);
+      const current = live(previous, options.nowMs);
+      // get answers null for a missing key, so an expected null matches a missing key and a stored null alike.
+      const matches = current === undefined ? expectedJson === null : sameJson(current.value, expectedJson ?? "null");
+      if (matches) await this.write(client, { tenant, key, valueJson, options, used, previous });
+      return matches;
+    });
+  }
+
+  /** The key's row, live or expired, inside a transaction holding the tenant's lock. */
+  private async row(client: PoolClient, tenant: string, key: string): Promise<KvRow | undefined> {
+    return (await client.query<KvRow>("SELECT value, bytes, expires_ms FROM kv WHERE tenant = $1 AND key = $2", [tenant, key])).rows[0];
+  }
+
+  /**
+   * The write of set, incr and compareAndSet, inside their transaction after lockUsage (`used`: the tenant's bytes
+   * it read). `previous` is the key's row the write replaces, live or expired: its bytes count until replaced.
+   */
+  private async write(
+    client: PoolClient,
+    write: {
+      tenant: string;
+      key: string;
+      valueJson: string;
+      options: KvSetOptions;
+      used: number;
+      previous: KvRow | undefined;
+    },
+  ): Promise<void> {
+    const { tenant, key, valueJson, options, previous } = write;
+    let used = write.used;
+    used -= await this.dropExpired(client, tenant, options.nowMs, 64, key);
+    const bytes = kvEntryBytes(key, valueJson);
+    // Expired entries count until dropped: drop them all before refusing a write.
+    if (used - (previous?.bytes ?? 0) + bytes > options.quotaBytes)
+      used -= await this.dropExpired(client, tenant, options.nowMs, null, key);
+    const others = used - (previous?.bytes ?? 0);
+    if (others + bytes > options.quotaBytes) throw kvQuotaError(tenant, others, bytes, options.quotaBytes);
+    await client.query(
+      `INSERT INTO kv (tenant, key, value, bytes, expires_ms) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (tenant, key) DO UPDATE SET value = excluded.value, bytes = excluded.bytes, expires_ms = excluded.expires_ms`,
+      [tenant, key, valueJson, bytes, options.expiresMs ?? null],
+    );
+    // The row is locked: what the tenant uses now is what was there, less what was dropped, plus this entry.
+    await client.query("UPDATE kv_usage SET bytes = $2 WHERE tenant = $1", [tenant, others + bytes]);
   }
 
   async delete(tenant: string, key: string, nowMs: number): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { DEFAULT_LEASE_MS, type PostgresStoreOptions } from "./options.js";
 import { hostname } from "node:os";
 import type { Block, Turn } from "../../turns/turn.js";
 import type { HookboxEvent } from "../../events/types.js";
@@ -44,17 +45,6 @@ import { PgCluster } from "./pg-cluster.js";
 import { NOW_MS } from "./pg-sql.js";
 import { lockRun, reopenLocked } from "./pg-takeover.js";
 import { deleteSessionIn, STALE_SESSIONS } from "./pg-session-deletes.js";
-
-export interface PostgresStoreOptions {
-  /** This node's name (in `run-resumed {node}` and the runs it owns); default `<hostname>:<pid>`. */
-  node?: string;
-  /** How long a run's lease lasts unless its owner renews it, ms (default 15000). */
-  leaseMs?: number;
-  /** Connections in this node's pool (default 10). */
-  poolSize?: number;
-}
-
-export const DEFAULT_LEASE_MS = 15_000;
 
 const USAGE_COLUMNS = ["runs", "inferences", "input_tokens", "output_tokens", "cost_usd", "tool_calls", "sandbox_cpu_ms"];
 const USAGE_NAMES = ["runs", "inferences", "inputTokens", "outputTokens", "costUsd", "toolCalls", "sandboxCpuMs"];
