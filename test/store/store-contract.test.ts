@@ -34,7 +34,8 @@ describe.each(stores)("%s store", (_name, open) => {
     await store.createRun({ ...run("r1", "s1"), startedMs: 1000 });
     await store.createRun({ ...run("r2", "s2"), startedMs: 2000 });
     await store.createRun({ ...run("r3", "s3"), startedMs: 3000 });
-    await store.createRun({ ...run("r4", "s1"), startedMs: 2000 });
+    // A session has one running run at a time (PostgreSQL enforces it): r4 is a finished one.
+    await store.createRun({ ...run("r4", "s1"), startedMs: 2000, status: "completed" });
     const ask = (runId: string, seq: number, pauseId: string, timestampMs: number) => ({
       ...event(runId, seq, {
         type: "approval.requested",
