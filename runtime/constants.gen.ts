@@ -157,7 +157,7 @@ export const FINISH_REASONS = Object.freeze(["stop", "length", "content-filter",
 export type FinishReason = (typeof FINISH_REASONS)[number];
 export const ERROR_CODES = Object.freeze(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED", "MODEL"] as const);
 export type ErrorCode = (typeof ERROR_CODES)[number];
-export const EVENT_TYPES = Object.freeze(["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-interrupted", "run-resumed", "run-finished"] as const);
+export const EVENT_TYPES = Object.freeze(["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "context-trimmed", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-interrupted", "run-resumed", "run-finished"] as const);
 export type EventType = (typeof EVENT_TYPES)[number];
 
 function key<Id extends string, F extends string>(id: Id, family: F, type: string): { readonly id: Id; readonly family: F; readonly type: string } {

@@ -17,6 +17,7 @@ export type {
   TenantConfig,
   TenantRuntime,
   RunOptions,
+  ContextOptions,
   RunPersistence,
   StartRunRequest,
   ModelSpec,

@@ -285,7 +285,7 @@ export declare const FINISH_REASONS: readonly ["stop", "length", "content-filter
 export type FinishReason = (typeof FINISH_REASONS)[number];
 export declare const ERROR_CODES: readonly ["SANDBOX_TIMEOUT", "SANDBOX_MEMORY", "SANDBOX_CRASHED", "SCRIPT_ERROR", "HOOK_CONTRACT", "SCRIPT_LOAD", "MAX_ITERATIONS", "RETRY_BUDGET", "RUN_DENIED", "CAPABILITY_DENIED", "CAPABILITY_QUOTA", "CAPABILITY_INVALID", "CAPABILITY_TIMEOUT", "CAPABILITY_FAILED", "MODEL"];
 export type ErrorCode = (typeof ERROR_CODES)[number];
-export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-interrupted", "run-resumed", "run-finished"];
+export declare const EVENT_TYPES: readonly ["run-started", "inference-started", "inference-finished", "inference-retry", "hook-decision", "tool-started", "tool-finished", "tool-retry", "context-restart", "context-trimmed", "debugger.pause", "debugger.continue", "approval.requested", "approval.resolved", "log", "capability", "run-interrupted", "run-resumed", "run-finished"];
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** One item of a turn. Unknown kinds read as "other". */

@@ -75,6 +75,11 @@ export class TenantCapabilities {
     this.resolveHost = options.resolveHost;
   }
 
+  /** The tenant's guard model (ctx.model.generate's, also what summarizes a run's context); undefined when none is granted. */
+  get guard(): (() => LanguageModelV4) | undefined {
+    return this.guardModel;
+  }
+
   /** The broker of one run; `close()` aborts what is in flight when the run ends. */
   forRun(hooks: RunCapabilityHooks): { broker: RunCapabilities; close: () => void } {
     const ended = new AbortController();

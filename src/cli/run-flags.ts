@@ -74,6 +74,9 @@ export const runFlagSpec = {
   "stop-sequence": { type: "string", multiple: true },
   seed: { type: "string" },
   "user-context-to-model": { type: "string" },
+  "context-tokens": { type: "string" },
+  "context-bytes": { type: "string" },
+  "summarize-context": { type: "boolean" },
 } as const;
 
 /** A flag's value as a positive integer, or a USAGE error naming the flag. */
@@ -201,6 +204,18 @@ function parseUserContextToModel(value: string | undefined): UserContextToModel 
   return parsed.data;
 }
 
+/** `--context-tokens N`, `--context-bytes N`, `--summarize-context`: the run's context options (docs/loop.md). */
+function contextFlags(v: { "context-tokens"?: string; "context-bytes"?: string; "summarize-context"?: boolean }): RunOptions["context"] {
+  const maxTokens = positiveInt("context-tokens", v["context-tokens"]);
+  const maxBytes = positiveInt("context-bytes", v["context-bytes"]);
+  const context = {
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
+    ...(maxBytes !== undefined ? { maxBytes } : {}),
+    ...(v["summarize-context"] ? { summarize: true } : {}),
+  };
+  return Object.keys(context).length ? context : undefined;
+}
+
 /** `hookbox run` flags (docs/cli.md); any mistake is a USAGE error naming the flag. */
 export function parseRunFlags(argv: string[]): RunFlags {
   let parsed;
@@ -228,6 +243,8 @@ export function parseRunFlags(argv: string[]): RunFlags {
     system: parseSystem(v.system),
     modelSettings: parseModelSettings(v),
   };
+  const context = contextFlags(v);
+  if (context) options.context = context;
   if (v.traceparent !== undefined) {
     if (!parseTraceparent(v.traceparent))
       throw new HookboxError(
@@ -244,6 +261,8 @@ export function parseRunFlags(argv: string[]): RunFlags {
   if (cpuMs !== undefined) limits.cpuMs = cpuMs;
   if (wallMs !== undefined) limits.wallMs = wallMs;
   if (v.session !== undefined && v.store === undefined) throw new HookboxError("USAGE", "--session needs --store FILE");
+  if (v["summarize-context"] && v["guard-model"] === undefined)
+    throw new HookboxError("USAGE", "--summarize-context needs --guard-model SPEC (the model that writes the summaries)");
   return {
     scripts: parsed.positionals,
     prompt: v.prompt,

@@ -113,6 +113,14 @@ export class Transcript {
         return `    ↻ retry ${p(event.callId)} as attempt ${event.attempt} after ${event.backoffMs} ms`;
       case "context-restart":
         return `    ⟳ context restart "${p(event.restartType)}" ${event.applied ? "applied" : "refused"}`;
+      case "context-trimmed": {
+        const summary = event.summarized
+          ? `, summarized by ${p(event.model ?? "the guard model")}`
+          : event.summaryError
+            ? ` (no summary: ${short(event.summaryError, 100)})`
+            : "";
+        return `  ✂ context: ${event.droppedMessages} earlier message(s) left out (${event.droppedBytes} bytes)${summary}; ${event.keptBytes} of ${event.budgetBytes} bytes kept`;
+      }
       case "debugger.pause":
         return `  ⏸ paused ${event.phase} (${event.pauseId}); press Enter to continue`;
       case "debugger.continue":

@@ -72,6 +72,8 @@ export type EventBody =
     }
   | { type: "tool-retry"; callId: string; attempt: number; backoffMs: number }
   | { type: "context-restart"; callId: string; restartType: string; applied: boolean }
+  /** Before an inference: the oldest messages left the model's context (src/loop/context-window.ts). */
+  | ({ type: "context-trimmed"; iteration: number } & ContextTrim)
   | {
       type: "debugger.pause";
       pauseId: string;
@@ -148,6 +150,26 @@ export interface CapabilityEvent {
    * (which has an event of its own). One such event per script and kind, when the run ends.
    */
   refusals?: number;
+}
+
+/** What a `context-trimmed` event says was left out of the model's context (src/loop/context-window.ts). */
+export interface ContextTrim {
+  /** Messages and blocks left out by this trim, and their size (characters of JSON text, and estimated tokens). */
+  droppedMessages: number;
+  droppedBlocks: number;
+  droppedBytes: number;
+  droppedTokens: number;
+  /** Messages left out of the session's context so far, this trim's included. */
+  totalDroppedMessages: number;
+  /** The turn's size after the trim, and the budget, in characters of JSON text. */
+  keptBytes: number;
+  budgetBytes: number;
+  /** A summary of what was left out took its place (made by `model`, for `usage`). */
+  summarized: boolean;
+  model?: string;
+  usage?: RunUsage;
+  /** Why there is no summary although the policy asks for one (the note stands in for it). */
+  summaryError?: string;
 }
 
 export type HookboxEvent = EventBase & EventBody;

@@ -37,6 +37,8 @@ import type { Pricing } from "./usage.js";
 import type { RunTrace } from "../telemetry/run-trace.js";
 import { loadTracing, startRunTrace } from "../telemetry/tracing.js";
 import { tracedHookProvider } from "../telemetry/traced-calls.js";
+import { guardSummarizer } from "../capabilities/context-summary.js";
+import { contextPolicy } from "../loop/context-window.js";
 
 export interface TenantRuntimeExtras {
   /** Host code given in-process (library use) in addition to `config.hostToolsModule`. */
@@ -199,6 +201,16 @@ export async function createTenantRuntime(
         },
         // Shadow scripts run on the tenant's behalf too: their CPU counts.
         sandboxCpuMs: () => (run?.cpuMs() ?? 0) + (shadowRun?.cpuMs() ?? 0),
+        ...(capabilities.guard
+          ? {
+              summarizer: guardSummarizer({
+                guard: capabilities.guard,
+                limits: capabilities.limits,
+                usage: accounting.usage,
+                trace: accounting.trace,
+              }),
+            }
+          : {}),
       };
     };
 
@@ -226,6 +238,7 @@ export async function createTenantRuntime(
           ...(pricing ? { pricing } : {}),
         },
         limits: { ...loopLimits(options), budgets: { ...DEFAULT_RUN_BUDGETS, ...config.budgets } },
+        context: contextPolicy(options.context),
         ids: {
           runId,
           sessionId: request.sessionId,

@@ -69,6 +69,22 @@ export interface RunOptions {
   modelRetries?: number;
   /** W3C traceparent of the caller: the run's trace continues the caller's. */
   traceparent?: string;
+  /** What one model call may be sent, and what becomes of what does not fit (docs/loop.md, "The model's context"). */
+  context?: ContextOptions;
+}
+
+/**
+ * The model's context budget and policy. Past the budget, the oldest messages are left out of the turn (system
+ * text kept, a tool call never apart from its result) and a `context` block says so, or summarizes them with
+ * the tenant's guard model; a `context-trimmed` event records what was left out.
+ */
+export interface ContextOptions {
+  /** Tokens one model call may be sent, estimated from the turn's JSON text (default 100,000). */
+  maxTokens?: number;
+  /** The same bound in characters of the turn's JSON text; with `maxTokens`, the smaller one holds. */
+  maxBytes?: number;
+  /** Summarize what is left out with the tenant's guard model (default false: a note says how much was left out). */
+  summarize?: boolean;
 }
 
 /** Durable side of a run: everything here is awaited/called before the loop moves on. */
@@ -227,7 +243,10 @@ export interface RunBudgets {
   maxRunBytes: number;
   /** One tool result; checked as it arrives, before the host parses a script tool's reply. */
   maxToolResultBytes: number;
-  /** The turn the run works on: the history it starts from plus everything the run adds. */
+  /**
+   * What the run adds to the turn it works on (its answers, tool results, what its middleware adds, the turn's
+   * own fields); the history it starts from is not counted: the context policy bounds what of it the model sees.
+   */
   maxTurnBytes: number;
   /** Tool calls one inference may ask for; above it none of them runs. */
   maxToolCallsPerInference: number;

@@ -29,6 +29,7 @@ import { traceToolCall } from "../telemetry/traced-calls.js";
 import { Approvals } from "./approvals.js";
 import { FinishGuard, guardRunStart, type Ending } from "./run-hooks.js";
 import { DEFAULT_RUN_BUDGETS, RunBudgetMeter } from "./run-budget.js";
+import { ContextWindow, contextPolicy, type ContextPolicy, type Summarizer } from "./context-window.js";
 
 export interface LoopLimits {
   maxIterations: number;
@@ -66,6 +67,8 @@ export interface LoopComponents {
   close?(): Promise<void>;
   /** CPU the run's sandboxed callbacks used so far, ms. */
   sandboxCpuMs?(): number;
+  /** Summarizes what leaves the model's context, when the context policy asks for summaries (the tenant's guard model). */
+  summarizer?: Summarizer;
 }
 
 export interface LoopOptions {
@@ -97,6 +100,8 @@ export interface LoopOptions {
   trace?: RunTrace;
   /** Resume: events continue at this seq; iterations already done, and what they used. */
   resume?: { nextSeq: number; iterations: number; usage?: RunUsage };
+  /** The model's context budget and policy (default: DEFAULT_CONTEXT_TOKENS, no summaries). */
+  context?: ContextPolicy;
 }
 
 /** Starts the tool loop on `turn` and returns its handle at once. */
@@ -252,6 +257,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       ...(shadow ? { shadowHooks: shadow } : {}),
     });
     const finishGuard = new FinishGuard(hooks, events, limits);
+    const contextWindow = new ContextWindow(options.context ?? contextPolicy(undefined), components.summarizer);
     if (!options.resume) {
       const denied = await guardRunStart(turn, hooks, { ...context(), prompt: options.prompt, userContext: options.userContext });
       if (denied) return finish(denied);
@@ -273,6 +279,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
         trace,
         onRetry: (retry) => events.emit({ type: "inference-retry", iteration: iterations, ...retry }),
         onAnswer: (answer) => {
+          contextWindow.calibrate(answer.usage.inputTokens);
           inferenceUsage = usageMeter.record(answer.model.modelId, answer.usage);
           inferenceFinish = answer.finishReason;
         },
@@ -296,6 +303,10 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
           });
         }
         iterations += 1;
+        // Past the context budget the oldest messages leave the turn (and the stored history the next run reads).
+        const fitted = await raceAbort(contextWindow.fit(turn, signal), signal);
+        turn = fitted.turn;
+        if (fitted.trim) events.emit({ type: "context-trimmed", iteration: iterations, ...fitted.trim });
         await snapshot("pre_inference");
         events.emit({ type: "inference-started", iteration: iterations });
         inferenceUsage = undefined;

@@ -4,6 +4,7 @@ import type { Block, Turn } from "../turns/turn.js";
 import type { RunBudgets } from "../host/types.js";
 import { eventJson } from "../events/event-json.js";
 import { blockJson } from "../turns/block-json.js";
+import { BlockBytes } from "../turns/block-bytes.js";
 
 export const DEFAULT_RUN_BUDGETS: RunBudgets = {
   maxRunBytes: 16 * 1024 * 1024,
@@ -19,8 +20,8 @@ export function runBudgetError(message: string, details: Record<string, unknown>
 /**
  * Counts a run's bytes. Events are admitted one by one: an event that would take the run past
  * `maxRunBytes` is not recorded (nor any after it, except the run's last, `run-finished`), and the run is
- * stopped at once through `onOverrun`; emitting never throws (events come from everywhere). The turn's
- * bytes are measured at phases, and the first overrun is kept for the loop to raise at its next check.
+ * stopped at once through `onOverrun`; emitting never throws (events come from everywhere). What the run adds
+ * to its turn is measured at phases, and the first overrun is kept for the loop to raise at its next check.
  */
 export class RunBudgetMeter {
   private runBytes = 0;
@@ -29,20 +30,18 @@ export class RunBudgetMeter {
   private eventsRefused = false;
   /** Told once, at the first event the run's byte budget refuses: the run stops now, not at its next check. */
   onOverrun?: (error: HookboxError) => void;
-  /** The blocks last measured (own list) and the sum of their JSON lengths: a turn is measured by what changed. */
-  private readonly measured: Block[] = [];
-  private measuredBytes = 0;
+  /** The blocks the run added (not in the turn it started from), measured by what changed since the last measure. */
+  private readonly added: BlockBytes;
 
   constructor(
     readonly budgets: RunBudgets,
     startTurn: Turn,
   ) {
+    // The history a run starts from is not the run's: the context policy bounds what of it the model is sent,
+    // and a session never stops because of its length. The turn budget bounds what this run adds.
+    const history = new Set(startTurn.blocks);
+    this.added = new BlockBytes((block) => !history.has(block));
     this.turnBytes = this.measure(startTurn);
-    if (this.turnBytes > budgets.maxTurnBytes)
-      this.overrun = runBudgetError(`the run's starting turn is ${this.turnBytes} bytes, over the turn budget of ${budgets.maxTurnBytes}`, {
-        budget: "maxTurnBytes",
-        bytes: this.turnBytes,
-      });
   }
 
   /** Called for every event before it is recorded: false when it does not fit in the run's byte budget. */
@@ -75,22 +74,11 @@ export class RunBudgetMeter {
   }
 
   /**
-   * The turn's JSON length (what JSON.stringify(turn).length is), from the blocks that changed since the last
-   * measure: blocks are compared as objects up to the first difference, and each block's text is made once.
+   * What the run adds to its turn: the JSON length of the blocks that were not in the turn it started from,
+   * plus the turn's own fields (metadata, data), from the blocks that changed since the last measure.
    */
   private measure(turn: Turn): number {
-    const blocks = turn.blocks;
-    const before = this.measured;
-    const shared = Math.min(before.length, blocks.length);
-    let kept = 0;
-    while (kept < shared && blocks[kept] === before[kept]) kept++;
-    for (let index = kept; index < before.length; index++) this.measuredBytes -= blockJson(before[index]).length;
-    before.length = kept;
-    for (let index = kept; index < blocks.length; index++) {
-      this.measuredBytes += blockJson(blocks[index]).length;
-      before.push(blocks[index]);
-    }
-    return JSON.stringify({ ...turn, blocks: [] }).length + this.measuredBytes + Math.max(0, blocks.length - 1);
+    return JSON.stringify({ ...turn, blocks: [] }).length + this.added.update(turn.blocks);
   }
 
   /** A tool call's final block (after its hooks) as it joins the turn: throws when it alone is over the per-result budget. */
@@ -105,7 +93,7 @@ export class RunBudgetMeter {
     if (this.overrun) return;
     if (this.turnBytes > this.budgets.maxTurnBytes)
       this.overrun = runBudgetError(
-        `the run's turn reached ${this.turnBytes} bytes, over the turn budget of ${this.budgets.maxTurnBytes}`,
+        `the run added ${this.turnBytes} bytes to its turn, over the turn budget of ${this.budgets.maxTurnBytes}`,
         {
           budget: "maxTurnBytes",
           bytes: this.turnBytes,

@@ -15,6 +15,13 @@ const MAX_PAUSE_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 
 const UserContextInput = z.object({ userId: z.string().optional(), projectId: z.string().optional() }).catchall(JsonSchema);
 
+/** The model's context for the run (docs/loop.md); the tenant's `context` is the ceiling. */
+const ContextInput = z.strictObject({
+  maxTokens: z.number().int().positive().optional(),
+  maxBytes: z.number().int().positive().optional(),
+  summarize: z.boolean().optional(),
+});
+
 const RunDefaultsSchema = z.strictObject({
   system: SystemInput.optional(),
   modelSettings: ModelSettingsInput.optional(),
@@ -25,6 +32,7 @@ const RunDefaultsSchema = z.strictObject({
   userContext: UserContextInput.optional(),
   maxTokens: z.number().int().positive().optional(),
   maxCostUsd: z.number().positive().optional(),
+  context: ContextInput.optional(),
 });
 
 export const CreateSessionBody = z.strictObject({ defaults: RunDefaultsSchema.optional() });
@@ -40,6 +48,7 @@ export const StartRunBody = z.strictObject({
   pauseTimeoutMs: z.number().int().positive().max(MAX_PAUSE_TIMEOUT_MS).optional(),
   maxTokens: z.number().int().positive().optional(),
   maxCostUsd: z.number().positive().optional(),
+  context: ContextInput.optional(),
 });
 
 export const ContinueBody = z.strictObject({ pauseId: z.string().min(1).max(200) });

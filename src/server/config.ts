@@ -91,6 +91,12 @@ const CapabilityLimitsSchema = z.strictObject({
   modelTimeoutMs: positiveInt.optional(),
   maxModelOutputTokens: positiveInt.optional(),
 });
+/** The model's context budget and policy (docs/loop.md, "The model's context"); a run may ask for less, not more. */
+export const ContextSchema = z.strictObject({
+  maxTokens: positiveInt.optional(),
+  maxBytes: positiveInt.optional(),
+  summarize: z.boolean().optional(),
+});
 const PricingSchema = z.record(
   z.string().min(1),
   z.strictObject({ inputPerMTok: z.number().nonnegative(), outputPerMTok: z.number().nonnegative() }),
@@ -143,6 +149,8 @@ const TenantSchema = z.strictObject({
   modelSettings: ModelSettingsInput.optional(),
   /** What the model is shown of a run's user context (default "request": the original request only). */
   userContextToModel: UserContextToModelInput.optional(),
+  /** What one model call may be sent: the default and ceiling of the tenant's runs. */
+  context: ContextSchema.optional(),
 });
 
 const ConfigSchema = z.strictObject({
@@ -294,9 +302,18 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     if (tenant.system !== undefined) runDefaults.system = tenant.system;
     if (tenant.modelSettings !== undefined) runDefaults.modelSettings = tenant.modelSettings;
     if (tenant.userContextToModel !== undefined) config.userContextToModel = tenant.userContextToModel;
-    if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
     const capabilities = capabilityGrants(file, base, tenant, at);
     if (capabilities) config.capabilities = capabilities;
+    if (tenant.context) {
+      if (tenant.context.summarize && !capabilities?.guardModel)
+        throw configError(
+          file,
+          `${at}.context.summarize`,
+          `summaries are made by the tenant's guard model: give the tenant a "guardModel"`,
+        );
+      runDefaults.context = tenant.context;
+    }
+    if (Object.keys(runDefaults).length) config.runDefaults = runDefaults;
     const budgets: Partial<RunBudgets> = {};
     for (const name of ["maxRunBytes", "maxToolResultBytes", "maxTurnBytes", "maxToolCallsPerInference"] as const) {
       if (limits[name] !== undefined) budgets[name] = limits[name];

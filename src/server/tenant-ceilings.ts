@@ -1,5 +1,6 @@
 import { ApiError } from "./api-error.js";
 import type { ServedTenant } from "./config.js";
+import type { ContextOptions } from "../host/types.js";
 
 /*
  * A tenant's configured limits are the operator's: a request may lower them, never raise them. A value above
@@ -22,7 +23,12 @@ export function ceilingOf(tenant: ServedTenant, field: Ceiled): number {
 }
 
 /** Throws 400 when `options` asks for more than the tenant's limits; `at` is the JSON path of `options` in the body. */
-export function refuseAboveLimits(tenant: ServedTenant, options: Partial<Record<Ceiled, unknown>>, at = "$"): void {
+export function refuseAboveLimits(
+  tenant: ServedTenant,
+  options: Partial<Record<Ceiled, unknown>> & { context?: ContextOptions },
+  at = "$",
+): void {
+  refuseContextAboveLimits(tenant, options.context, `${at}.context`);
   for (const field of Object.keys(BUILT_IN_CEILINGS) as Ceiled[]) {
     const asked = options[field];
     const limit = ceilingOf(tenant, field);
@@ -31,4 +37,31 @@ export function refuseAboveLimits(tenant: ServedTenant, options: Partial<Record<
       throw new ApiError(400, "ABOVE_TENANT_LIMIT", `${at}.${field}: ${asked} is above ${source} of ${limit}`, `${at}.${field}`);
     }
   }
+}
+
+/**
+ * A run's context budget may be smaller than its tenant's, not larger (a larger one spends more of the
+ * operator's model), and it may ask for summaries only where the tenant has a guard model to make them.
+ */
+function refuseContextAboveLimits(tenant: ServedTenant, asked: ContextOptions | undefined, at: string): void {
+  if (!asked) return;
+  const limits = tenant.config.runDefaults?.context ?? {};
+  for (const field of ["maxTokens", "maxBytes"] as const) {
+    const limit = limits[field];
+    const value = asked[field];
+    if (limit !== undefined && value !== undefined && value > limit)
+      throw new ApiError(
+        400,
+        "ABOVE_TENANT_LIMIT",
+        `${at}.${field}: ${value} is above the tenant's context.${field} of ${limit}`,
+        `${at}.${field}`,
+      );
+  }
+  if (asked.summarize && !tenant.config.capabilities?.guardModel)
+    throw new ApiError(
+      400,
+      "VALIDATION",
+      `${at}.summarize: tenant ${tenant.config.name} has no guard model to summarize with (its "guardModel" in the config)`,
+      `${at}.summarize`,
+    );
 }

@@ -55,6 +55,11 @@ export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
       return event.usage
         ? { ...none, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
         : undefined;
+    case "context-trimmed":
+      // A summary of what left the model's context is made by the tenant's guard model, on the run's budget.
+      return event.usage
+        ? { ...none, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
+        : undefined;
     case "run-finished":
       // A run's sandbox CPU is reported once, when it ends (each process reports the part it ran).
       return event.usage?.sandboxCpuMs ? { ...none, sandboxCpuMs: event.usage.sandboxCpuMs } : undefined;

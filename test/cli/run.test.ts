@@ -56,6 +56,8 @@ describe("hookbox run", () => {
       ["run", "--model", "scripted:x.json", "--prompt", "x", "--max-finish-continues", "some"],
       "--max-finish-continues must be a non-negative",
     ],
+    [["run", "--model", "scripted:x.json", "--prompt", "x", "--context-tokens", "1.5"], "--context-tokens must be a positive integer"],
+    [["run", "--model", "scripted:x.json", "--prompt", "x", "--summarize-context"], "--summarize-context needs --guard-model SPEC"],
   ])("usage errors exit 2 with one clear line: %j", async (args, message) => {
     const r = await runCli(args);
     expect(r.code).toBe(2);
@@ -91,6 +93,41 @@ describe("hookbox run", () => {
     const r = await done;
     expect(r.code).toBe(130);
     expect(jsonLines(r.stdout).at(-1)).toMatchObject({ type: "run-finished", status: "cancelled" });
+  });
+});
+
+describe("hookbox run: the model's context", () => {
+  it("--context-bytes bounds what each model call of a stored session is sent; the trims are events and transcript lines", async () => {
+    const store = join(mkdtempSync(join(tmpdir(), "hookbox-context-")), "store.db");
+    const steps = echoSteps("e".repeat(700));
+    const run = (prompt: string, json = true) =>
+      runCli([
+        "run",
+        "--model",
+        `scripted:${steps}`,
+        "--host-tools",
+        tools,
+        "--prompt",
+        prompt,
+        "--store",
+        store,
+        "--session",
+        "sess_context",
+        "--context-bytes",
+        "2500",
+        ...(json ? ["--json"] : []),
+      ]);
+    const trims = [];
+    for (let i = 1; i <= 4; i++) {
+      const r = await run(`question ${i}`);
+      expect(r.code, r.stderr).toBe(0);
+      trims.push(...jsonLines(r.stdout).filter((e) => e.type === "context-trimmed"));
+    }
+    expect(trims.length).toBeGreaterThan(0);
+    expect(trims[0]).toMatchObject({ budgetBytes: 2500, summarized: false });
+    const human = await run("question 5", false);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/✂ context: \d+ earlier message\(s\) left out \(\d+ bytes\); \d+ of 2500 bytes kept/);
   });
 });
 

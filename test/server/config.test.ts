@@ -71,6 +71,12 @@ const cases: [string, (config: any) => void, RegExp][] = [
     /tenants\[1\]\.fallbackModel: file gone\.json does not exist/,
   ],
   ["a negative maxCostUsd", (c) => (c.tenants[0].limits = { maxCostUsd: -1 }), /tenants\[0\]\.limits\.maxCostUsd: /],
+  ["a context budget that is not a count", (c) => (c.tenants[0].context = { maxTokens: 0.5 }), /tenants\[0\]\.context\.maxTokens: /],
+  [
+    "summaries without a guard model",
+    (c) => (c.tenants[0].context = { summarize: true }),
+    /tenants\[0\]\.context\.summarize: summaries are made by the tenant's guard model: give the tenant a "guardModel"/,
+  ],
 ];
 
 describe("serve config", () => {
@@ -84,6 +90,16 @@ describe("serve config", () => {
     expect(acme.pricing).toEqual({ "*": { inputPerMTok: 3, outputPerMTok: 15 } });
     expect(acme.fallbackModel).toEqual({ kind: "openai-compatible", model: "backup", baseUrl: "http://127.0.0.1:9/v1" });
     expect(acme.runDefaults).toMatchObject({ maxTokens: 5000, maxCostUsd: 0.25, modelRetries: 0 });
+  });
+
+  it("reads the tenant's context budget and policy as the default of its runs", () => {
+    const fixture = fixtureWith((c) => {
+      c.tenants[0].context = { maxTokens: 8000, maxBytes: 40000, summarize: true };
+      c.tenants[0].guardModel = "run";
+    });
+    expect(loadServerConfig(fixture.config, { env: {} }).tenants[0].config.runDefaults).toEqual({
+      context: { maxTokens: 8000, maxBytes: 40000, summarize: true },
+    });
   });
 
   it.each(cases)("names the field for %s", (_what, edit, message) => {
