@@ -159,6 +159,8 @@ describe("the web inspector at /ui/", () => {
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));
     await page.getByRole("button", { name: "Continue" }).click();
     await expect.poll(() => page.getByRole("status").textContent()).toContain("Run completed");
+    // What the run spent, as its budgets count it.
+    expect(await page.getByRole("status").textContent()).toMatch(/spent \d+ in \/ \d+ out tokens/);
     const after = await timelineSeqs(page);
     expect(after).toEqual(after.map((_, i) => i + 1));
     const stored = await readEvents(server.url, "acme-key", runId);

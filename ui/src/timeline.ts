@@ -162,9 +162,21 @@ export function summary(event: RunEvent): string {
         .join(" ")} ${e.ok ? "ok" : `refused ${String(e.errorCode ?? "")}`} (${String(e.script)})`;
     case "log":
       return `${String(e.script)} ${String(e.level)}: ${String(e.message)}`;
-    case "run-finished":
-      return `${String(e.status)}${e.errorCode ? ` ${String(e.errorCode)}` : ""}${e.reason ? `: ${String(e.reason)}` : ""}${e.text !== undefined ? ` · ${String(e.text)}` : ""}`;
+    case "run-finished": {
+      const spent = usageText(e.usage);
+      return `${String(e.status)}${e.errorCode ? ` ${String(e.errorCode)}` : ""}${e.reason ? `: ${String(e.reason)}` : ""}${e.text !== undefined ? ` · ${String(e.text)}` : ""}${spent ? ` · ${spent}` : ""}`;
+    }
     default:
       return json(event);
   }
+}
+
+/** What a run spent, as the budgets count it: tokens, cost and the sandbox's CPU (a run-finished's `usage`). */
+export function usageText(usage: unknown): string {
+  if (!usage || typeof usage !== "object") return "";
+  const { inputTokens, outputTokens, costUsd, sandboxCpuMs } = usage as Record<string, unknown>;
+  const parts = [`${Number(inputTokens ?? 0)} in / ${Number(outputTokens ?? 0)} out tokens`];
+  if (typeof costUsd === "number" && costUsd > 0) parts.push(`$${costUsd.toFixed(4)}`);
+  if (typeof sandboxCpuMs === "number") parts.push(`${sandboxCpuMs} ms sandbox CPU`);
+  return parts.join(", ");
 }

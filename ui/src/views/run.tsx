@@ -4,7 +4,7 @@ import { api, segment } from "../api.js";
 import { followRun } from "../event-stream.js";
 import { href } from "../router.js";
 import { pretty, shortId, time } from "../format.js";
-import { addEvents, emptyTimeline, EVENT_KINDS, summary, type Timeline } from "../timeline.js";
+import { addEvents, emptyTimeline, EVENT_KINDS, summary, usageText, type Timeline } from "../timeline.js";
 import type { RunEvent, RunRecord } from "../types.js";
 import { ApprovalCard } from "./approval-card.js";
 import { describe, Problem, StatusBadge, useLoad } from "./common.js";
@@ -107,6 +107,7 @@ export function RunPage({ runId, callId }: { runId: string; callId: string | und
           Run {String(finished.status)}
           {finished.errorCode ? ` (${String(finished.errorCode)})` : ""}
           {finished.reason ? `: ${String(finished.reason)}` : ""}
+          {finished.usage ? <span class="usage"> · spent {usageText(finished.usage)}</span> : null}
         </p>
       )}
       <div class="controls">
