@@ -6,6 +6,20 @@ import { JsonSchema } from "../turns/json.js";
 import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody } from "./bodies.js";
 import { UsageReport } from "./usage-route.js";
 import { ApprovalList, RunList } from "./list-routes.js";
+import { EventSchema, StreamEventSchema, TextDeltaEventSchema, eventSchemas } from "../events/schema.js";
+import {
+  Deployment,
+  DeploymentHistory,
+  Health,
+  ReplayResult,
+  RunView,
+  ScriptList,
+  ScriptVersion,
+  ScriptVersions,
+  SessionList,
+  SessionView,
+  ShadowReport,
+} from "./response-schemas.js";
 import { DeployBody, ReplayBody, UploadBody } from "./policy-routes.js";
 
 /*
@@ -56,6 +70,21 @@ const schemas = {
     sessionId: z.string(),
     freedBytes: z.number().int().meta({ description: "bytes taken off the tenant's stored bytes (its store quota)" }),
   }),
+  Health,
+  SessionList,
+  SessionView,
+  RunView,
+  ScriptList,
+  ScriptVersions,
+  ScriptVersion,
+  Deployment,
+  DeploymentHistory,
+  ShadowReport,
+  ReplayResult,
+  ...eventSchemas,
+  Event: EventSchema,
+  TextDeltaEvent: TextDeltaEventSchema,
+  StreamEvent: StreamEventSchema,
   UsageReport,
   ApprovalList,
   RunList,
@@ -114,7 +143,7 @@ const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) => 
 });
 
 export const operations: Operation[] = [
-  { method: "get", path: "/healthz", summary: "Liveness", auth: false, responses: { 200: { description: "up", schema: "JsonObject" } } },
+  { method: "get", path: "/healthz", summary: "Liveness", auth: false, responses: { 200: { description: "up", schema: "Health" } } },
   {
     method: "get",
     path: "/v1/openapi.json",
@@ -149,13 +178,13 @@ export const operations: Operation[] = [
         schema: { type: "string" },
       },
     ],
-    responses: { 200: { description: "the sessions", schema: "JsonObject" }, ...errorResponses(401, 429) },
+    responses: { 200: { description: "the sessions", schema: "SessionList" }, ...errorResponses(401, 429) },
   },
   {
     method: "get",
     path: "/v1/sessions/{sessionId}",
     summary: "A session with its turns",
-    responses: { 200: { description: "the session", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    responses: { 200: { description: "the session", schema: "SessionView" }, ...errorResponses(401, 404, 429) },
   },
   {
     method: "post",
@@ -201,7 +230,7 @@ export const operations: Operation[] = [
     method: "get",
     path: "/v1/runs/{runId}",
     summary: "A run's record and open pauses",
-    responses: { 200: { description: "the run", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+    responses: { 200: { description: "the run", schema: "RunView" }, ...errorResponses(401, 404, 429) },
   },
   {
     method: "get",
@@ -374,19 +403,19 @@ function policyOperations(): Operation[] {
       method: "get",
       path: "/v1/scripts",
       summary: "The tenant's scripts by name, each with its latest version (`{scripts: [{name, latestVersion, createdMs}]}`)",
-      responses: { 200: { description: "the scripts", schema: "JsonObject" }, ...errorResponses(401, 429) },
+      responses: { 200: { description: "the scripts", schema: "ScriptList" }, ...errorResponses(401, 429) },
     },
     {
       method: "get",
       path: "/v1/scripts/{name}",
       summary: "A script's versions",
-      responses: { 200: { description: "the versions", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+      responses: { 200: { description: "the versions", schema: "ScriptVersions" }, ...errorResponses(401, 404, 429) },
     },
     {
       method: "get",
       path: "/v1/scripts/{name}/versions/{version}",
       summary: "One version with its files",
-      responses: { 200: { description: "the version", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+      responses: { 200: { description: "the version", schema: "ScriptVersion" }, ...errorResponses(401, 404, 429) },
     },
     {
       method: "put",
@@ -399,13 +428,13 @@ function policyOperations(): Operation[] {
       method: "get",
       path: "/v1/deployment",
       summary: "The current deployment",
-      responses: { 200: { description: "the deployment", schema: "JsonObject" }, ...errorResponses(401, 429) },
+      responses: { 200: { description: "the deployment", schema: "Deployment" }, ...errorResponses(401, 429) },
     },
     {
       method: "get",
       path: "/v1/deployments",
       summary: "The deployment history, oldest first",
-      responses: { 200: { description: "the history", schema: "JsonObject" }, ...errorResponses(401, 429) },
+      responses: { 200: { description: "the history", schema: "DeploymentHistory" }, ...errorResponses(401, 429) },
     },
     {
       method: "post",
@@ -417,19 +446,31 @@ function policyOperations(): Operation[] {
       method: "get",
       path: "/v1/deployments/{id}/shadow-report",
       summary: "Shadow verdicts beside the active ones over the deployment's runs",
-      responses: { 200: { description: "the report", schema: "JsonObject" }, ...errorResponses(401, 404, 429) },
+      responses: { 200: { description: "the report", schema: "ShadowReport" }, ...errorResponses(401, 404, 429) },
     },
     {
       method: "post",
       path: "/v1/replays",
       summary: "Re-evaluate script versions against the tenant's recorded hook calls (no model, no tool)",
       body: { schema: "ReplayBody", example: { scripts: [ref] } },
-      responses: { 200: { description: "changed calls and a summary", schema: "JsonObject" }, ...errorResponses(400, 401, 413, 429) },
+      responses: { 200: { description: "changed calls and a summary", schema: "ReplayResult" }, ...errorResponses(400, 401, 413, 429) },
     },
   ];
 }
 
 const ref = (name: Schema) => ({ $ref: `#/components/schemas/${name}` });
+
+/**
+ * A run's event stream. OpenAPI 3.1 has no way to type the messages of a stream (3.2's itemSchema), so the body is a
+ * string whose decoded content JSON Schema's contentSchema describes: each message's `data:` is one StreamEvent.
+ */
+const eventStreamSchema = {
+  type: "string",
+  contentMediaType: "text/event-stream",
+  description:
+    "Server-Sent Events. A stored event is `id: <seq>` then `data: <the event as JSON>`; a text-delta has no id. `data:` is one StreamEvent (components.schemas.StreamEvent), told apart by `type`. `: keep-alive` comments come every 15 s; the stream ends after run-finished.",
+  contentSchema: ref("StreamEvent"),
+};
 
 /** components.schemas: zod's JSON Schema for each named schema, referring to the others by $ref. */
 function componentSchemas(): Record<string, object> {
@@ -441,7 +482,15 @@ function componentSchemas(): Record<string, object> {
     uri: (id) => `#/components/schemas/${id}`,
   });
   // Each becomes a schema object inside the document: no dialect or id of its own.
-  return Object.fromEntries(Object.entries(converted).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema]));
+  const out: Record<string, object> = Object.fromEntries(
+    Object.entries(converted).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema]),
+  );
+  // The event union names the property that tells its members apart, for generators that build tagged unions.
+  const mapping = Object.fromEntries(
+    Object.entries(eventSchemas).map(([id, schema]) => [schema.shape.type.value, `#/components/schemas/${id}`]),
+  );
+  out.Event = { ...out.Event, discriminator: { propertyName: "type", mapping } };
+  return out;
 }
 
 const pathParameters = (path: string) =>
@@ -457,7 +506,7 @@ export function openApiDocument(version = packageVersion()): object {
         {
           description: response.description,
           ...(response.eventStream
-            ? { content: { "text/event-stream": { schema: { type: "string" } } } }
+            ? { content: { "text/event-stream": { schema: eventStreamSchema } } }
             : response.text
               ? { content: { "text/plain": { schema: { type: "string" } } } }
               : response.schema

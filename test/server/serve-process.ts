@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { hookboxBin, repoRoot } from "../helpers/cli.js";
 import type { HookboxEvent } from "../../src/events/types.js";
+import { checkResponse, checkStreamEvent } from "./response-check.js";
 
 export interface ServeProcess {
   url: string;
@@ -86,6 +87,7 @@ export function api(url: string, key: string | undefined): Api {
       } catch {
         /* not JSON: returned as text so the assertion shows it */
       }
+      checkResponse(method, path, response.status, response.headers.get("content-type"), parsed);
       return { status: response.status, body: parsed, headers: response.headers };
     },
   };
@@ -121,7 +123,17 @@ export async function readEvents(
     signal: controller.signal,
   });
   const messages: SseMessage[] = [];
-  if (response.status !== 200 || !response.body) return { messages, status: response.status, ended: true };
+  if (response.status !== 200 || !response.body) {
+    const text = await response.text();
+    checkResponse(
+      "GET",
+      `/v1/runs/${runId}/events`,
+      response.status,
+      response.headers.get("content-type"),
+      text ? JSON.parse(text) : undefined,
+    );
+    return { messages, status: response.status, ended: true };
+  }
   const decoder = new TextDecoder();
   let buffer = "";
   try {
@@ -141,7 +153,9 @@ export async function readEvents(
           .split("\n")
           .find((l) => l.startsWith("id: "))
           ?.slice(4);
-        const message = { ...(id !== undefined ? { id } : {}), event: JSON.parse(data) as HookboxEvent };
+        const event = JSON.parse(data) as HookboxEvent;
+        checkStreamEvent(event);
+        const message = { ...(id !== undefined ? { id } : {}), event };
         messages.push(message);
         options.onMessage?.(message);
         if (options.stopWhen?.(message)) {
