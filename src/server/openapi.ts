@@ -490,6 +490,10 @@ function componentSchemas(): Record<string, object> {
     Object.entries(eventSchemas).map(([id, schema]) => [schema.shape.type.value, `#/components/schemas/${id}`]),
   );
   out.Event = { ...out.Event, discriminator: { propertyName: "type", mapping } };
+  // Any JSON value. zod writes it as a schema that refers to itself, which generators turn into a type that refers
+  // to itself through the components (openapi-typescript: "'Json' is referenced directly or indirectly in its own
+  // type annotation"); an empty schema says the same to a validator and is `unknown` to a generator.
+  out.Json = { description: "any JSON value" };
   return out;
 }
 
