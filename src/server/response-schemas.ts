@@ -80,29 +80,23 @@ export const ScriptList = z.object({
   scripts: z.array(z.object({ name: z.string(), latestVersion: z.number().int(), createdMs: z.number() })),
 });
 
-export const ScriptVersions = z.object({
-  name: z.string(),
-  versions: z.array(
-    z.object({
-      version: z.number().int(),
-      entry: z.string(),
-      files: z.array(z.string()).meta({ description: "the file names (their text: GET .../versions/:n)" }),
-      bundleHash: z.string(),
-      warnings: z.array(z.string()),
-      createdMs: z.number(),
-    }),
-  ),
-});
-
-export const ScriptVersion = z.object({
-  name: z.string(),
+/** A stored script version's fields (GET /v1/scripts/:name lists them with file names only). */
+const versionFields = {
   version: z.number().int(),
   entry: z.string(),
-  files: z.record(z.string(), z.string()),
   bundleHash: z.string(),
   warnings: z.array(z.string()),
   createdMs: z.number(),
+};
+
+export const ScriptVersions = z.object({
+  name: z.string(),
+  versions: z.array(
+    z.object({ ...versionFields, files: z.array(z.string()).meta({ description: "the file names (their text: GET .../versions/:n)" }) }),
+  ),
 });
+
+export const ScriptVersion = z.object({ name: z.string(), ...versionFields, files: z.record(z.string(), z.string()) });
 
 export const Deployment = z.object({
   deploymentId: z.string(),
