@@ -155,10 +155,14 @@ export const eventSchemas = {
     usage: usage.optional(),
     refusals: z.number().int().optional(),
   }),
+  RunInterruptedEvent: z
+    .object({ ...base, type: z.literal("run-interrupted"), reason: z.string(), iterations: z.number().int() })
+    .meta({ description: "cut off before its end, and resumable: run-resumed goes on after it" }),
+  RunResumedEvent: z.object({ ...base, type: z.literal("run-resumed"), node: z.string().optional(), iterations: z.number().int() }),
   RunFinishedEvent: z.object({
     ...base,
     type: z.literal("run-finished"),
-    status: z.enum([...RUN_STATUSES, "interrupted"]),
+    status: z.enum(RUN_STATUSES),
     reason: z.string().optional(),
     errorCode: z.string().optional(),
     text: z.string().optional(),

@@ -194,8 +194,9 @@ export function createApp({
         `Last-Event-ID must be an event seq (a non-negative integer), got "${raw.slice(0, 40)}"`,
         "Last-Event-ID",
       );
-    // Nothing more will come (an EventSource reconnecting after run-finished): 204 stops its reconnects.
-    if (run.status !== "running" && Number(raw.trim()) >= run.lastSeq) return c.body(null, 204);
+    // Nothing more will come (an EventSource reconnecting after run-finished): 204 stops its reconnects. An
+    // interrupted run may be resumed and go on, so its reader is not told to stop.
+    if (run.status !== "running" && run.status !== "interrupted" && Number(raw.trim()) >= run.lastSeq) return c.body(null, 204);
     const tenant = tenants.get(c.get("tenant"))!;
     const release = streams.take(tenant.config.name, tenant.maxEventStreams);
     return streamRunEvents(c, {

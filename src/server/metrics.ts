@@ -67,16 +67,18 @@ export class ServerMetrics {
 
   /** Every event of a run this process runs (the session manager's observer). */
   observeEvent(tenant: string, runId: string, event: HookboxEvent): void {
+    // Its run leaves this process: finished, or cut off (interrupted, resumable here or elsewhere).
+    const status = event.type === "run-finished" ? event.status : event.type === "run-interrupted" ? "interrupted" : undefined;
     // A run's first event here starts its clock: run-started, or the first event of a resumed run.
-    if (event.type !== "run-finished" && !this.started.has(runId)) {
+    if (status === undefined && !this.started.has(runId)) {
       this.started.set(runId, performance.now());
       this.runsStarted.add({ tenant });
     }
-    if (event.type === "run-finished") {
+    if (status !== undefined) {
       const startedAt = this.started.get(runId);
       this.started.delete(runId);
-      this.runsFinished.add({ tenant, status: event.status });
-      if (startedAt !== undefined) this.runSeconds.observe({ tenant, status: event.status }, (performance.now() - startedAt) / 1000);
+      this.runsFinished.add({ tenant, status });
+      if (startedAt !== undefined) this.runSeconds.observe({ tenant, status }, (performance.now() - startedAt) / 1000);
     }
   }
 
@@ -94,8 +96,11 @@ export class ServerMetrics {
     family("hookbox_runs_started_total", "counter", "Runs started or resumed in this process, by tenant.", () =>
       this.runsStarted.render("hookbox_runs_started_total", out),
     );
-    family("hookbox_runs_finished_total", "counter", "Runs that ended in this process, by tenant and final status.", () =>
-      this.runsFinished.render("hookbox_runs_finished_total", out),
+    family(
+      "hookbox_runs_finished_total",
+      "counter",
+      "Runs that ended in this process, by tenant and status (interrupted: cut off, resumable).",
+      () => this.runsFinished.render("hookbox_runs_finished_total", out),
     );
     family("hookbox_runs_live", "gauge", "Runs in flight in this process.", () => out.push(`hookbox_runs_live ${gauges.liveRuns()}`));
     family("hookbox_run_duration_seconds", "histogram", "Wall time of a run, from its start (or resume) to its final event.", () =>
