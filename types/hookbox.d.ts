@@ -5,6 +5,7 @@
  * The host validates the same shapes with zod (src/contracts/hook-returns.ts); test/contracts proves they agree.
  */
 import type { FinishReason, Json, JsonObject, Key, OnHookErrorPolicy, ToolOrigin, Turn, UserContext } from "./turns.js";
+import type { AfterToolCallReturn, BeforeFinishReturn, BeforeRunReturn, BeforeToolCallReturn, OnToolErrorReturn } from "./decisions.js";
 
 export * from "./turns.js";
 
@@ -137,55 +138,9 @@ export interface BeforeFinishPayload extends CommonContext {
 export type HookPayload = BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload | BeforeRunPayload | BeforeFinishPayload;
 
 // ---------------------------------------------------------------------------------------------------------------
-// Hook return contracts. Returning nothing means "no opinion". Anything else is a contract error at run time.
+// Hook return contracts (./decisions.d.ts: declarations a host program may import too, without this file's globals).
 
-export type BeforeToolCallDecision =
-  /** Run the tool; `args` replaces the arguments wholesale. */
-  | { action: "proceed"; args?: JsonObject }
-  /** Do not run the tool; `result` is used as its result. */
-  | { action: "skip"; result: Json; reason?: string }
-  /** Do not run the tool; the model sees a denial carrying `reason`; the run goes on. */
-  | { action: "deny"; reason: string }
-  /** Do not run the tool; the whole run stops with status "aborted". */
-  | { action: "abort"; reason: string }
-  /**
-   * Do not run the tool yet: a human approves (possibly editing the arguments) or rejects it. Approved, the
-   * call goes on with the approved arguments and the later hooks; rejected or unanswered in time, it is a deny.
-   * `timeoutMs` may shorten the host's approval timeout, never lengthen it.
-   */
-  | { action: "ask"; reason: string; timeoutMs?: number };
-
-export type AfterToolCallDecision =
-  /** The run stops with status "aborted". */
-  | { action: "abort"; reason: string }
-  /** Replace the result; a string `error` makes the call a failure, `null` clears one. */
-  | { action?: never; result?: Json; error?: string | null };
-
-export type OnToolErrorDecision =
-  /** Run the tool again (bounded by attempts per call, retries per run and the retry time budget). */
-  | { action: "retry"; backoffMs?: number; args?: JsonObject }
-  /** Stop retrying; the model sees the (optionally rewritten) error. */
-  | { action: "fail"; error?: string }
-  /** The run stops with status "aborted". */
-  | { action: "abort"; reason: string };
-
-export type BeforeRunDecision =
-  /** Start the run; `prompt` replaces the user's message as the model sees it. */
-  | { action: "proceed"; prompt?: string }
-  /** Do not start: the run ends "aborted" with errorCode RUN_DENIED, and the model is never called. */
-  | { action: "deny"; reason: string };
-
-export type BeforeFinishDecision =
-  /** Do not finish yet: `message` is added as a user message and the model answers again (bounded by maxFinishContinues). */
-  | { action: "continue"; message: string }
-  /** The run stops with status "aborted". */
-  | { action: "abort"; reason: string };
-
-export type BeforeToolCallReturn = BeforeToolCallDecision | undefined;
-export type BeforeRunReturn = BeforeRunDecision | undefined;
-export type BeforeFinishReturn = BeforeFinishDecision | undefined;
-export type AfterToolCallReturn = AfterToolCallDecision | undefined;
-export type OnToolErrorReturn = OnToolErrorDecision | undefined;
+export * from "./decisions.js";
 
 export interface Hooks {
   beforeToolCall?(payload: BeforeToolCallPayload & Capabilities): Awaitable<BeforeToolCallReturn | void>;

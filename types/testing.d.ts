@@ -1,21 +1,12 @@
 /*
  * `hookbox/testing` (docs/policy-tests.md): what a policy author's vitest or node:test file imports to call a
  * script's hooks, tools and middleware in the real sandbox, and what a `*.cases.ts` file's `defineCases` takes.
- * Hand-written. Decisions are typed by the script API's own declarations (./hookbox.d.ts); the host's code
+ * Hand-written. Decisions are typed by the script API's own declarations (./decisions.d.ts, re-exported by ./hookbox.d.ts); the host's code
  * (src/testing/) takes its public types from this file, and src/testing/define-cases.ts proves the case file
  * type here agrees with the schema `hookbox test` checks files against.
  */
-import type {
-  AfterToolCallReturn,
-  BeforeFinishReturn,
-  BeforeRunReturn,
-  BeforeToolCallReturn,
-  FinishReason,
-  Json,
-  JsonObject,
-  OnToolErrorReturn,
-  Turn,
-} from "./hookbox.js";
+import type { AfterToolCallReturn, BeforeFinishReturn, BeforeRunReturn, BeforeToolCallReturn, OnToolErrorReturn } from "./decisions.js";
+import type { FinishReason, Json, JsonObject, Turn } from "./turns.js";
 
 /** The outside world a policy's calls see. */
 export interface PolicyFixtures {

@@ -133,6 +133,7 @@ export function initProject(dir: string): InitResult {
       : {
           "types/hookbox.d.ts": readFileSync(join(typesDir, "hookbox.d.ts"), "utf8"),
           "types/turns.d.ts": readFileSync(join(typesDir, "turns.d.ts"), "utf8"),
+          "types/decisions.d.ts": readFileSync(join(typesDir, "decisions.d.ts"), "utf8"),
         }),
     "policy.ts": POLICY,
     "model.json": `${JSON.stringify(MODEL, null, 2)}\n`,
