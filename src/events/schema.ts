@@ -155,6 +155,24 @@ export const eventSchemas = {
     usage: usage.optional(),
     refusals: z.number().int().optional(),
   }),
+  ContextTrimmedEvent: z
+    .object({
+      ...base,
+      type: z.literal("context-trimmed"),
+      iteration: z.number().int(),
+      droppedMessages: z.number().int(),
+      droppedBlocks: z.number().int(),
+      droppedBytes: z.number().int(),
+      droppedTokens: z.number().int(),
+      totalDroppedMessages: z.number().int(),
+      keptBytes: z.number().int(),
+      budgetBytes: z.number().int(),
+      summarized: z.boolean(),
+      model: z.string().optional(),
+      usage: usage.optional(),
+      summaryError: z.string().optional(),
+    })
+    .meta({ description: "messages left out of the model's context to keep it within its budget (docs/loop.md)" }),
   RunInterruptedEvent: z
     .object({ ...base, type: z.literal("run-interrupted"), reason: z.string(), iterations: z.number().int() })
     .meta({ description: "cut off before its end, and resumable: run-resumed goes on after it" }),
