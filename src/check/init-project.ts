@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { HookboxError } from "../errors.js";
 import { hookboxTypesDir } from "./compile.js";
+import { POLICY_CASES, POLICY_TEST, packageJson } from "./init-policy-tests.js";
 
 /*
  * `hookbox init DIR`: a script project an editor type-checks as it is; `hookbox check` uses the same compiler
@@ -110,10 +111,15 @@ const README = `# hookbox script project
 
 - \`policy.ts\`: an example script (middleware, tools, hooks). Edit it; your editor type-checks it against the hookbox script types.
 - \`model.json\`: a scripted model: each inference consumes the next step.
+- \`policy.cases.json\`: the policy's test cases, each run in the real sandbox by \`hookbox test\`; \`policy.test.mjs\`:
+  the same kind of test for \`node --test\` through \`hookbox/testing\`. \`npm test\` runs both (with hookbox installed:
+  \`npm i -D hookbox\`).
 
 \`\`\`sh
 npx hookbox check policy.ts
 npx hookbox run policy.ts --model scripted:model.json --prompt "Please refund order A17, I was charged twice"
+npx hookbox test --coverage
+npm test
 \`\`\`
 `;
 
@@ -136,7 +142,10 @@ export function initProject(dir: string): InitResult {
           "types/decisions.d.ts": readFileSync(join(typesDir, "decisions.d.ts"), "utf8"),
         }),
     "policy.ts": POLICY,
+    "policy.cases.json": `${JSON.stringify(POLICY_CASES, null, 2)}\n`,
+    "policy.test.mjs": POLICY_TEST,
     "model.json": `${JSON.stringify(MODEL, null, 2)}\n`,
+    "package.json": packageJson(dir),
     "README.md": README,
   };
   const existing = Object.keys(files).filter((file) => existsSync(join(dir, file)));
