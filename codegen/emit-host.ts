@@ -60,7 +60,8 @@ export function emitHostKeys(spec: Spec): string {
         `${keyFamily.doc ?? ""} Key family \`${keyFamily.prefix}.<suffix>@v${keyFamily.version}\` (${keyFamily.family}).`.trim(),
       ),
     );
-    out.push(`export function ${keyFamily.function}(suffix: string): TypedKey<z.infer<typeof ${keyFamily.function}Schema>> {`);
+    // The value's type spelled out (not `typeof` the unexported schema), so the published declarations name no internal.
+    out.push(`export function ${keyFamily.function}(suffix: string): TypedKey<${tsFor(spec, keyFamily.type)}> {`);
     out.push(`  const id = \`${keyFamily.prefix}.\${suffix}@v${keyFamily.version}\`;`);
     out.push("  if (!KEY_SUFFIX.test(suffix)) throw new TypedKeyError(id, \"suffix must be non-empty letters, digits, '_', '-' or '.'\");");
     out.push(`  return new TypedKey(id, ${quote(keyFamily.family)}, ${keyFamily.function}Schema);`);

@@ -1,6 +1,7 @@
 // Builds what must exist as plain JS at run time: the CLI/library bundle the `hookbox` bin loads, the
 // sandbox worker process entry, and the in-isolate runtime (evaluated inside every fresh context); and the
-// library's declaration files (dist/types, from src/index.ts), which `exports` points editors and tsc at.
+// library's declarations: tsc writes one file per module to dist/types/ (from src/index.ts), rolled up into the one
+// published file, dist/index.d.ts, which `exports` points editors and tsc at (scripts/declarations.mjs).
 import { build } from "esbuild";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -8,6 +9,7 @@ import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { rollUpDeclarations } from "./declarations.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 // Chunk names carry content hashes: drop the previous build's so they do not pile up.
@@ -46,7 +48,7 @@ const nodeSupportFirst = {
 };
 
 // tsc emits declarations only (esbuild does the JS); incremental, so an unchanged tree costs well under a second.
-const declarations = promisify(execFile)(
+const moduleDeclarations = promisify(execFile)(
   process.execPath,
   [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")],
   {
@@ -57,18 +59,23 @@ const declarations = promisify(execFile)(
   throw new Error("declaration build failed");
 });
 
+// Code splitting keeps each command's heavy dependencies (the TypeScript compiler, the AI SDK, SQLite)
+// out of the start-up path of the others: `hookbox check` does not load the sandbox, and vice versa.
+const library = build({
+  ...nodeCommon,
+  entryPoints: { cli: join(root, "src/cli/main.ts"), index: join(root, "src/index.ts"), testing: join(root, "src/testing/index.ts") },
+  outdir: join(root, "dist"),
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
+  plugins: [nodeSupportFirst],
+  // Which names dist/index.js exports as values: the rollup keeps every other name a type-only export.
+  metafile: true,
+});
+
 await Promise.all([
-  declarations,
-  // Code splitting keeps each command's heavy dependencies (the TypeScript compiler, the AI SDK, SQLite)
-  // out of the start-up path of the others: `hookbox check` does not load the sandbox, and vice versa.
-  build({
-    ...nodeCommon,
-    entryPoints: { cli: join(root, "src/cli/main.ts"), index: join(root, "src/index.ts"), testing: join(root, "src/testing/index.ts") },
-    outdir: join(root, "dist"),
-    splitting: true,
-    chunkNames: "chunks/[name]-[hash]",
-    plugins: [nodeSupportFirst],
-  }),
+  Promise.all([moduleDeclarations, library]).then(([, result]) =>
+    rollUpDeclarations(root, { valueExports: result.metafile.outputs["dist/index.js"].exports }),
+  ),
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/worker/main.ts")], outfile: join(root, "dist/sandbox-worker.js") }),
   // Started through the same launcher as the workers, it reports what code inside can do (hookbox doctor).
   build({ ...nodeCommon, entryPoints: [join(root, "src/sandbox/wall/probe-inside.ts")], outfile: join(root, "dist/wall-probe.js") }),

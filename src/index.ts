@@ -13,6 +13,8 @@ import "../bin/node-support.js";
 export { createTenantRuntime, type TenantRuntimeExtras } from "./host/tenant-runtime.js";
 export type { ProviderTools } from "./engine/infer.js";
 export type { ModelSettingsInput, UserContextToModel } from "./engine/model-settings.js";
+export type { DeploymentScripts } from "./host/tenant-runtime.js";
+export type { ResolveHost, ResolvedAddress } from "./capabilities/egress-connect.js";
 export type {
   TenantConfig,
   TenantRuntime,
@@ -23,6 +25,10 @@ export type {
   ModelSpec,
   ErrorPolicy,
   RetryBounds,
+  RunBudgets,
+  ChainVerdict,
+  Verdict,
+  ScriptRef,
 } from "./host/types.js";
 export type { RunHandle, RunResult, SnapshotPhase } from "./host/types.js";
 
@@ -30,7 +36,15 @@ export type { RunHandle, RunResult, SnapshotPhase } from "./host/types.js";
 export type { HostModule } from "./host/host-module.js";
 export type { ApprovalAnswer, AnswerResult, OpenApproval } from "./host/types.js";
 export type { HostTool } from "./loop/tool-registry.js";
-export type { HostHooks } from "./loop/hook-provider.js";
+export type { HostHooks, MaybePromise } from "./loop/hook-provider.js";
+export type {
+  HookReturns,
+  BeforeToolCallReturn,
+  AfterToolCallReturn,
+  OnToolErrorReturn,
+  BeforeRunReturn,
+  BeforeFinishReturn,
+} from "./contracts/hook-returns.js";
 export type { HostMiddleware, Next } from "./loop/middleware-chain.js";
 export type { RestartHandler, RestartHandlers } from "./loop/context-restart.js";
 export { currentRunContext } from "./loop/ambient.js";
@@ -40,18 +54,32 @@ export type {
   ToolContext,
   ToolCallRef,
   ToolErrorInfo,
+  RunIds,
   HookPayload,
+  HookPayloadBase,
+  ToolHookPayload,
   BeforeToolCallPayload,
   AfterToolCallPayload,
   OnToolErrorPayload,
+  BeforeRunPayload,
+  BeforeFinishPayload,
   UserContext,
   Tags,
   Budget,
+  CodeOrigin,
 } from "./contracts/context.js";
-export type { Pricing, ModelPricing, RunUsage } from "./host/usage.js";
+export type { Pricing, ModelPricing, RunUsage, TokenUsage } from "./host/usage.js";
 
 // The sandbox that runs tenants' scripts.
-export { createSandboxPool, type SandboxPoolOptions, type SupervisedSandboxPool, type WorkerInfo } from "./sandbox/index.js";
+export {
+  createSandboxPool,
+  type SandboxPoolOptions,
+  type SupervisedSandboxPool,
+  type WorkerInfo,
+  type PoolStats,
+} from "./sandbox/index.js";
+export type { WallMode } from "./sandbox/wall/mode.js";
+export type { WallKind } from "./sandbox/wall/launcher.js";
 export type {
   SandboxPool,
   SandboxLimits,
@@ -64,6 +92,9 @@ export type {
   OnHookError,
   Isolation,
   TenantSandboxOptions,
+  UploadedFiles,
+  OpenRunOptions,
+  CapabilityBroker,
 } from "./sandbox/api.js";
 
 // Capabilities: what scripts may reach through ctx.fetch, ctx.kv, ctx.model (docs/capabilities.md).
@@ -72,7 +103,10 @@ export type { KvStore, KvPage, KvSetOptions, KvListOptions } from "./store/kv.js
 
 // Sessions and their store.
 export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
-export type { Session, CreateSessionOptions } from "./session/session.js";
+export type { HistoryCacheLimits } from "./session/histories.js";
+export type { EventReaderOptions, LiveDeltaText } from "./session/read-events.js";
+// SessionOwner is marked @internal: the published declarations leave it out with Session's constructor.
+export type { Session, CreateSessionOptions, SessionOwner } from "./session/session.js";
 export {
   openStore,
   openMemoryStore,
@@ -100,20 +134,59 @@ export type {
   TurnLayout,
   LogSegment,
   TurnPiece,
+  RunSearch,
+  PageOptions,
+  StoredEventText,
+  StoredSnapshotText,
+  TenantUsage,
+  SessionFilter,
+  TenantPauseRecord,
+  TenantRunQuery,
+  DeletedSession,
 } from "./store/types.js";
+export type { WriteOptions } from "./store/quota.js";
 export type { UsageTotals } from "./store/usage.js";
 
 // Traces (OpenTelemetry, when an OTLP endpoint is set).
 export { shutdownTracing } from "./telemetry/tracing.js";
 
 // Events, models, errors, turns.
-export type { HookboxEvent, EventType, FinalStatus, CapabilityEvent, TextDeltaEvent, LiveEvent } from "./events/types.js";
-export { ScriptedModel, loadScriptedSteps, type ScriptedStep } from "./engine/scripted.js";
+export type {
+  HookboxEvent,
+  EventBase,
+  EventBody,
+  EventType,
+  FinalStatus,
+  CapabilityEvent,
+  TextDeltaEvent,
+  LiveEvent,
+  ApprovalDecision,
+  CallSummary,
+} from "./events/types.js";
+export type { ModelRetry } from "./loop/model-call.js";
+export { ScriptedModel, loadScriptedSteps, type ScriptedStep, type ScriptedModelOptions } from "./engine/scripted.js";
 export { HookboxError, isHookboxError, type HostErrorCode, type SerializedError } from "./errors.js";
 export type { Turn, Block } from "./turns/turn.js";
 export type { Json, JsonObject } from "./turns/json.js";
 export * from "./turns/keys.gen.js";
+export type { TypedKey, KeyFamily, KeyLookup } from "./turns/typed-key.js";
 
 // Policy lifecycle: replay of recorded hook calls (docs/policy-lifecycle.md).
-export { replay, loadReplayScripts, type ReplayChange, type ReplaySummary, type ReplayScripts } from "./policy/replay.js";
-export type { ScriptVersionRecord, DeploymentRecord, RunDeployment, HookCallRecord, RunFilter } from "./store/policy-types.js";
+export {
+  replay,
+  loadReplayScripts,
+  type ReplayChange,
+  type ReplaySummary,
+  type ReplayScripts,
+  type ReplayStop,
+  type ReplayBounds,
+} from "./policy/replay.js";
+export type {
+  ScriptVersionRecord,
+  DeploymentRecord,
+  RunDeployment,
+  HookCallRecord,
+  RunFilter,
+  PolicyStore,
+  ScriptSummary,
+} from "./store/policy-types.js";

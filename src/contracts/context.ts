@@ -1,17 +1,9 @@
 import { z } from "zod";
-import { JsonObjectSchema, JsonSchema, type Json, type JsonObject } from "../turns/json.js";
-import type { FinishReason, ToolOrigin as CallOrigin } from "../turns/keys.gen.js";
+import { JsonObjectSchema, type Json, type JsonObject } from "../turns/json.js";
+import type { FinishReason, ToolOrigin as CallOrigin, UserContext } from "../turns/keys.gen.js";
 
-/** The user's original, unabridged request, carried to every middleware, tool and hook. */
-export const UserContextSchema = z
-  .object({
-    originalUserRequest: z.string(),
-    userId: z.string().optional(),
-    projectId: z.string().optional(),
-    timestampMs: z.number(),
-  })
-  .catchall(JsonSchema);
-export type UserContext = z.infer<typeof UserContextSchema>;
+/** The user's original, unabridged request, carried to every middleware, tool and hook (its key's type, keys.gen.ts). */
+export type { UserContext };
 
 export const TagsSchema = z.record(z.string(), z.string());
 export type Tags = Record<string, string>;
@@ -59,7 +51,8 @@ export interface ToolContext extends CommonContext {
   attempt: number;
 }
 
-export type ToolOrigin = "host" | "script";
+/** Whose code a tool, hook or middleware is: the host's (trusted, in-process) or a tenant's script (sandboxed). */
+export type CodeOrigin = "host" | "script";
 
 export interface ToolCallRef {
   id: string;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { JsonObjectSchema, JsonSchema } from "../turns/json.js";
+import { JsonObjectSchema, JsonSchema, type Json, type JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 
 /*
@@ -48,11 +48,44 @@ export const BeforeFinishReturnSchema = z.union([
   z.strictObject({ action: z.literal("abort"), reason: z.string() }),
 ]);
 
-export type BeforeToolCallReturn = z.infer<typeof BeforeToolCallReturnSchema>;
-export type AfterToolCallReturn = z.infer<typeof AfterToolCallReturnSchema>;
-export type OnToolErrorReturn = z.infer<typeof OnToolErrorReturnSchema>;
-export type BeforeRunReturn = z.infer<typeof BeforeRunReturnSchema>;
-export type BeforeFinishReturn = z.infer<typeof BeforeFinishReturnSchema>;
+/*
+ * The same contracts as plain types: what a host's own hooks (HostHooks) return and what the published declarations
+ * show. The schemas above are what the loop checks; SchemasMatchTypes fails to compile when the two disagree.
+ */
+
+export type BeforeToolCallReturn =
+  | undefined
+  | { action: "proceed"; args?: JsonObject }
+  | { action: "skip"; result: Json; reason?: string }
+  | { action: "deny"; reason: string }
+  | { action: "abort"; reason: string }
+  | { action: "ask"; reason: string; timeoutMs?: number };
+
+export type AfterToolCallReturn = undefined | { action: "abort"; reason: string } | { result?: Json; error?: string | null };
+
+export type OnToolErrorReturn =
+  | undefined
+  | { action: "retry"; backoffMs?: number; args?: JsonObject }
+  | { action: "fail"; error?: string }
+  | { action: "abort"; reason: string };
+
+export type BeforeRunReturn = undefined | { action: "proceed"; prompt?: string } | { action: "deny"; reason: string };
+
+export type BeforeFinishReturn = undefined | { action: "continue"; message: string } | { action: "abort"; reason: string };
+
+// Identical types, not merely assignable both ways (which would let an optional field on one side only through).
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+/** Compiles only while each declared return type is exactly its schema's type. */
+export type SchemasMatchTypes = [
+  Same<BeforeToolCallReturn, z.infer<typeof BeforeToolCallReturnSchema>>,
+  Same<AfterToolCallReturn, z.infer<typeof AfterToolCallReturnSchema>>,
+  Same<OnToolErrorReturn, z.infer<typeof OnToolErrorReturnSchema>>,
+  Same<BeforeRunReturn, z.infer<typeof BeforeRunReturnSchema>>,
+  Same<BeforeFinishReturn, z.infer<typeof BeforeFinishReturnSchema>>,
+] extends true[]
+  ? true
+  : never;
+export const schemasMatchTypes: SchemasMatchTypes = true;
 
 export interface HookReturns {
   beforeToolCall: BeforeToolCallReturn;

@@ -10,22 +10,30 @@ import type {
   LanguageModelV4Usage,
 } from "@ai-sdk/provider";
 import { HookboxError } from "../errors.js";
-import { JsonObjectSchema } from "../turns/json.js";
+import { JsonObjectSchema, type JsonObject } from "../turns/json.js";
 import { jsonPath } from "../contracts/json-path.js";
 import { parseJsonText } from "../contracts/json-text.js";
 
-/** The scripted model file (docs/cli.md): `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
-const ScriptedStepSchema = z.strictObject({
+/** One step of the scripted model file (docs/cli.md): `{"steps":[{"toolCalls":[{"id","name","args"}]},{"text":"..."}]}`. */
+export interface ScriptedStep {
+  text?: string;
+  reasoning?: string;
+  toolCalls?: { id: string; name: string; args: JsonObject }[];
+  /** Simulated latency; honours cancellation. */
+  delayMs?: number;
+  /** What this inference reports as used (default none), for budgets and usage. */
+  usage?: { inputTokens: number; outputTokens: number };
+}
+
+// Declared as the plain type above, so the published declarations show the step and not zod's inferred object.
+const ScriptedStepSchema: z.ZodType<ScriptedStep> = z.strictObject({
   text: z.string().optional(),
   reasoning: z.string().optional(),
   toolCalls: z.array(z.strictObject({ id: z.string().min(1), name: z.string().min(1), args: JsonObjectSchema })).optional(),
-  /** Simulated latency; honours cancellation. */
   delayMs: z.number().int().nonnegative().optional(),
-  /** What this inference reports as used (default none), for budgets and usage. */
   usage: z.strictObject({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }).optional(),
 });
 const ScriptedFileSchema = z.strictObject({ steps: z.array(ScriptedStepSchema).min(1) });
-export type ScriptedStep = z.infer<typeof ScriptedStepSchema>;
 
 export function loadScriptedSteps(file: string): ScriptedStep[] {
   let text: string;

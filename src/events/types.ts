@@ -1,6 +1,6 @@
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ErrorCode, FinishReason, RunStatus } from "../turns/keys.gen.js";
-import type { ToolOrigin } from "../contracts/context.js";
+import type { CodeOrigin } from "../contracts/context.js";
 import type { RunUsage } from "../host/usage.js";
 import type { ModelRetry } from "../loop/model-call.js";
 
@@ -58,7 +58,7 @@ export type EventBody =
       /** A beforeToolCall hook asked again about arguments it had not let through (rewritten, edited or a retry's). */
       recheck?: true;
     }
-  | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: ToolOrigin }
+  | { type: "tool-started"; callId: string; name: string; args: JsonObject; attempt: number; origin: CodeOrigin }
   | {
       type: "tool-finished";
       callId: string;

@@ -8,7 +8,7 @@ import type {
   BeforeToolCallPayload,
   HookPayload,
   OnToolErrorPayload,
-  ToolOrigin,
+  CodeOrigin,
 } from "../contracts/context.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { OnHookError, SandboxRun, ScriptManifest } from "../sandbox/api.js";
@@ -20,7 +20,7 @@ import { withRunContext } from "./ambient.js";
  */
 export interface HookProvider {
   name: string;
-  origin: ToolOrigin;
+  origin: CodeOrigin;
   onHookError: OnHookError;
   /** Provenance, on every hook-decision: the script version (when it came from a deployment) and its bundle hash. */
   version?: number;
@@ -29,7 +29,7 @@ export interface HookProvider {
   call<H extends HookName>(hook: H, payload: HookPayload): Promise<HookReturns[H]>;
 }
 
-type MaybePromise<T> = T | Promise<T>;
+export type MaybePromise<T> = T | Promise<T>;
 
 /** Host hooks are trusted code, yet their returns are validated exactly like a script's. */
 export interface HostHooks {

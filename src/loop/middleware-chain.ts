@@ -1,5 +1,5 @@
 import { HookboxError } from "../errors.js";
-import type { CommonContext, MiddlewareContext, ToolOrigin } from "../contracts/context.js";
+import type { CommonContext, MiddlewareContext, CodeOrigin } from "../contracts/context.js";
 import { parseTurn, type Turn } from "../turns/turn.js";
 import type { SandboxRun, ScriptManifest } from "../sandbox/api.js";
 import { MAX_ERROR_MESSAGE_CHARS } from "../sandbox/wire/error-limits.js";
@@ -10,7 +10,7 @@ export type Next = (turn?: Turn) => Promise<Turn>;
 /** One link of the chain around each engine call. */
 export interface Middleware {
   name: string;
-  origin: ToolOrigin;
+  origin: CodeOrigin;
   run(turn: Turn, next: Next, ctx: MiddlewareContext): Promise<Turn>;
 }
 

@@ -1,12 +1,12 @@
 import { HookboxError } from "../errors.js";
-import type { ToolContext, ToolOrigin } from "../contracts/context.js";
+import type { ToolContext, CodeOrigin } from "../contracts/context.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ToolDefinition } from "../engine/infer.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
 
 /** A tool as the loop sees it, whatever its origin: one shape, one hook path, one validation. */
 export interface RegisteredTool extends ToolDefinition {
-  origin: ToolOrigin;
+  origin: CodeOrigin;
   /** Who defined it, for error messages: "host tools" or "script <name>". */
   owner: string;
   /** Per-tool timeout overriding the run's toolTimeoutMs. */

@@ -34,9 +34,9 @@ import type {
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
-import { readRunEvents, readRunEventTexts, type LiveDeltaText, type ReadRunEventsOptions } from "./read-events.js";
+import { readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDeltaText } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
-import { Session, type CreateSessionOptions, type SessionOwner } from "./session.js";
+import { Session, type CreateSessionOptions } from "./session.js";
 import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
 import { DEFAULT_HISTORY_CACHE, ownCopy, SessionHistories, type HistoryCacheLimits, type StartingTurn } from "./histories.js";
 
@@ -57,7 +57,9 @@ export interface SessionManagerOptions {
   historyCache?: HistoryCacheLimits;
 }
 
-export class SessionManager implements SessionOwner {
+// A SessionOwner (session.ts) by shape, checked where it hands itself to each Session: naming that internal
+// interface here would put it in the published declarations.
+export class SessionManager {
   readonly store: Store;
   private readonly runtimeFor: SessionManagerOptions["runtimeFor"];
   private readonly runs: LiveRuns;
@@ -296,11 +298,7 @@ export class SessionManager implements SessionOwner {
   }
 
   /** The same events as JSON text, stored ones as stored (what SSE sends); with `textDeltas`, the live text deltas too (no seq). */
-  eventTexts(
-    runId: string,
-    afterSeq = 0,
-    options: Pick<ReadRunEventsOptions, "signal" | "pace" | "textDeltas"> = {},
-  ): AsyncIterable<StoredEventText | LiveDeltaText> {
+  eventTexts(runId: string, afterSeq = 0, options: EventReaderOptions = {}): AsyncIterable<StoredEventText | LiveDeltaText> {
     return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...options });
   }
 

@@ -11,11 +11,8 @@ export const EVENT_PAGE = { limit: 256, maxBytes: 1024 * 1024 };
 /** How often a reader of a run that executes on another node reads the store when no wake-up came (a lost notification). */
 export const CLUSTER_POLL_MS = 1000;
 
-export interface ReadRunEventsOptions {
-  store: Store;
-  runId: string;
-  afterSeq: number;
-  feed: () => RunFeed | undefined;
+/** What a reader of a run's stored events may give (SessionManager.eventTexts). */
+export interface EventReaderOptions {
   /** Stops waiting for live events (a reader that went away). */
   signal?: AbortSignal;
   /**
@@ -36,6 +33,13 @@ export interface LiveDeltaText {
   seq?: undefined;
   type: "text-delta";
   json: string;
+}
+
+export interface ReadRunEventsOptions extends EventReaderOptions {
+  store: Store;
+  runId: string;
+  afterSeq: number;
+  feed: () => RunFeed | undefined;
 }
 
 /** How one kind of item is read from the store and made from a live event. */

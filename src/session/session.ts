@@ -2,7 +2,7 @@ import type { RunHandle, RunOptions, TenantConfig } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import type { SessionRecord } from "../store/types.js";
 
-/** What a session asks of the SessionManager that made it (each call names the session by id). */
+/** @internal What a session asks of the SessionManager that made it (each call names the session by id). */
 export interface SessionOwner {
   startRun(sessionId: string, prompt: string, options?: RunOptions): Promise<RunHandle>;
   resume(sessionId: string): Promise<RunHandle>;
@@ -13,6 +13,7 @@ export interface SessionOwner {
 
 /** One conversation: its history of turns and at most one active run. Obtained from a SessionManager. */
 export class Session {
+  /** @internal A session is made by its SessionManager (create, get, fork), never by a host. */
   constructor(
     private readonly manager: SessionOwner,
     readonly record: SessionRecord,

@@ -271,7 +271,7 @@ export const RunMetadataKeys = {
 
 const contextRestartDisabledKeySchema = z.boolean();
 /** Set once a context restart of that suffix has been applied, so it is not fetched again. Key family `hookbox.context_restart_disabled.<suffix>@v1` (turn_data). */
-export function contextRestartDisabledKey(suffix: string): TypedKey<z.infer<typeof contextRestartDisabledKeySchema>> {
+export function contextRestartDisabledKey(suffix: string): TypedKey<boolean> {
   const id = `hookbox.context_restart_disabled.${suffix}@v1`;
   if (!KEY_SUFFIX.test(suffix)) throw new TypedKeyError(id, "suffix must be non-empty letters, digits, '_', '-' or '.'");
   return new TypedKey(id, "turn_data", contextRestartDisabledKeySchema);

@@ -59,7 +59,9 @@ describe("the packed package in a fresh project", { timeout: 180_000 }, () => {
       expect(packed).toContain(file);
     // The web inspector, served by `hookbox serve` at /ui/ from the package alone (no CDN).
     for (const file of ["dist/ui/index.html", "dist/ui/app.js", "dist/ui/app.css"]) expect(packed).toContain(file);
-    expect(packed).toContain("dist/types/index.d.ts");
+    // One rolled-up declaration file (scripts/declarations.mjs), not tsc's file per module.
+    expect(packed).toContain("dist/index.d.ts");
+    expect(packed.filter((file) => file.startsWith("dist/types/"))).toEqual([]);
     expect(packed).toContain("types/hookbox.d.ts");
     expect(packed).toContain("scripts/fetch-node.sh");
     expect(packed.filter((file) => /^(test|src|codegen|runtime)\/|\.tsbuildinfo$/.test(file))).toEqual([]);
@@ -106,18 +108,59 @@ describe("the packed package in a fresh project", { timeout: 180_000 }, () => {
     expect(existsSync(join(app, "node_modules/isolated-vm/build"))).toBe(false);
   });
 
-  it("the declarations a host reads are clean under strict and skipLibCheck false, and carry no store internals", () => {
+  it("the declarations a host reads are one file, clean under strict and skipLibCheck false", () => {
     for (const file of ["host.ts", "tsconfig.json"]) copyFileSync(join(fixtures, file), join(app, file));
     expect(JSON.parse(readFileSync(join(app, "tsconfig.json"), "utf8")).compilerOptions).toMatchObject({
       strict: true,
       skipLibCheck: false,
     });
     const listed = sh("npx", ["tsc", "-p", ".", "--listFilesOnly"]);
-    const declarations = listed.stdout.split("\n").filter((file) => file.includes("node_modules/hookbox/dist/types/"));
-    expect(declarations.length).toBeGreaterThan(10);
-    expect(declarations.filter((file) => /\/store\/(sqlite|memory|migrations|index)/.test(file))).toEqual([]);
+    const declarations = listed.stdout.split("\n").filter((file) => file.includes("node_modules/hookbox/"));
+    expect(declarations.map((file) => file.replace(/^.*node_modules\/hookbox\//, ""))).toEqual(["dist/index.d.ts"]);
     const typed = sh("npx", ["tsc", "-p", "."]);
     expect(typed.output).toBe("");
+  });
+
+  it("names no internal: loop, sandbox, session and store classes are neither importable nor declared", () => {
+    // The only classes the declarations hold: the three a host constructs or catches, and two it receives.
+    const text = readFileSync(join(app, "node_modules/hookbox/dist/index.d.ts"), "utf8");
+    expect([...text.matchAll(/^(?:export )?declare (?:abstract )?class (\w+)/gm)].map((match) => match[1]).sort()).toEqual([
+      "HookboxError",
+      "ScriptedModel",
+      "Session",
+      "SessionManager",
+      "TypedKey",
+    ]);
+    expect(text).not.toMatch(/\b(HookChain|Stepper|WorkerProcess|Supervisor|TenantSandboxImpl|SqliteStore|RunFeed|SessionOwner)\b/);
+
+    const internals = ["HookChain", "Stepper", "WorkerProcess", "TenantSandboxImpl", "SqliteStore", "RunFeed", "SessionOwner"];
+    writeFileSync(
+      join(app, "internals.ts"),
+      [
+        `import { ${internals.join(", ")} } from "hookbox";`,
+        `import { HookChain as DeepHookChain } from "hookbox/dist/types/loop/hook-chain.js";`,
+        `import { Session, SessionManager, createSandboxPool } from "hookbox";`,
+        `export const used = [${internals.join(", ")}, DeepHookChain, SessionManager, createSandboxPool];`,
+        `export const made = new Session();`,
+        "",
+      ].join("\n"),
+    );
+    const checked = sh("npx", ["tsc", "--noEmit", "--strict", "--module", "nodenext", "--types", "node", "internals.ts"]);
+    const errors = [...checked.stdout.matchAll(/internals\.ts\((\d+),\d+\): error (TS\d+): (.*)/g)].map(([, line, code, message]) => ({
+      line: Number(line),
+      code,
+      message,
+    }));
+    // Each internal name: "has no exported member" (TS2724 when it adds "did you mean" a public one); the deep path: no such module (the exports map closes it);
+    // Session: a type only (a session comes from its manager).
+    for (const name of internals)
+      expect(errors).toContainEqual(
+        expect.objectContaining({ line: 1, code: expect.stringMatching(/^TS(2305|2724)$/), message: expect.stringContaining(`'${name}'`) }),
+      );
+    expect(errors).toContainEqual(expect.objectContaining({ line: 2, code: "TS2307" }));
+    expect(errors).toContainEqual(expect.objectContaining({ line: 5, code: "TS1362", message: expect.stringContaining("'Session'") }));
+    expect(errors.filter((error) => error.line === 3 || error.line === 4)).toEqual([]);
+    expect(errors).toHaveLength(internals.length + 2);
   });
 
   it("a TypeScript host program imports the library, type-checks with tsc, and runs a loop", () => {
