@@ -95,6 +95,7 @@ export type {
   UploadedFiles,
   OpenRunOptions,
   CapabilityBroker,
+  BundleVariant,
 } from "./sandbox/api.js";
 
 // Capabilities: what scripts may reach through ctx.fetch, ctx.kv, ctx.model (docs/capabilities.md).

@@ -73,6 +73,13 @@ export interface TenantRuntimeExtras {
   resolveHost?: ResolveHost;
   /** Called after every hook call (host or sandboxed, active or shadow) with its wall time: the server's metrics. */
   onHookTimed?(hook: string, durationMs: number): void;
+}
+
+/**
+ * hookbox test's hooks into a runtime, on top of the library's extras. Not part of the library: src/index.ts offers
+ * createTenantRuntime, whose extras are TenantRuntimeExtras, so the published types name none of these.
+ */
+export interface TestRuntimeExtras extends TenantRuntimeExtras {
   /** Canned ctx.fetch answers, a fixed clock and an environment for egress secrets, in place of the real ones (hookbox test). */
   capabilityFixtures?: CapabilityFixtures;
   /** Loads the scripts as this variant of their bundles (hookbox test: coverage counters, a fixed clock). */
@@ -106,11 +113,13 @@ export function tenantSandboxOptions(config: Pick<TenantConfig, "name" | "isolat
   };
 }
 
-export async function createTenantRuntime(
-  config: TenantConfig,
-  pool: SandboxPool,
-  extras: TenantRuntimeExtras = {},
-): Promise<TenantRuntime> {
+/** A tenant's runtime (the library's entry, src/index.ts). */
+export function createTenantRuntime(config: TenantConfig, pool: SandboxPool, extras: TenantRuntimeExtras = {}): Promise<TenantRuntime> {
+  return openTenantRuntime(config, pool, extras);
+}
+
+/** The same, with hookbox test's hooks too. */
+export async function openTenantRuntime(config: TenantConfig, pool: SandboxPool, extras: TestRuntimeExtras = {}): Promise<TenantRuntime> {
   const newModel = modelSource(extras.model, config.model)!;
   const newFallback = modelSource(extras.fallbackModel, config.fallbackModel);
   const pricing = extras.pricing ?? config.pricing;

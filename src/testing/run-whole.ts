@@ -1,6 +1,6 @@
 import { resolve, dirname } from "node:path";
 import type { HookboxEvent } from "../events/types.js";
-import { createTenantRuntime } from "../host/tenant-runtime.js";
+import { openTenantRuntime } from "../host/tenant-runtime.js";
 import type { RunResult, TenantConfig } from "../host/types.js";
 import { ScriptedModel, loadScriptedSteps, type ScriptedStep } from "../engine/scripted.js";
 import { newId } from "../loop/ids.js";
@@ -60,7 +60,7 @@ export async function runWhole(
   const events: HookboxEvent[] = [];
   let result: RunResult;
   try {
-    const runtime = await createTenantRuntime(config, pool, {
+    const runtime = await openTenantRuntime(config, pool, {
       model: new ScriptedModel(steps, "scripted", { keepCalls: 0 }),
       ...(world.kv ? { kv: world.kv } : {}),
       ...(world.guardModel ? { guardModel: world.guardModel } : {}),
