@@ -45,7 +45,7 @@ async function startRun(server: ServeProcess, key: string) {
 const readLog = (log: string) => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : []);
 
 describe("POST /v1/runs/:runId/approvals/:pauseId", () => {
-  it("refuses wrong ids (404) and schema-breaking args (400 with the path) while the approval stays open; then approves with edited args", async () => {
+  it("refuses wrong ids (404), schema-breaking args and approvedBy on a reject (400 with the path) while the approval stays open; then approves with edited args and who approved", async () => {
     const fixture = writeFixture([
       { name: "acme", key: "acme-key", steps, scripts: { "policy.ts": policy } },
       { name: "other", key: "other-key", steps },
@@ -78,17 +78,27 @@ describe("POST /v1/runs/:runId/approvals/:pauseId", () => {
     const badArgs = await client.request("POST", path, { decision: "approve", args: { id: 5 } });
     expect(badArgs).toMatchObject({ status: 400, body: { error: { code: "VALIDATION", path: "$.args.id" } } });
     expect(badArgs.body.error.message).toContain("must be string");
+    // approvedBy names who approved: on a reject it is refused whole (not dropped), and nothing is answered.
+    const rejectedBy = await client.request("POST", path, { decision: "reject", reason: "no", approvedBy: "alice" });
+    expect(rejectedBy).toMatchObject({
+      status: 400,
+      body: {
+        error: { code: "VALIDATION", path: "$.approvedBy", message: expect.stringContaining("approvedBy goes with decision approve") },
+      },
+    });
 
     const open = await client.request("GET", `/v1/runs/${runId}`);
     expect(open.body.pauses).toEqual([expect.objectContaining({ pauseId: requested.pauseId, phase: "approval" })]);
 
-    const approved = await client.request("POST", path, { decision: "approve", args: { id: "c1-edited" } });
+    const approved = await client.request("POST", path, { decision: "approve", args: { id: "c1-edited" }, approvedBy: "alice" });
     expect(approved).toMatchObject({ status: 200, body: { pauseId: requested.pauseId, decision: "approved" } });
     expect((await client.request("POST", path, { decision: "reject" })).status).toBe(404); // answered once
 
     const { messages } = await readEvents(server.url, "acme-key", runId);
     const events = messages.map((m) => m.event);
-    expect(events.find((e) => e.type === "approval.resolved")).toMatchObject({ decision: "approved", args: { id: "c1-edited" } });
+    expect(events.filter((e) => e.type === "approval.resolved")).toEqual([
+      expect.objectContaining({ decision: "approved", args: { id: "c1-edited" }, approvedBy: "alice" }),
+    ]);
     expect(events.find((e) => e.type === "tool-finished")).toMatchObject({ result: { recorded: "c1-edited" } });
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
     expect(server.stderr()).toBe("");
