@@ -144,7 +144,9 @@ export type {
   TenantPauseRecord,
   TenantRunQuery,
   DeletedSession,
+  ReopenOptions,
 } from "./store/types.js";
+export type { ClusterStore, RunControl, ControlReply, HeldRun } from "./store/cluster.js";
 export type { WriteOptions } from "./store/quota.js";
 export type { UsageTotals } from "./store/usage.js";
 
@@ -163,6 +165,7 @@ export type {
   LiveEvent,
   ApprovalDecision,
   CallSummary,
+  ContextTrim,
 } from "./events/types.js";
 export type { ModelRetry } from "./loop/model-call.js";
 export { ScriptedModel, loadScriptedSteps, type ScriptedStep, type ScriptedModelOptions } from "./engine/scripted.js";
