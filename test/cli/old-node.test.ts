@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -47,8 +47,11 @@ describe("an unsupported Node", () => {
     expect(JSON.parse(r.stdout)).toEqual({ code: "UNSUPPORTED_NODE", message: cli.stderr.trim() });
   }, 60_000);
 
-  it("npm ci stops before it fetches or builds anything (engine-strict in the committed .npmrc)", () => {
+  // npm checks engines before any script of the package runs, so this block is npm's, not hookbox's one line; the
+  // README's Quick start shows it (a preinstall script would run only after every dependency was unpacked).
+  it("npm ci stops with npm's EBADENGINE block and nothing else, before it fetches or builds anything (engine-strict in the committed .npmrc)", () => {
     const node = oldNode();
+    const version = execFileSync(node, ["-p", "process.versions.node"], { encoding: "utf8" }).trim();
     const dir = mkdtempSync(join(tmpdir(), "hookbox-old-npm-"));
     for (const file of ["package.json", "package-lock.json", ".npmrc"]) copyFileSync(join(repoRoot, file), join(dir, file));
     const r = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], {
@@ -58,9 +61,22 @@ describe("an unsupported Node", () => {
       env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH ?? ""}`, npm_config_update_notifier: "false" },
     });
     expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain("EBADENGINE");
-    expect(r.stderr).toContain('Required: {"node":">=24"}');
+    expect(r.stdout).toBe("");
+    // npm's own configuration warnings (from the machine's npmrc) are not the install's output.
+    const lines = r.stderr.split("\n").filter((line) => line && !/^npm warn (config|Unknown)/i.test(line));
+    // Only npm's error block: no dependency's warning, no script's output, no compiler.
+    expect(lines.filter((line) => !/^npm (error|ERR!) /.test(line))).toEqual([]);
+    expect(lines.join("\n")).toMatch(/code EBADENGINE/);
+    expect(lines.join("\n")).toContain('Required: {"node":">=24"}');
+    expect(lines.join("\n")).toMatch(new RegExp(`Actual: +\\{"node":"v${version.replaceAll(".", "\\.")}"`));
     expect(r.stderr).not.toMatch(/gyp|g\+\+/);
     expect(existsSync(join(dir, "node_modules"))).toBe(false);
   }, 120_000);
+
+  it("the README shows the block npm prints and says what to do", () => {
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
+    const block = /```text\n(npm error code EBADENGINE\n[\s\S]*?)```/.exec(readme)?.[1] ?? "";
+    expect(block).toContain('npm error notsup Required: {"node":">=24"}');
+    expect(readme).toContain('export PATH="$(bash scripts/fetch-node.sh 26):$PATH"');
+  });
 });
