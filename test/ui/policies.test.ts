@@ -120,6 +120,10 @@ describe("the inspector's policy view", () => {
         ),
       ).toEqual(new Set(["c2"]));
 
+      // The call's hook decisions name their script and version; the shadow's is marked and enforced nothing.
+      const decisions = await marked.and(page.locator('[data-type="hook-decision"]')).locator(".text").allTextContents();
+      expect(decisions).toContain("beforeToolCall · policy v1 · none");
+      expect(decisions).toContain("beforeToolCall · strict v1 · deny: c2 is not allowed (shadow)");
       expect(await page.evaluate(() => (globalThis as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
       await page.close();
     },
