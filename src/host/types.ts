@@ -103,6 +103,12 @@ export interface RunPersistence {
   /** Called once per hook chain evaluation, active or shadow (what replay and the shadow report read). */
   onHookCall?(verdict: ChainVerdict): void;
   /**
+   * Awaited before each execution of a tool's handler: resolves while this process still owns the run, rejects
+   * (LEASE_LOST) once it may not (its lease ran out unrenewed, or another node took the run over), so a node that
+   * was stalled past its lease never runs a tool the run's new owner may run too.
+   */
+  fence?(): Promise<void>;
+  /**
    * Tool results committed so far, by the call's tool_call block id (model call ids repeat across
    * responses): on resume these calls are not executed again.
    */

@@ -363,6 +363,7 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
             toolTimeoutMs: limits.toolTimeoutMs,
             defaultBackoffMs: limits.defaultBackoffMs,
             journal,
+            ...(options.persistence?.fence ? { fence: () => options.persistence!.fence!() } : {}),
             maxToolResultBytes: meter.budgets.maxToolResultBytes,
           }),
         );

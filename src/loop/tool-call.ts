@@ -38,6 +38,8 @@ export interface CallServices {
   signal: AbortSignal;
   context(): CommonContext;
   journal?: RunPersistence["journal"];
+  /** The run's ownership check before a handler runs (RunPersistence.fence). */
+  fence?: () => Promise<void>;
   maxToolResultBytes?: number;
 }
 
@@ -91,6 +93,7 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
     const started = Date.now();
     // A call refused before its handler (unknown tool, invalid arguments) never started: only tool-finished.
     const admitted = admitCall(tool, call, args, rawArgs, services.registry);
+    if ("tool" in admitted) await services.fence?.();
     if ("tool" in admitted) events.emit({ type: "tool-started", callId: call.id, name: call.name, args, attempt, origin });
     const outcome: AttemptOutcome = "tool" in admitted ? await runOnce(admitted.tool, call, args, attempt, services) : admitted;
     const durationMs = Date.now() - started;

@@ -26,6 +26,9 @@ const statusOfCode: Record<string, ContentfulStatusCode> = {
   STORE_QUOTA: 403,
   // The server's storage, not the request: 507 Insufficient Storage, never the 500 of a bug.
   STORE_FULL: 507,
+  // A shared store's database out of reach, or a run's owner node not answering: retry shortly.
+  STORE_UNAVAILABLE: 503,
+  OWNER_UNREACHABLE: 503,
 };
 
 let faults = 0;

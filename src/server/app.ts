@@ -25,6 +25,9 @@ import { approvalRoute } from "./approval-route.js";
 import { refuseAboveLimits } from "./tenant-ceilings.js";
 import { textSlices } from "../session/one-per-tick.js";
 import { redactToolErrors, type Redactor } from "./redact.js";
+import { sendControl } from "./run-controls.js";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ClusterStore, ControlReply, RunControl } from "../store/cluster.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -41,6 +44,8 @@ export interface AppOptions {
   redact?: Redactor;
   /** Script versions, deployments, shadow report and replays (src/server/policy-routes.ts). */
   policy?: Omit<PolicyServices, "tenants">;
+  /** The store's cluster side (a PostgreSQL store): controls reach runs on other nodes, /healthz reports the database. */
+  cluster?: ClusterStore;
 }
 
 /**
@@ -55,6 +60,7 @@ export function createApp({
   redact = (text) => text,
   policy,
   admin,
+  cluster,
 }: AppOptions): Hono<Env> {
   const app = new Hono<Env>();
   const tenants = live.tenants;
@@ -67,7 +73,15 @@ export function createApp({
   // First, so a browser's preflight (OPTIONS, no key) is answered before any key check.
   app.use("*", corsFor(live));
 
-  app.get("/healthz", (c) => c.json({ ok: true, draining: draining(), liveRuns: manager.liveRunCount }));
+  app.get("/healthz", (c) => {
+    // On a shared (PostgreSQL) store: this node's name, and whether it reaches the database (it takes no runs when not).
+    const store = cluster?.health();
+    const node = cluster
+      ? { node: cluster.node, store: store!.ok ? { reachable: true } : { reachable: false, reason: redact(store!.reason) } }
+      : {};
+    const ok = store?.ok ?? true;
+    return c.json({ ok, draining: draining(), liveRuns: manager.liveRunCount, ...node }, ok ? 200 : 503);
+  });
   // The API's description is public (no key), like /healthz: registered before the key check.
   const openapi = openApiDocument();
   app.get("/v1/openapi.json", (c) => c.json(openapi));
@@ -108,6 +122,17 @@ export function createApp({
   const admitRun = (tenant: string) => {
     if (draining())
       throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
+    const store = cluster?.health();
+    if (store && !store.ok)
+      throw new ApiError(
+        503,
+        "STORE_UNAVAILABLE",
+        `this node cannot reach the database, so it starts no runs: ${store.reason}`,
+        undefined,
+        {
+          "retry-after": "5",
+        },
+      );
     limit(live.runBucket(tenant), `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`);
   };
 
@@ -209,12 +234,18 @@ export function createApp({
     });
   });
 
+  // Continue, approve and cancel reach the run wherever it executes: here, or its owner node (run-controls.ts).
+  const control = async (request: RunControl): Promise<Extract<ControlReply, { ok: true }> | undefined> => {
+    const reply = await sendControl(manager, cluster, request);
+    if (reply && !reply.ok) throw new ApiError(reply.status as ContentfulStatusCode, reply.code, reply.message, reply.path);
+    return reply;
+  };
+
   app.post("/v1/runs/:runId/continue", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
     const { pauseId } = await readBody(c, ContinueBody);
-    const handle = manager.liveRun(run.id);
     // A pause id is bound to its run: another run's pause (or a stale one) is unknown here.
-    if (!handle || !handle.continue(pauseId))
+    if (!(await control({ kind: "continue", runId: run.id, pauseId })))
       throw new ApiError(404, "NOT_FOUND", `run ${run.id} has no open pause ${pauseId}`, "$.pauseId");
     return c.json({ continued: true });
   });
@@ -226,13 +257,12 @@ export function createApp({
     return c.json({ token, expiresMs, url: `/v1/runs/${run.id}/events?token=${token}` }, 201);
   });
 
-  approvalRoute(app, { manager, ownedRun });
+  approvalRoute(app, { ownedRun, control });
 
   app.post("/v1/runs/:runId/cancel", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
-    const handle = manager.liveRun(run.id);
-    if (!handle) throw new ApiError(409, "RUN_NOT_ACTIVE", `run ${run.id} is ${run.status}, not running`);
-    handle.cancel("cancelled over HTTP");
+    if (!(await control({ kind: "cancel", runId: run.id, reason: "cancelled over HTTP" })))
+      throw new ApiError(409, "RUN_NOT_ACTIVE", `run ${run.id} is ${run.status}, not running`);
     return c.json({ cancelled: true });
   });
 

@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createHash } from "node:crypto";
+import { isPostgresUrl } from "../store/postgres/pg-driver.js";
 import { z } from "zod";
 import { HookboxError } from "../errors.js";
 import type { ModelSpec, RunOptions, TenantConfig, RunBudgets } from "../host/types.js";
@@ -155,6 +156,15 @@ const TenantSchema = z.strictObject({
 
 const ConfigSchema = z.strictObject({
   tenants: z.array(TenantSchema).min(1),
+  /**
+   * Where the store is (`--store` overrides it): a SQLite file (relative to the config file), a `postgres://` URL,
+   * or {"env": NAME} naming a variable that holds either (a URL with a password stays out of the file).
+   */
+  store: z
+    .union([z.string().min(1), z.strictObject({ env: z.string().min(1) })], {
+      error: 'expected a SQLite file path, a postgres:// URL, or {"env": "NAME"} (a variable holding either)',
+    })
+    .optional(),
   server: z
     .strictObject({
       host: z.string().min(1).optional(),
@@ -183,6 +193,13 @@ const ConfigSchema = z.strictObject({
             z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be an origin: scheme, host and port, no path ("https://app.example.com")'),
           ),
         })
+        .optional(),
+      /** A PostgreSQL store: how long a run's lease lasts unless its node renews it, ms (default 15000, at least 1000). */
+      leaseMs: z.number().int().min(1000).optional(),
+      /** A PostgreSQL store: this node's name (default `<hostname>:<pid>`), named in `run-resumed` and in `/healthz`. */
+      node: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/, "must be 1-128 letters, digits, '_', '.', ':', '-'")
         .optional(),
     })
     .optional(),
@@ -230,6 +247,11 @@ export interface ServerConfig {
   adminKeys: Set<string>;
   /** Origins allowed by CORS; empty: CORS off. */
   corsOrigins: string[];
+  /** The config's `store`, resolved (a file path made absolute, a variable read); `--store` overrides it. */
+  store?: string;
+  /** A PostgreSQL store's lease length and this node's name. */
+  leaseMs?: number;
+  node?: string;
 }
 
 /** `requireKeys: false` (hookbox resume) skips resolving `{env}` keys: resume needs tenants, not keys. */
@@ -357,6 +379,9 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     ...(server.wall ? { wall: server.wall } : {}),
     ...(server.maxConnections !== undefined ? { maxConnections: server.maxConnections } : {}),
     ...(server.requestTimeoutMs !== undefined ? { requestTimeoutMs: server.requestTimeoutMs } : {}),
+    ...(server.leaseMs !== undefined ? { leaseMs: server.leaseMs } : {}),
+    ...(server.node !== undefined ? { node: server.node } : {}),
+    ...storeOf(file, base, parsed.data.store, env),
   };
 }
 
@@ -373,6 +398,19 @@ function keyHash(
   const value = env[key.env];
   if (!value) throw configError(file, `${where}.env`, `environment variable ${key.env} is not set`);
   return sha256Hex(value);
+}
+
+/** The config's store: a postgres:// URL as it is, a file path relative to the config, or what a variable holds. */
+function storeOf(file: string, base: string, store: string | { env: string } | undefined, env: NodeJS.ProcessEnv): { store?: string } {
+  if (store === undefined) return {};
+  let value: string;
+  if (typeof store === "string") value = store;
+  else {
+    const held = env[store.env];
+    if (!held) throw configError(file, "store.env", `environment variable ${store.env} is not set`);
+    value = held;
+  }
+  return { store: isPostgresUrl(value) || value === ":memory:" ? value : resolve(base, value) };
 }
 
 export function sha256Hex(value: string): string {

@@ -134,7 +134,7 @@ const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) => 
             : code === 413
               ? "body too large"
               : code === 503
-                ? `the server is shutting down (DRAINING), or ${serverBusy}`
+                ? `the server is shutting down (DRAINING), its PostgreSQL store is out of reach (STORE_UNAVAILABLE), or ${serverBusy}`
                 : errors[code],
         schema: "Error" as const,
       },
@@ -143,7 +143,16 @@ const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) => 
 });
 
 export const operations: Operation[] = [
-  { method: "get", path: "/healthz", summary: "Liveness", auth: false, responses: { 200: { description: "up", schema: "Health" } } },
+  {
+    method: "get",
+    path: "/healthz",
+    summary: "Liveness",
+    auth: false,
+    responses: {
+      200: { description: "up", schema: "Health" },
+      503: { description: "this node cannot reach its PostgreSQL store, so it takes no runs (store.reason says why)", schema: "Health" },
+    },
+  },
   {
     method: "get",
     path: "/v1/openapi.json",

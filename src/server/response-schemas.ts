@@ -11,7 +11,14 @@ import { RUN_STATUSES } from "../turns/keys.gen.js";
 const runStatus = z.enum(["running", ...RUN_STATUSES, "interrupted"]);
 const scriptRef = z.object({ name: z.string(), version: z.number().int() });
 
-export const Health = z.object({ ok: z.literal(true), draining: z.boolean(), liveRuns: z.number().int() });
+export const Health = z.object({
+  ok: z.boolean(),
+  draining: z.boolean(),
+  liveRuns: z.number().int(),
+  /** A PostgreSQL store (docs/scale-out.md): this node's name, and whether it reaches the database. */
+  node: z.string().optional(),
+  store: z.object({ reachable: z.boolean(), reason: z.string().optional() }).optional(),
+});
 
 export const SessionList = z.object({
   sessions: z.array(

@@ -12,6 +12,7 @@ import { Deployments } from "../policy/deployments.js";
 import type { ServerConfig } from "./config.js";
 import { answerClientErrors, applyConnectionCap, connectionLimits, timeoutOptions } from "./connections.js";
 import type { Server } from "node:http";
+import { ClusterNode } from "./cluster-node.js";
 import { HookboxError } from "../errors.js";
 import { loadServerConfig } from "./config.js";
 import { LiveConfig } from "./live-config.js";
@@ -75,6 +76,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   });
   const retention = new RetentionSweeper(live, manager, (message) => process.stderr.write(`hookbox serve: ${message}\n`));
   let draining = false;
+  // On a shared (PostgreSQL) store: this node renews its runs' leases, answers controls, takes over dead nodes' runs.
+  const node = store.cluster && new ClusterNode({ manager, cluster: store.cluster, draining: () => draining });
   // One reload at a time: a second waits for the first, then reads the file again.
   let reloading: Promise<unknown> = Promise.resolve();
   const reload = () => {
@@ -94,6 +97,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     manager,
     draining: () => draining,
     redact,
+    ...(store.cluster ? { cluster: store.cluster } : {}),
     ...(pool && deployments ? { policy: { store, pool, deployments } } : {}),
     admin: {
       metrics,
@@ -141,6 +145,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       await manager.interruptAll(
         "the server shut down (SIGTERM) while the run was in flight; resume it with hookbox resume or POST /v1/sessions/:id/resume",
       );
+      node?.stop();
       // Streams of interrupted runs have ended; give their last bytes a moment, then close what is left.
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -49,7 +49,8 @@ export async function describeSession(options: DescribeOptions): Promise<{ view:
     prompt: run.prompt,
     ...(run.id === latest?.id && snapshot ? { phase: snapshot.phase } : {}),
   }));
-  const status = options.busy ? "running" : latest?.status === "interrupted" ? "interrupted" : "idle";
+  // Busy here, or running in another process (a cluster node, another `hookbox run` on the file).
+  const status = options.busy || latest?.status === "running" ? "running" : latest?.status === "interrupted" ? "interrupted" : "idle";
   const view: SessionView = {
     sessionId,
     tenant: record.tenant,

@@ -7,9 +7,13 @@ import type { Store } from "../store/types.js";
 import { StoredRunPersistence, type StoredRunPersistenceOptions } from "./persistence.js";
 import { RunFeed } from "./run-feed.js";
 import { isRunEnd } from "../store/interrupted.js";
+import { RunLeases, type LeaseHolder } from "./run-leases.js";
+import { performance } from "node:perf_hooks";
 
 /** What a run is launched with: its runtime and request, its journal, and what its writer starts from. */
 export interface LaunchOptions {
+  /** performance.now() before the run's lease was taken (its createRun or reopen), on a cluster store. */
+  leaseTakenAt?: number;
   runtime: TenantRuntime;
   request: Omit<StartRunRequest, "persistence"> & { runId: string };
   journal: Map<string, Block>;
@@ -32,17 +36,22 @@ interface LiveRun {
  * A run's events are committed to the store as they happen; a run that ends without committing its final
  * event gets one here, and `interruptAll` stops them all as `interrupted`, keeping what was committed.
  */
-export class LiveRuns {
+export class LiveRuns implements LeaseHolder {
   /** By session id: the run that makes it busy ("starting" while the run is being set up). */
   private readonly busy = new Map<string, LiveRun | "starting">();
   /** By run id: runs executing in this process. */
   private readonly live = new Map<string, LiveRun>();
 
+  /** The leases of the runs executing here, on a cluster store (src/session/run-leases.ts). */
+  readonly leases: RunLeases | undefined;
+
   constructor(
     private readonly store: Store,
     /** Sees every event of every run this process runs, after it is committed (the server's metrics). */
     private readonly onEvent?: (tenant: string, runId: string, event: HookboxEvent) => void,
-  ) {}
+  ) {
+    this.leases = store.cluster && new RunLeases(store.cluster, this);
+  }
 
   isBusy(sessionId: string): boolean {
     return this.busy.has(sessionId);
@@ -84,6 +93,7 @@ export class LiveRuns {
     for (const run of runs) {
       run.persistence.freeze();
       this.live.delete(run.runId);
+      this.leases?.forget(run.runId);
       this.release(run);
       run.handle?.cancel(reason);
       const before = await this.store.getRun(run.runId);
@@ -91,6 +101,7 @@ export class LiveRuns {
       for (const event of await this.store.listEvents(run.runId, before?.lastSeq ?? 0)) run.feed.publish(event);
     }
     if (runs.length > 0) await withTimeout(Promise.all(runs.map((run) => run.done)), 2000);
+    this.leases?.stop();
   }
 
   /** The runs executing here, with their epochs (what a cluster node renews the leases of). */
@@ -107,6 +118,7 @@ export class LiveRuns {
     if (!run) return;
     run.persistence.freeze();
     this.live.delete(runId);
+    this.leases?.forget(runId);
     this.release(run);
     run.handle?.cancel(reason);
     run.feed.close();
@@ -156,8 +168,11 @@ export class LiveRuns {
         sessionId: request.sessionId,
         feed,
         committedToolResults: launch.journal,
+        ...(this.leases ? { fence: () => this.leases!.fence(request.runId) } : {}),
+        onLost: (error) => this.lose(request.runId, error.message),
       }),
     };
+    this.leases?.taken(run.runId, launch.leaseTakenAt ?? performance.now());
     // The session is free for its next run as soon as the final event is committed.
     feed.subscribe((event) => {
       if (isRunEnd(event)) this.release(run);
@@ -204,6 +219,7 @@ export class LiveRuns {
     if (this.live.get(run.runId) === run) {
       await run.persistence.closeRun(result);
       this.live.delete(run.runId);
+      this.leases?.forget(run.runId);
     }
     this.release(run);
   }

@@ -16,6 +16,7 @@
  * restoreTenantConfig(record.tenantConfig, overrideFromConfig), pool)`, then `await manager.resume(ID)`.
  * Events of a resumed run continue the stored seq; `manager.events(runId, afterSeq)` reads stored + live ones.
  */
+import { performance } from "node:perf_hooks";
 import { HookboxError } from "../errors.js";
 import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
@@ -34,6 +35,7 @@ import type {
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
+import type { RunLeases } from "./run-leases.js";
 import { readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDeltaText } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions } from "./session.js";
@@ -115,6 +117,7 @@ export class SessionManager {
       const runId = newId("run");
       const merged = mergeRunOptions(record.defaults, options);
       const quota = this.quota(record.tenant);
+      const leaseTakenAt = performance.now();
       await this.store.createRun(
         {
           id: runId,
@@ -133,6 +136,7 @@ export class SessionManager {
         quota,
       );
       return this.runs.launch({
+        leaseTakenAt,
         runtime,
         request: { sessionId, runId, prompt, ...(history ? { history: history.turn } : {}), options: merged },
         journal: new Map(),
@@ -170,6 +174,7 @@ export class SessionManager {
       const iterations = snapshot?.iterations ?? 0;
       const approvalTimeoutMs = options.approvalTimeoutMs;
       const inferenceId = run.inferenceId || newId("inf");
+      const leaseTakenAt = performance.now();
       const reopened = await this.store.reopenRun(run.id, {
         ownerPid: process.pid,
         ownerInstance: thisProcessInstance(),
@@ -177,6 +182,7 @@ export class SessionManager {
         ...(this.store.cluster ? { node: this.store.cluster.node } : {}),
       });
       return this.launchResumed({
+        leaseTakenAt,
         record,
         run: reopened,
         runtime,
@@ -194,7 +200,7 @@ export class SessionManager {
    * Goes on with a run this process has just reopened: its own (`resume`) or one it took over from a node that
    * stopped renewing its lease (src/session/cluster-member.ts). Events continue after the reopened run's seq.
    */
-  async takeOver(run: RunRecord): Promise<RunHandle> {
+  async takeOver(run: RunRecord, leaseTakenAt: number): Promise<RunHandle> {
     return this.runs.claim(run.sessionId, async () => {
       const record = await this.requireSession(run.sessionId);
       const runtime = await this.runtimeFor(record.tenant, record, run);
@@ -202,11 +208,22 @@ export class SessionManager {
       const journal = await this.store.listToolResults(run.id);
       const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(run.sessionId, run.id);
       const turn = snapshot && start ? start.turn : withUserMessage(start?.turn, run);
-      return this.launchResumed({ record, run, runtime, snapshot, start, turn, inferenceId: run.inferenceId || newId("inf"), journal });
+      return this.launchResumed({
+        leaseTakenAt,
+        record,
+        run,
+        runtime,
+        snapshot,
+        start,
+        turn,
+        inferenceId: run.inferenceId || newId("inf"),
+        journal,
+      });
     });
   }
 
   private async launchResumed(resumed: {
+    leaseTakenAt: number;
     record: SessionRecord;
     run: RunRecord;
     runtime: TenantRuntime;
@@ -220,6 +237,7 @@ export class SessionManager {
     const { record, run, runtime, snapshot, start, turn, inferenceId, journal, approvalTimeoutMs } = resumed;
     const iterations = snapshot?.iterations ?? 0;
     return this.runs.launch({
+      leaseTakenAt: resumed.leaseTakenAt,
       runtime,
       request: {
         sessionId: run.sessionId,
@@ -285,6 +303,11 @@ export class SessionManager {
 
   activeRun(sessionId: string): RunHandle | undefined {
     return this.runs.activeRun(sessionId);
+  }
+
+  /** On a cluster store: the leases of the runs executing here (renewed every leaseMs / 3 while any run). */
+  get leases(): RunLeases | undefined {
+    return this.runs.leases;
   }
 
   /** The live handle of a run executing in this process. */

@@ -40,12 +40,20 @@ export interface StoredRunPersistenceOptions {
   };
   /** Told each final snapshot as committed: the session's next run starts from it (src/session/histories.ts). */
   onFinalTurn?(snapshot: { runId: string; index: number }, turn: CommittedTurn): void;
+  /** The run's ownership check before each tool execution (RunPersistence.fence; a cluster store's lease). */
+  fence?: () => Promise<void>;
+  /**
+   * Told when a write finds the run no longer this process's to write (LEASE_LOST) or the database out of reach
+   * (STORE_UNAVAILABLE): the run stops here without another write, and its lease lapses so a node takes it over.
+   */
+  onLost?(error: HookboxError): void;
 }
 
 export class StoredRunPersistence implements RunPersistence {
   private failure: unknown;
   private frozen = false;
   readonly journal: NonNullable<RunPersistence["journal"]>;
+  readonly fence: RunPersistence["fence"];
   private readonly options: StoredRunPersistenceOptions;
   private readonly owner: Pick<RunWrite, "runId" | "sessionId" | "tenant" | "epoch">;
   private committed: CommittedTurn | undefined;
@@ -71,6 +79,7 @@ export class StoredRunPersistence implements RunPersistence {
     this.snapshotIndex = options.from?.snapshotIndex ?? 0;
     this.issuedSeq = this.committedSeq = options.from?.lastSeq ?? 0;
     this.iterations = options.from?.iterations ?? 0;
+    if (options.fence) this.fence = options.fence;
     const results = options.committedToolResults ?? new Map<string, Block>();
     this.journal = {
       lookup: (callId) => results.get(callId),
@@ -218,7 +227,12 @@ export class StoredRunPersistence implements RunPersistence {
     // Settled after the caller's own handlers (the publish of an event) ran.
     this.writes = written.then(
       () => undefined,
-      () => undefined,
+      (error: unknown) => {
+        if (isHookboxError(error) && (error.code === "LEASE_LOST" || error.code === "STORE_UNAVAILABLE") && !this.frozen) {
+          this.frozen = true;
+          this.options.onLost?.(error);
+        }
+      },
     );
     return written;
   }

@@ -40,8 +40,8 @@ export interface ClusterStore {
   /** Gives up this node's leases of `runs` at once, so another node may take them over without waiting. */
   releaseLeases(runs: HeldRun[]): Promise<void>;
   /**
-   * Carries `control` to the node that owns its run and resolves with that node's answer; undefined when no
-   * owner answered within `timeoutMs`.
+   * Carries `control` to the node that owns its run and resolves with that node's answer: undefined when the run
+   * has no owner (it is not running), a 503 OWNER_UNREACHABLE reply when its owner did not answer within `timeoutMs`.
    */
   sendControl(control: RunControl, timeoutMs: number): Promise<ControlReply | undefined>;
   /** Answers the controls sent to this node with `handler`, until the returned function is called. */

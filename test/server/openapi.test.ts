@@ -121,8 +121,9 @@ describe("GET /v1/openapi.json", () => {
         busy.push(where);
       }
     }
+    // /healthz's 503 is another one: its node cannot reach a PostgreSQL store (test/server/cluster.test.ts).
     const documented = operationsOf(doc)
-      .filter(({ op }) => "503" in op.responses)
+      .filter(({ op, path }) => "503" in op.responses && path !== "/healthz")
       .map(({ path, method }) => `${method.toUpperCase()} ${path}`);
     expect(busy.length).toBeGreaterThan(0);
     expect(busy.sort()).toEqual(documented.sort());

@@ -15,7 +15,8 @@ export interface ServeProcess {
 /** The real `hookbox serve` on 127.0.0.1 with a free port (port 0; the URL is read from its stdout). */
 export async function startServe(options: {
   config: string;
-  store: string;
+  /** Absent: the config's `store` (a PostgreSQL URL in the cluster tests). */
+  store?: string;
   env?: NodeJS.ProcessEnv;
   /** Node options before the script (e.g. `--import` a measuring module). */
   nodeArgs?: string[];
@@ -25,7 +26,16 @@ export async function startServe(options: {
    */
   shellPrelude?: string;
 }): Promise<ServeProcess> {
-  const argv = [...(options.nodeArgs ?? []), hookboxBin, "serve", "--port", "0", "--store", options.store, "--config", options.config];
+  const argv = [
+    ...(options.nodeArgs ?? []),
+    hookboxBin,
+    "serve",
+    "--port",
+    "0",
+    ...(options.store ? ["--store", options.store] : []),
+    "--config",
+    options.config,
+  ];
   const [command, args] = options.shellPrelude
     ? ["bash", ["-c", `${options.shellPrelude}\nexec "$0" "$@"`, process.execPath, ...argv]]
     : [process.execPath, argv];

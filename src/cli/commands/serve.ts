@@ -1,13 +1,14 @@
 import { parseArgs } from "node:util";
 import { HookboxError } from "../../errors.js";
 import { createSandboxPool } from "../../sandbox/index.js";
-import { openStore } from "../../store/index.js";
+import { openStoreAt } from "../../store/index.js";
 import { loadServerConfig } from "../../server/config.js";
 import { startServer } from "../../server/server.js";
 import { failUsage } from "../exit.js";
 import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 
-const usage = "usage: hookbox serve --port N --store FILE --config FILE [--host ADDRESS] [--wall auto|required|none]";
+const usage =
+  "usage: hookbox serve --port N [--store FILE|postgres://URL] --config FILE [--host ADDRESS] [--wall auto|required|none] (--store or the config's store)";
 
 /** `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests. */
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -25,7 +26,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
   }
   let store;
   try {
-    store = openStore(flags.store);
+    const where = flags.store ?? config.store;
+    if (!where) throw new HookboxError("USAGE", `--store is required when the config has no "store" (${usage})`);
+    store = await openStoreAt(where, {
+      ...(config.leaseMs !== undefined ? { leaseMs: config.leaseMs } : {}),
+      ...(config.node !== undefined ? { node: config.node } : {}),
+    });
   } catch (error) {
     return failUsage("serve", error);
   }
@@ -88,7 +94,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
 
 interface ServeFlags {
   port: number;
-  store: string;
+  store?: string;
   config: string;
   host?: string;
   /** Overrides the config's server.wall. */
@@ -113,7 +119,7 @@ function parseServeFlags(argv: string[]): ServeFlags {
   } catch (error) {
     throw new HookboxError("USAGE", `${(error as Error).message}\n${usage}`);
   }
-  for (const name of ["port", "store", "config"] as const) {
+  for (const name of ["port", "config"] as const) {
     if (!values[name]) throw new HookboxError("USAGE", `--${name} is required (${usage})`);
   }
   const port = Number(values.port);
@@ -121,7 +127,7 @@ function parseServeFlags(argv: string[]): ServeFlags {
     throw new HookboxError("USAGE", `--port ${values.port}: expected an integer from 0 to 65535`);
   return {
     port,
-    store: values.store!,
+    ...(values.store ? { store: values.store } : {}),
     config: values.config!,
     ...(values.host ? { host: values.host } : {}),
     wall: wallModeFlag(values.wall),

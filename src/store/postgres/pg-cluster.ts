@@ -137,7 +137,13 @@ export class PgCluster implements ClusterStore {
           ?.reply;
         if (reply) return JSON.parse(reply) as ControlReply;
         const left = deadline - Date.now();
-        if (left <= 0) return undefined;
+        if (left <= 0)
+          return {
+            ok: false,
+            status: 503,
+            code: "OWNER_UNREACHABLE",
+            message: `node ${owner}, which runs run ${control.runId}, did not answer within ${timeoutMs} ms; retry shortly`,
+          };
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(left, CONTROL_POLL_MS));
           this.replyWaiters.set(id, () => {
