@@ -76,11 +76,20 @@ export function createApp({
   app.get("/healthz", (c) => {
     // On a shared (PostgreSQL) store: this node's name, and whether it reaches the database (it takes no runs when not).
     const store = cluster?.health();
-    const node = cluster
-      ? { node: cluster.node, store: store!.ok ? { reachable: true } : { reachable: false, reason: redact(store!.reason) } }
-      : {};
-    const ok = store?.ok ?? true;
-    return c.json({ ok, draining: draining(), liveRuns: manager.liveRunCount, ...node }, ok ? 200 : 503);
+    const health = {
+      ok: store?.ok ?? true,
+      draining: draining(),
+      liveRuns: manager.liveRunCount,
+      ...(cluster
+        ? { node: cluster.node, store: store!.ok ? { reachable: true } : { reachable: false, reason: redact(store!.reason) } }
+        : {}),
+    };
+    if (store && !store.ok)
+      return c.json(
+        { error: { code: "STORE_UNAVAILABLE", message: "this node cannot reach the database, so it takes no runs" }, ...health },
+        503,
+      );
+    return c.json(health);
   });
   // The API's description is public (no key), like /healthz: registered before the key check.
   const openapi = openApiDocument();

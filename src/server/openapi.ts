@@ -150,7 +150,11 @@ export const operations: Operation[] = [
     auth: false,
     responses: {
       200: { description: "up", schema: "Health" },
-      503: { description: "this node cannot reach its PostgreSQL store, so it takes no runs (store.reason says why)", schema: "Health" },
+      503: {
+        description:
+          "STORE_UNAVAILABLE: this node cannot reach its PostgreSQL store, so it takes no runs (the health fields beside `error` say why)",
+        schema: "Error",
+      },
     },
   },
   {

@@ -12,7 +12,7 @@ const runStatus = z.enum(["running", ...RUN_STATUSES, "interrupted"]);
 const scriptRef = z.object({ name: z.string(), version: z.number().int() });
 
 export const Health = z.object({
-  ok: z.boolean(),
+  ok: z.literal(true),
   draining: z.boolean(),
   liveRuns: z.number().int(),
   /** A PostgreSQL store (docs/scale-out.md): this node's name, and whether it reaches the database. */

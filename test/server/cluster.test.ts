@@ -233,17 +233,23 @@ export default defineScript({ name: "policy", hooks: {
     expect(healthy).toMatchObject({ status: 200, body: { ok: true, node: expect.any(String), store: { reachable: true } } });
     const session = await onA.request("POST", "/v1/sessions", {});
     const restarted = pg.restart({ downMs: 4000 });
-    let down: Awaited<ReturnType<typeof onA.request>> | undefined;
-    for (let tries = 0; tries < 60 && down?.status !== 503; tries++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      down = await onA.request("GET", "/healthz");
+    try {
+      let down: Awaited<ReturnType<typeof onA.request>> | undefined;
+      for (let tries = 0; tries < 60 && down?.status !== 503; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        down = await onA.request("GET", "/healthz");
+      }
+      expect(down, JSON.stringify(down?.body)).toMatchObject({
+        status: 503,
+        body: { error: { code: "STORE_UNAVAILABLE" }, ok: false, store: { reachable: false } },
+      });
+      expect(down!.body.store.reason).toMatch(/cannot be reached/);
+      const refused = await onA.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "record both" });
+      expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+      expect(refused.body.error.code).toBe("STORE_UNAVAILABLE");
+    } finally {
+      await restarted;
     }
-    expect(down, JSON.stringify(down?.body)).toMatchObject({ status: 503, body: { ok: false, store: { reachable: false } } });
-    expect(down!.body.store.reason).toMatch(/cannot be reached/);
-    const refused = await onA.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "record both" });
-    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
-    expect(refused.body.error.code).toBe("STORE_UNAVAILABLE");
-    await restarted;
     let back: Awaited<ReturnType<typeof onA.request>> | undefined;
     for (let tries = 0; tries < 100 && back?.status !== 200; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 100));
