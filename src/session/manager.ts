@@ -35,7 +35,6 @@ import type {
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
-import type { RunLeases } from "./run-leases.js";
 import { readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDeltaText } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions } from "./session.js";
@@ -305,8 +304,11 @@ export class SessionManager {
     return this.runs.activeRun(sessionId);
   }
 
-  /** On a cluster store: the leases of the runs executing here (renewed every leaseMs / 3 while any run). */
-  get leases(): RunLeases | undefined {
+  /**
+   * On a cluster store: the leases of the runs executing here (renewed every leaseMs / 3 while any run).
+   * @internal
+   */
+  get leases(): { tick(): Promise<void> } | undefined {
     return this.runs.leases;
   }
 
