@@ -298,6 +298,9 @@ log("replay of recorded calls...");
 const replayPerSecond = await replayThroughput();
 log("HTTP server and store (scripts/bench-server.mjs)...");
 const server = serverFigures();
+log("serve start-up with 1,000 and 10,000 tenants (scripts/bench/serve-startup.mjs)...");
+const { measureServeStartup } = await import("./bench/serve-startup.mjs");
+const startup = await measureServeStartup();
 
 const results = {
   hook_roundtrip_us_p50: round(percentile(latency.hook, 50) * 1000, 1),
@@ -320,6 +323,7 @@ const results = {
   mass_tenant_failures: massFailures.count,
   replay_calls_per_s: Math.round(replayPerSecond),
   ...server,
+  ...startup,
 };
 log(`done in ${round((performance.now() - started) / 1000, 1)} s`);
 
@@ -337,6 +341,8 @@ if (json) {
     rss_10k_tenants_mb: "<= 3000",
     cold_start_after_evict_ms_p50: "<= 3",
     replay_calls_per_s: ">= 1000 (10,000 calls in < 10 s)",
+    serve_healthz_ms_10000_tenants: "<= 5000",
+    serve_first_run_ms_10000_tenants: `<= 2 x warm (${round(results.serve_warm_run_ms_10000_tenants * 2)})`,
   };
   console.log(
     `hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`,

@@ -64,7 +64,9 @@ export type HostErrorCode =
   /** An uploaded script version failed bundling, its type check or its trial load. */
   | "SCRIPT_INVALID"
   /** A run's model settings cannot be sent (a tool choice naming no offered tool, a middleware's malformed settings). */
-  | "MODEL_SETTINGS";
+  | "MODEL_SETTINGS"
+  /** A configured tenant's runtime (its scripts, host tools or models) failed to load; other tenants are served. */
+  | "TENANT_UNAVAILABLE";
 
 export interface SerializedError {
   code: string;

@@ -54,10 +54,8 @@ export class TenantCapabilities {
   constructor(options: TenantCapabilitiesOptions) {
     const grants = options.grants ?? {};
     this.limits = capabilityLimits(grants);
-    this.egress = grants.egress?.length ? parseEgress(grants.egress, `tenant ${options.tenant}: egress`) : undefined;
-    // A secret that could never be sent stops the tenant at start, not at its first request.
     this.fixtures = options.fixtures ?? {};
-    if (this.egress) checkEgressSecrets(this.egress, this.fixtures.env ?? process.env, `tenant ${options.tenant}: egress`);
+    this.egress = checkedEgress(options.tenant, grants, this.fixtures.env ?? process.env);
     this.kv = grants.kv === false ? undefined : (options.kv ?? new MemoryKv());
     const given = options.guardModel;
     const spec = grants.guardModel;
@@ -119,4 +117,19 @@ function guardFactory(spec: Exclude<CapabilityGrants["guardModel"], undefined | 
   } catch (error) {
     throw new HookboxError("CONFIG", `tenant ${tenant}: guardModel: ${(error as Error).message}`);
   }
+}
+
+/**
+ * The tenant's egress rules, each header's secret checked: a secret that could never be sent stops the tenant at
+ * start, not at its first request (`hookbox serve` checks every tenant's before it listens).
+ */
+export function checkedEgress(
+  tenant: string,
+  grants: CapabilityGrants | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): EgressRule[] | undefined {
+  if (!grants?.egress?.length) return undefined;
+  const egress = parseEgress(grants.egress, `tenant ${tenant}: egress`);
+  checkEgressSecrets(egress, env, `tenant ${tenant}: egress`);
+  return egress;
 }

@@ -12,12 +12,18 @@ import type { DeploymentRecord, RunDeployment, RunRecord, ScriptRef, ScriptVersi
  * runtime of that deployment, whatever is current by then. The tenant config's `scripts` are deployment 1.
  */
 
+/** Where the config's runtime of a tenant is found: built up front (a Map) or on first use (src/server/lazy-runtimes.ts). */
+export interface ConfigRuntimes {
+  has(tenant: string): boolean;
+  get(tenant: string): TenantRuntime | Promise<TenantRuntime> | undefined;
+}
+
 export interface DeploymentsOptions {
   store: Store;
   pool: SandboxPool;
   tenants: ReadonlyMap<string, TenantConfig>;
-  /** The runtimes of the config's scripts (built at server start). */
-  configRuntimes: ReadonlyMap<string, TenantRuntime>;
+  /** The runtimes of the config's scripts (built at server start, or on a tenant's first use: src/server/lazy-runtimes.ts). */
+  configRuntimes: ConfigRuntimes;
   /**
    * How long the runtime of a deployment that is no longer current stays loaded after its last use here, ms
    * (default 60000). Then its sandboxes are dropped; a resume of one of its runs loads it again.
@@ -142,10 +148,9 @@ export class Deployments {
     return this.runtimeOf(recorded);
   }
 
-  private configRuntime(tenant: string): TenantRuntime {
-    const runtime = this.options.configRuntimes.get(tenant);
-    if (!runtime) throw new HookboxError("CONFIG", `tenant ${tenant} is not configured`);
-    return runtime;
+  private async configRuntime(tenant: string): Promise<TenantRuntime> {
+    if (!this.options.configRuntimes.has(tenant)) throw new HookboxError("CONFIG", `tenant ${tenant} is not configured`);
+    return (await this.options.configRuntimes.get(tenant))!;
   }
 
   private runtimeOf(deployment: Omit<DeploymentRecord, "number">): Promise<TenantRuntime> {
@@ -223,7 +228,7 @@ export class Deployments {
     const { tenant } = deployment;
     if (deployment.fromConfig) {
       const record: RunDeployment = { id: deployment.id, scripts: [], shadow: [] };
-      return { ...this.configRuntime(tenant), deployment: record };
+      return { ...(await this.configRuntime(tenant)), deployment: record };
     }
     const config = this.options.tenants.get(tenant);
     if (!config) throw new HookboxError("CONFIG", `tenant ${tenant} is not configured`);

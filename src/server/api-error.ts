@@ -29,6 +29,8 @@ const statusOfCode: Record<string, ContentfulStatusCode> = {
   // A shared store's database out of reach, or a run's owner node not answering: retry shortly.
   STORE_UNAVAILABLE: 503,
   OWNER_UNREACHABLE: 503,
+  // The operator's scripts or models, not the request: served again once they load (docs/server.md, "Start-up").
+  TENANT_UNAVAILABLE: 503,
 };
 
 let faults = 0;
@@ -47,6 +49,8 @@ export function errorResponse(c: Context, error: unknown, redact: (text: string)
     );
   }
   if (error instanceof HookboxError && Object.hasOwn(statusOfCode, error.code)) {
+    const retryAfter = error.details.retryAfterSeconds;
+    if (typeof retryAfter === "number") c.header("retry-after", String(retryAfter));
     return c.json({ error: { code: error.code, message: redact(error.message) } }, statusOfCode[error.code]);
   }
   // Out of descriptors is the server's load, not a bug: the request may be retried shortly.

@@ -28,6 +28,7 @@ import { redactToolErrors, type Redactor } from "./redact.js";
 import { sendControl } from "./run-controls.js";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ClusterStore, ControlReply, RunControl } from "../store/cluster.js";
+import type { TenantsStatus } from "./lazy-runtimes.js";
 
 type Env = { Variables: { tenant: string } };
 
@@ -40,6 +41,8 @@ export interface AppOptions {
   manager: SessionManager;
   /** True once SIGTERM arrived: no new runs. */
   draining(): boolean;
+  /** How many tenants are ready, being built, failed (tenants built on first use); shown on /healthz. */
+  tenantsStatus?(): TenantsStatus | undefined;
   /** Takes host paths out of every text a tenant sees (default: none taken out). */
   redact?: Redactor;
   /** Script versions, deployments, shadow report and replays (src/server/policy-routes.ts). */
@@ -57,6 +60,7 @@ export function createApp({
   live = new LiveConfig(config),
   manager,
   draining,
+  tenantsStatus,
   redact = (text) => text,
   policy,
   admin,
@@ -80,6 +84,7 @@ export function createApp({
       ok: store?.ok ?? true,
       draining: draining(),
       liveRuns: manager.liveRunCount,
+      ...(tenantsStatus ? { tenants: tenantsStatus() } : {}),
       ...(cluster
         ? { node: cluster.node, store: store!.ok ? { reachable: true } : { reachable: false, reason: redact(store!.reason) } }
         : {}),

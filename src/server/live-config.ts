@@ -1,6 +1,7 @@
 import type { TenantConfig, TenantRuntime } from "../host/types.js";
 import type { ServedTenant, ServerConfig } from "./config.js";
 import { TokenBucket } from "./rate-limit.js";
+import type { ConfigRuntimes } from "../policy/deployments.js";
 
 /*
  * The server's configuration as it is now: a reload (SIGHUP, POST /v1/admin/reload) replaces it in place, so
@@ -13,18 +14,29 @@ export class LiveConfig {
   readonly tenants = new Map<string, ServedTenant>();
   /** Each tenant's TenantConfig by name (what deployments build runtimes from). */
   readonly tenantConfigs = new Map<string, TenantConfig>();
-  /** The runtime new runs of each configured tenant start on. */
-  readonly runtimes = new Map<string, TenantRuntime>();
+  /** Where the runtime new runs of each configured tenant start on is found (built up front, or on first use). */
+  private source: ConfigRuntimes;
+  /** The runtimes of the configured tenants, for their next runs (one object for the server's life: holders of it see a reload). */
+  readonly runtimes: ConfigRuntimes = {
+    has: (tenant) => this.tenants.has(tenant) && this.source.has(tenant),
+    get: (tenant) => (this.tenants.has(tenant) ? this.source.get(tenant) : undefined),
+  };
   private readonly runBuckets = new Map<string, TokenBucket>();
   private readonly requestBuckets = new Map<string, TokenBucket>();
 
-  constructor(config: ServerConfig, runtimes: ReadonlyMap<string, TenantRuntime> = new Map()) {
+  constructor(config: ServerConfig, runtimes: ConfigRuntimes = new Map<string, TenantRuntime>()) {
     this.config = config;
+    this.source = runtimes;
     this.replace(config, runtimes);
   }
 
   get current(): ServerConfig {
     return this.config;
+  }
+
+  /** The runtimes as the last replace() gave them (a reload builds the next ones from these). */
+  get runtimeSource(): ConfigRuntimes {
+    return this.source;
   }
 
   runBucket(tenant: string): TokenBucket {
@@ -36,19 +48,17 @@ export class LiveConfig {
   }
 
   /** Swaps in a new configuration and its runtimes; a tenant whose rate is unchanged keeps its bucket (and what it spent). */
-  replace(config: ServerConfig, runtimes: ReadonlyMap<string, TenantRuntime>): void {
+  replace(config: ServerConfig, runtimes: ConfigRuntimes): void {
     const previous = new Map(this.tenants);
     this.config = config;
+    this.source = runtimes;
     this.tenants.clear();
     this.tenantConfigs.clear();
-    this.runtimes.clear();
     for (const tenant of config.tenants) {
       const name = tenant.config.name;
       const before = previous.get(name);
       this.tenants.set(name, tenant);
       this.tenantConfigs.set(name, tenant.config);
-      const runtime = runtimes.get(name);
-      if (runtime) this.runtimes.set(name, runtime);
       if (!before || before.runsPerMinute !== tenant.runsPerMinute) this.runBuckets.set(name, new TokenBucket(tenant.runsPerMinute));
       if (!before || before.requestsPerMinute !== tenant.requestsPerMinute)
         this.requestBuckets.set(name, new TokenBucket(tenant.requestsPerMinute));

@@ -1,3 +1,4 @@
+import type { TenantsStatus } from "./lazy-runtimes.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { PoolStats } from "../sandbox/pool.js";
 
@@ -56,6 +57,8 @@ export interface MetricGauges {
   /** Bytes each configured tenant keeps in the store. */
   storeBytes(): Promise<Map<string, number>>;
   pool?(): PoolStats;
+  /** The tenants' runtimes as serve builds them after listening (absent with --strict: all built before). */
+  tenants?(): { status: TenantsStatus; unavailable: string[] } | undefined;
 }
 
 export class ServerMetrics {
@@ -117,6 +120,17 @@ export class ServerMetrics {
     family("hookbox_store_bytes", "gauge", "Bytes a tenant keeps in the store (what its maxStoreBytes quota counts).", () => {
       for (const [tenant, value] of bytes) out.push(`hookbox_store_bytes${labelText({ tenant })} ${value}`);
     });
+    const tenants = gauges.tenants?.();
+    if (tenants) {
+      const { configured, ready, building, failed } = tenants.status;
+      const states = { ready, building, failed, waiting: configured - ready - building - failed };
+      family("hookbox_tenants", "gauge", "Configured tenants by the state of their runtime (built after listening).", () => {
+        for (const [state, count] of Object.entries(states)) out.push(`hookbox_tenants${labelText({ state })} ${count}`);
+      });
+      family("hookbox_tenant_unavailable", "gauge", "1 for each tenant whose scripts, host tools or models failed to load.", () => {
+        for (const tenant of tenants.unavailable) out.push(`hookbox_tenant_unavailable${labelText({ tenant })} 1`);
+      });
+    }
     const pool = gauges.pool?.();
     if (pool) {
       family("hookbox_sandbox_worker_restarts_total", "counter", "Sandbox workers lost (watchdog kills and crashes), by reason.", () => {

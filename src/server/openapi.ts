@@ -134,7 +134,7 @@ const errorResponses = (...codes: (keyof typeof errors | 409 | 413 | 503)[]) => 
             : code === 413
               ? "body too large"
               : code === 503
-                ? `the server is shutting down (DRAINING), its PostgreSQL store is out of reach (STORE_UNAVAILABLE), or ${serverBusy}`
+                ? `the server is shutting down (DRAINING), its PostgreSQL store is out of reach (STORE_UNAVAILABLE), the tenant's scripts, host tools or models failed to load (TENANT_UNAVAILABLE), or ${serverBusy}`
                 : errors[code],
         schema: "Error" as const,
       },

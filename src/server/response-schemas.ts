@@ -11,6 +11,8 @@ import { RUN_STATUSES } from "../turns/keys.gen.js";
 const runStatus = z.enum(["running", ...RUN_STATUSES, "interrupted"]);
 const scriptRef = z.object({ name: z.string(), version: z.number().int() });
 
+const count = z.number().int().nonnegative();
+
 export const Health = z.object({
   ok: z.literal(true),
   draining: z.boolean(),
@@ -18,6 +20,8 @@ export const Health = z.object({
   /** A PostgreSQL store (docs/scale-out.md): this node's name, and whether it reaches the database. */
   node: z.string().optional(),
   store: z.object({ reachable: z.boolean(), reason: z.string().optional() }).optional(),
+  /** The tenants' runtimes as serve builds them after listening (absent with --strict: all built before). */
+  tenants: z.object({ configured: count, ready: count, building: count, failed: count }).optional(),
 });
 
 export const SessionList = z.object({

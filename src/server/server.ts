@@ -17,7 +17,8 @@ import { HookboxError } from "../errors.js";
 import { loadServerConfig } from "./config.js";
 import { LiveConfig } from "./live-config.js";
 import { ServerMetrics } from "./metrics.js";
-import { buildTenantRuntimes } from "./tenant-runtimes.js";
+import { buildTenantRuntime, buildTenantRuntimes, checkTenantSecrets, unchangedTenants } from "./tenant-runtimes.js";
+import { LazyRuntimes } from "./lazy-runtimes.js";
 import { RetentionSweeper } from "./retention.js";
 
 export interface RunningServer {
@@ -35,8 +36,14 @@ export interface RunningServer {
 export interface StartServerOptions {
   config: ServerConfig;
   store: Store;
-  /** One runtime per configured tenant; built here (so a broken tenant stops the server at start) when absent. */
-  runtimes?: Map<string, TenantRuntime>;
+  /** One runtime per configured tenant, built by the caller; absent, they are built here (see `strict`). */
+  runtimes?: ReadonlyMap<string, TenantRuntime>;
+  /**
+   * Build every tenant's runtime before listening, and at a reload before taking the new config: a broken tenant
+   * stops the start (or refuses the reload). Default false: runtimes are built after listening, in the
+   * background and on a tenant's first use (src/server/lazy-runtimes.ts, docs/server.md "Start-up").
+   */
+  strict?: boolean;
   port: number;
   host?: string;
   /** The sandbox pool the runtimes use: with it, the policy lifecycle routes are served (versions, deployments, replays). */
@@ -48,14 +55,36 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const metrics = new ServerMetrics();
   const build = (next: ServerConfig, previous?: LiveConfig) => {
     if (!pool) throw new HookboxError("CONFIG", "this server was started without a sandbox pool: it cannot build tenants");
+    // A strict server's runtimes are always a Map (built here, or given).
+    const runtimes = previous?.runtimeSource as ReadonlyMap<string, TenantRuntime> | undefined;
     return buildTenantRuntimes(next, {
       pool,
       kv: store.kv,
       onHookTimed: (tenant, hook, ms) => metrics.observeHook(tenant, hook, ms),
-      ...(previous ? { previous: { config: previous.current, runtimes: previous.runtimes } } : {}),
+      ...(previous && runtimes ? { previous: { config: previous.current, runtimes } } : {}),
     });
   };
-  const live = new LiveConfig(config, options.runtimes ?? (await build(config)));
+  const strict = options.strict ?? false;
+  // Without --strict: the runtimes of the config in force, built after listening (a reload makes new ones).
+  let lazy: LazyRuntimes | undefined;
+  const lazyFor = (next: ServerConfig, previous?: LiveConfig): LazyRuntimes => {
+    if (!pool) throw new HookboxError("CONFIG", "this server was started without a sandbox pool: it cannot build tenants");
+    const unchanged = previous ? unchangedTenants(previous.current, next) : new Set<string>();
+    const before = previous?.runtimeSource;
+    const runtimes = new LazyRuntimes({
+      tenants: next.tenants.map((tenant) => tenant.config.name),
+      build: (name) =>
+        buildTenantRuntime(next, name, { pool, kv: store.kv, onHookTimed: (tenant, hook, ms) => metrics.observeHook(tenant, hook, ms) }),
+      kept: (name) => (unchanged.has(name) ? (before instanceof LazyRuntimes ? before.peek(name) : before?.get(name)) : undefined),
+      onFailure: (tenant, error) =>
+        process.stderr.write(
+          `hookbox serve: tenant ${tenant} is unavailable (its runs answer 503 TENANT_UNAVAILABLE until it loads): ${error.message}\n`,
+        ),
+    });
+    if (before instanceof LazyRuntimes) before.stop();
+    return runtimes;
+  };
+  const live = new LiveConfig(config, options.runtimes ?? (strict ? await build(config) : (lazy = lazyFor(config))));
   const deployments =
     pool &&
     new Deployments({
@@ -83,7 +112,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const reload = () => {
     const next = reloading.then(async () => {
       const fresh = loadServerConfig(config.file);
-      live.replace(fresh, await build(fresh, live));
+      checkTenantSecrets(fresh);
+      if (strict) live.replace(fresh, await build(fresh, live));
+      else {
+        lazy = lazyFor(fresh, live);
+        live.replace(fresh, lazy);
+        lazy.warmAll();
+      }
       if (!draining) retention.start();
       return { tenants: fresh.tenants.map((tenant) => tenant.config.name) };
     });
@@ -96,6 +131,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     live,
     manager,
     draining: () => draining,
+    ...(strict ? {} : { tenantsStatus: () => lazy?.status() }),
     redact,
     ...(store.cluster ? { cluster: store.cluster } : {}),
     ...(pool && deployments ? { policy: { store, pool, deployments } } : {}),
@@ -110,6 +146,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
           return bytes;
         },
         ...(pool && "stats" in pool ? { pool: () => (pool as SupervisedSandboxPool).stats() } : {}),
+        tenants: () => lazy && { status: lazy.status(), unavailable: lazy.unavailable() },
       },
     },
   });
@@ -131,6 +168,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   applyConnectionCap(server as Server, connections);
   answerClientErrors(server as Server);
   retention.start();
+  lazy?.warmAll();
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
 
@@ -141,6 +179,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     async drain() {
       draining = true;
       retention.stop();
+      lazy?.stop();
       await manager.waitForIdle(config.drainMs);
       await manager.interruptAll(
         "the server shut down (SIGTERM) while the run was in flight; resume it with hookbox resume or POST /v1/sessions/:id/resume",

@@ -91,6 +91,14 @@ async function completedRun(server: ServeProcess, key: string) {
   return messages.map((message) => message.event);
 }
 
+async function allTenantsReady(server: ServeProcess, count: number) {
+  for (;;) {
+    const { body } = await api(server.url, undefined).request("GET", "/healthz");
+    if (body.tenants.ready + body.tenants.failed === count) return body.tenants;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 describe("red team: tool schemas against hookbox serve", () => {
   it("a pattern and uniqueItems attack neither stalls serve nor delays the victim's run", async () => {
     const fixture = writeFixture([
@@ -105,7 +113,9 @@ describe("red team: tool schemas against hookbox serve", () => {
       env: { NODE_OPTIONS: `--import=${pathToFileURL(join(import.meta.dirname, "loop-probe.mjs")).href}`, HOOKBOX_LOOP_PROBE: probeFile },
     });
     try {
-      // The server's first run loads code lazily (chunks, ajv's code paths): that is start-up, not the attack.
+      // Start-up is not the attack: every tenant built (serve builds them after listening), and the server's first
+      // run loads code lazily (chunks, ajv's code paths).
+      await allTenantsReady(server, 3);
       await completedRun(server, "warmup-key");
       await probeFigures(server, probeFile, 1);
       const health = pollHealth(server.url);
@@ -136,7 +146,7 @@ describe("red team: tool schemas against hookbox serve", () => {
     }
   });
 
-  it("an $async schema never reaches a running server: serve refuses it at start, naming it, without crashing", async () => {
+  it("an $async schema never runs: serve --strict refuses it at start; serve answers the tenant 503 naming it and serves the others", async () => {
     const fixture = writeFixture([
       {
         name: "attacker",
@@ -147,11 +157,30 @@ describe("red team: tool schemas against hookbox serve", () => {
       },
       { name: "victim", key: "victim-key", steps: twoToolSteps },
     ]);
-    const result = await runCli(["serve", "--port", "0", "--store", fixture.store, "--config", fixture.config]);
+    const result = await runCli(["serve", "--strict", "--port", "0", "--store", fixture.store, "--config", fixture.config]);
     expect(result.code).toBe(2);
     expect(result.stdout).not.toContain("listening");
     expect(result.stderr).toContain("tenant attacker");
     expect(result.stderr).toContain("tools[0] (boom): parameters at #/$async");
     expect(result.stderr).not.toMatch(/Unhandled|at .*\.js:\d+/);
+
+    const server = await startServe({ config: fixture.config, store: fixture.store });
+    try {
+      const attacker = api(server.url, "attacker-key");
+      const { body: session } = await attacker.request("POST", "/v1/sessions", {});
+      const refused = await attacker.request("POST", `/v1/sessions/${session.sessionId}/runs`, { prompt: "go" });
+      expect(refused.status).toBe(503);
+      expect(refused.body.error.code).toBe("TENANT_UNAVAILABLE");
+      expect(refused.body.error.message).toContain("tools[0] (boom): parameters at #/$async");
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      const victim = await completedRun(server, "victim-key");
+      expect(victim.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
+      expect(await allTenantsReady(server, 2)).toEqual({ configured: 2, ready: 1, building: 0, failed: 1 });
+      expect(server.stderr()).toContain("tenant attacker is unavailable");
+      expect(server.stderr()).not.toMatch(/Unhandled|at .*\.js:\d+/);
+      expect(server.child.exitCode).toBeNull();
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -4,13 +4,17 @@ import { createSandboxPool } from "../../sandbox/index.js";
 import { openStoreAt } from "../../store/index.js";
 import { loadServerConfig } from "../../server/config.js";
 import { startServer } from "../../server/server.js";
+import { checkTenantSecrets } from "../../server/tenant-runtimes.js";
 import { failUsage } from "../exit.js";
 import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
 
 const usage =
-  "usage: hookbox serve --port N [--store FILE|postgres://URL] --config FILE [--host ADDRESS] [--wall auto|required|none] (--store or the config's store)";
+  "usage: hookbox serve --port N [--store FILE|postgres://URL] --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] (--store or the config's store)";
 
-/** `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests. */
+/**
+ * `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests,
+ * which is before the tenants' runtimes are built (docs/server.md, "Start-up"); with --strict, after all of them.
+ */
 export async function serveCommand(argv: string[]): Promise<number> {
   let flags: ServeFlags;
   try {
@@ -21,6 +25,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
   let config;
   try {
     config = loadServerConfig(flags.config);
+    // What the config says is checked before anything starts, the secrets of egress headers included; the
+    // tenants' scripts, host tools and models load after listening (or, with --strict, before).
+    checkTenantSecrets(config);
   } catch (error) {
     return failUsage("serve", error);
   }
@@ -53,8 +60,15 @@ export async function serveCommand(argv: string[]): Promise<number> {
   };
   let server;
   try {
-    // Builds every tenant's runtime first: a broken tenant stops the server here, naming it.
-    server = await startServer({ config, store, pool, port: flags.port, ...(flags.host ? { host: flags.host } : {}) });
+    // With --strict, builds every tenant's runtime first: a broken tenant stops the server here, naming it.
+    server = await startServer({
+      config,
+      store,
+      pool,
+      port: flags.port,
+      strict: flags.strict,
+      ...(flags.host ? { host: flags.host } : {}),
+    });
   } catch (error) {
     await shutdown();
     return failUsage("serve", error);
@@ -99,6 +113,8 @@ interface ServeFlags {
   host?: string;
   /** Overrides the config's server.wall. */
   wall?: WallMode;
+  /** Every tenant's runtime is built before listening (and at a reload, before it is taken); the first that fails stops it. */
+  strict: boolean;
 }
 
 function parseServeFlags(argv: string[]): ServeFlags {
@@ -112,6 +128,7 @@ function parseServeFlags(argv: string[]): ServeFlags {
         config: { type: "string" },
         host: { type: "string" },
         wall: { type: "string" },
+        strict: { type: "boolean" },
       },
       strict: true,
       allowPositionals: false,
@@ -131,5 +148,6 @@ function parseServeFlags(argv: string[]): ServeFlags {
     config: values.config!,
     ...(values.host ? { host: values.host } : {}),
     wall: wallModeFlag(values.wall),
+    strict: values.strict === true,
   };
 }

@@ -1,0 +1,132 @@
+// Start-up of `hookbox serve` with many tenants (docs/server.md, "Start-up"): the time from spawning the process to
+// its first /healthz answer, at 1,000 and 10,000 tenants (every tenant its own key, one script and one scripted
+// model file shared); then, at 10,000, the first run of the config's last tenant (its runtime built on that request,
+// ahead of the background queue, in a process that never ran anything), the best of two more runs of it (warm), and
+// the first run of the tenant before it in the config (one tenant's build in a warm process). A run here: POST a session, POST a
+// run, read its SSE stream to the end. Used by scripts/bench.mjs; runs alone too:
+// `node scripts/bench/serve-startup.mjs [--tenants N,M]` (after `npm run build`) prints one JSON object.
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const log = (...parts) => process.stderr.write(`${parts.join(" ")}\n`);
+const round = (value) => Math.round(value * 10) / 10;
+const keyOf = (i) => `bench-key-${i}`;
+
+function writeConfig(count) {
+  const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-startup-"));
+  writeFileSync(
+    join(dir, "policy.ts"),
+    `import { defineScript } from "hookbox";
+export default defineScript({
+  tools: [{ name: "lookup", description: "look up", parameters: { type: "object" }, handler: (args) => ({ ok: true }) }],
+  hooks: { beforeToolCall() {} },
+});
+`,
+  );
+  writeFileSync(
+    join(dir, "model.json"),
+    JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "lookup", args: {} }] }, { text: "done" }] }),
+  );
+  const tenants = Array.from({ length: count }, (_, i) => ({
+    name: `t${i}`,
+    apiKeys: [{ sha256: createHash("sha256").update(keyOf(i)).digest("hex") }],
+    scripts: ["policy.ts"],
+    model: "scripted:model.json",
+    limits: { runsPerMinute: 100_000 },
+  }));
+  writeFileSync(join(dir, "config.json"), JSON.stringify({ tenants }));
+  return dir;
+}
+
+/** One run of the tenant `i` over HTTP, to its stream's end; ms. */
+async function timedRun(url, i) {
+  const started = performance.now();
+  const headers = { authorization: `Bearer ${keyOf(i)}`, "content-type": "application/json" };
+  const session = await (await fetch(`${url}/v1/sessions`, { method: "POST", headers, body: "{}" })).json();
+  const response = await fetch(`${url}/v1/sessions/${session.sessionId}/runs`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ prompt: "go" }),
+  });
+  const run = await response.json();
+  if (response.status !== 202) throw new Error(`run refused: ${JSON.stringify(run)}`);
+  const events = await (await fetch(`${url}/v1/runs/${run.runId}/events`, { headers })).text();
+  if (!events.includes('"status":"completed"')) throw new Error(`the run did not complete: ${events.slice(-300)}`);
+  return performance.now() - started;
+}
+
+async function startUp(count, { runs = false } = {}) {
+  const dir = writeConfig(count);
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [join(root, "bin/hookbox.js"), "serve", "--port", "0", "--store", join(dir, "store.db"), "--config", join(dir, "config.json")],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  let stderr = "";
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  try {
+    const url = await new Promise((resolve, reject) => {
+      let stdout = "";
+      child.stdout.on("data", (chunk) => {
+        stdout += chunk;
+        const match = /listening on (http:\/\/\S+)/.exec(stdout);
+        if (match) resolve(match[1]);
+      });
+      void exited.then((code) => reject(new Error(`serve exited (${code}) before listening: ${stderr.slice(-500)}`)));
+    });
+    let health;
+    for (;;) {
+      const response = await fetch(`${url}/healthz`).catch(() => undefined);
+      if (response?.status === 200) {
+        health = await response.json();
+        break;
+      }
+    }
+    const healthzMs = performance.now() - started;
+    log(`${count} tenants: /healthz after ${Math.round(healthzMs)} ms (${health.tenants.ready} ready)`);
+    if (!runs) return { healthzMs };
+    const firstRunMs = await timedRun(url, count - 1);
+    const warmRunMs = Math.min(await timedRun(url, count - 1), await timedRun(url, count - 1));
+    // Another tenant not built yet, in a process whose code paths are now warm: what one tenant's build adds.
+    const tenantFirstRunMs = await timedRun(url, count - 2);
+    log(
+      `${count} tenants: the last tenant's first run ${Math.round(firstRunMs)} ms, warm ${Math.round(warmRunMs)} ms; ` +
+        `the next tenant's first run ${Math.round(tenantFirstRunMs)} ms`,
+    );
+    return { healthzMs, firstRunMs, warmRunMs, tenantFirstRunMs };
+  } finally {
+    child.kill("SIGTERM");
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function measureServeStartup({ counts = [1000, 10_000] } = {}) {
+  const figures = {};
+  for (const [index, count] of counts.entries()) {
+    const last = index === counts.length - 1;
+    const { healthzMs, firstRunMs, warmRunMs, tenantFirstRunMs } = await startUp(count, { runs: last });
+    figures[`serve_healthz_ms_${count}_tenants`] = round(healthzMs);
+    if (last) {
+      figures[`serve_first_run_ms_${count}_tenants`] = round(firstRunMs);
+      figures[`serve_warm_run_ms_${count}_tenants`] = round(warmRunMs);
+      figures[`serve_tenant_first_run_ms_${count}_tenants`] = round(tenantFirstRunMs);
+    }
+  }
+  return figures;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const flag = process.argv.indexOf("--tenants");
+  const counts = flag > 0 ? process.argv[flag + 1].split(",").map(Number) : undefined;
+  process.stdout.write(`${JSON.stringify(await measureServeStartup(counts ? { counts } : {}))}\n`);
+}
