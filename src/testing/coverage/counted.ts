@@ -16,6 +16,7 @@ export function parseCounted(text: string, counters: number): { counts: number[]
   const counts = candidate.counts;
   // A bundle's prelude declares the counters numbered so far (a stack's scripts share one numbering): never more.
   if (counts.length > counters || !counts.every((count) => Number.isInteger(count) && count >= 0)) return undefined;
-  const padded = counts.length === counters ? (counts as number[]) : [...(counts as number[]), ...new Array<number>(counters - counts.length).fill(0)];
+  const padded =
+    counts.length === counters ? (counts as number[]) : [...(counts as number[]), ...new Array<number>(counters - counts.length).fill(0)];
   return { counts: padded, site: Number.isInteger(candidate.site) ? (candidate.site as number) : -1 };
 }

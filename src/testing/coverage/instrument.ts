@@ -73,7 +73,12 @@ export class BundleInstrumentation {
     this.files.push(map);
     const kind = /\.[mc]?jsx?$/i.test(path) ? ts.ScriptKind.JS : /x$/i.test(path) ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
     const file = ts.createSourceFile(path, text, ts.ScriptTarget.ES2022, true, kind);
-    return new SourceRewriter(file, map, () => this.next++, (counter, line) => this.sites.set(counter, { path, line })).rewrite();
+    return new SourceRewriter(
+      file,
+      map,
+      () => this.next++,
+      (counter, line) => this.sites.set(counter, { path, line }),
+    ).rewrite();
   }
 
   /** esbuild's output with the counters declared at its top (on its first line: no line moves). */

@@ -46,7 +46,9 @@ export function percent(totals: Totals): number {
 
 /** All files' lines together: what `--coverage-min` compares with. */
 export function overallLines(files: FileCoverage[]): Totals {
-  return files.map(fileTotals).reduce((sum, each) => ({ found: sum.found + each.lines.found, hit: sum.hit + each.lines.hit }), { found: 0, hit: 0 });
+  return files
+    .map(fileTotals)
+    .reduce((sum, each) => ({ found: sum.found + each.lines.found, hit: sum.hit + each.lines.hit }), { found: 0, hit: 0 });
 }
 
 /** The text summary: one line per file (lines, branches, functions, lines not reached), then the total. */
@@ -103,7 +105,9 @@ export function lcov(files: FileCoverage[]): string {
     file.functions.forEach((fn, i) => out.push(`FN:${fn.line},${names[i]}`));
     file.functions.forEach((fn, i) => out.push(`FNDA:${fn.hits},${names[i]}`));
     out.push(`FNF:${file.functions.length}`, `FNH:${file.functions.filter((fn) => fn.hits > 0).length}`);
-    file.branches.forEach((branch, block) => branch.arms.forEach((arm, index) => out.push(`BRDA:${branch.line},${block},${index},${arm.hits}`)));
+    file.branches.forEach((branch, block) =>
+      branch.arms.forEach((arm, index) => out.push(`BRDA:${branch.line},${block},${index},${arm.hits}`)),
+    );
     const arms = file.branches.flatMap((branch) => branch.arms);
     out.push(`BRF:${arms.length}`, `BRH:${arms.filter((arm) => arm.hits > 0).length}`);
     const lines = lineHits(file);
