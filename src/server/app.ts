@@ -70,6 +70,9 @@ export function createApp({
   const tenants = live.tenants;
   const streams = new TenantSlots("TOO_MANY_STREAMS", "event streams open", "close one first");
   const replayed = new EventReplayBudget();
+  // On a shared (PostgreSQL) store a tenant's rates hold across every node: one bucket row per tenant and kind.
+  const shared = (kind: string, tenant: string, perMinute: number) =>
+    cluster && { take: () => cluster.takeToken(`${kind}:${tenant}`, perMinute) };
   const streamTokens = new StreamTokens();
 
   app.onError((error, c) => errorResponse(c, error, redact));
@@ -109,7 +112,10 @@ export function createApp({
     const tenant = key ? live.current.keys.get(sha256Hex(key)) : streamTokenTenant(c, streamTokens);
     if (!key && tenant === undefined) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
     if (tenant === undefined || !tenants.has(tenant)) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
-    limit(live.requestBucket(tenant), `tenant ${tenant} exceeded ${tenants.get(tenant)!.requestsPerMinute} requests per minute`);
+    await limit(
+      shared("requests", tenant, tenants.get(tenant)!.requestsPerMinute) ?? live.requestBucket(tenant),
+      `tenant ${tenant} exceeded ${tenants.get(tenant)!.requestsPerMinute} requests per minute`,
+    );
     c.set("tenant", tenant);
     await next();
   });
@@ -133,7 +139,7 @@ export function createApp({
     if (!run || session?.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no run ${runId}`);
     return run;
   };
-  const admitRun = (tenant: string) => {
+  const admitRun = async (tenant: string) => {
     if (draining())
       throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
     const store = cluster?.health();
@@ -147,7 +153,10 @@ export function createApp({
           "retry-after": "5",
         },
       );
-    limit(live.runBucket(tenant), `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`);
+    await limit(
+      shared("runs", tenant, tenants.get(tenant)!.runsPerMinute) ?? live.runBucket(tenant),
+      `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`,
+    );
   };
 
   app.post("/v1/sessions", async (c) => {
@@ -192,7 +201,7 @@ export function createApp({
     const session = await ownedSession(c, c.req.param("sessionId"));
     const body = await readBody(c, StartRunBody);
     refuseAboveLimits(tenants.get(session.tenant)!, body);
-    admitRun(session.tenant);
+    await admitRun(session.tenant);
     const { prompt, ...options } = body;
     // A malformed traceparent is ignored, as W3C Trace Context asks: the run starts a trace of its own.
     const traceparent = c.req.header("traceparent");
@@ -204,7 +213,7 @@ export function createApp({
 
   app.post("/v1/sessions/:sessionId/resume", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
-    admitRun(session.tenant);
+    await admitRun(session.tenant);
     const handle = await session.resume();
     return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
   });
@@ -296,8 +305,8 @@ function queryCount(c: Context<Env>, name: string): number | undefined {
   return Number(raw);
 }
 
-function limit(bucket: TokenBucket, message: string): void {
-  const waitMs = bucket.take();
+async function limit(bucket: Pick<TokenBucket, "take"> | { take(): Promise<number> }, message: string): Promise<void> {
+  const waitMs = await bucket.take();
   if (waitMs > 0) throw new ApiError(429, "RATE_LIMITED", message, undefined, { "retry-after": String(Math.ceil(waitMs / 1000)) });
 }
 

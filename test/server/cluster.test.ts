@@ -261,4 +261,29 @@ export default defineScript({ name: "policy", hooks: {
     const { messages } = await readEvents(a.url, "acme-key", started.body.runId);
     expectWholeRun(messages);
   }, 120_000);
+  it("a tenant's rate limits hold across nodes: runs started on A count on B", async () => {
+    const url = await pg.createDatabase("hookbox_cluster");
+    const fixture = writeFixture([{ name: "acme", key: "acme-key", steps: [{ text: "both recorded" }], limits: { runsPerMinute: 2 } }], {
+      store: url,
+      server: { leaseMs: LEASE_MS },
+    });
+    const a = await startServe({ config: fixture.config });
+    servers.push(a);
+    const b = await startServe({ config: fixture.config });
+    servers.push(b);
+    const [onA, onB] = [api(a.url, "acme-key"), api(b.url, "acme-key")];
+    for (const client of [onA, onB]) {
+      const session = await client.request("POST", "/v1/sessions", {});
+      const started = await client.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "hi" });
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+    }
+    // Two runs this minute already, one through each node: the third is refused on either.
+    for (const client of [onA, onB]) {
+      const session = await client.request("POST", "/v1/sessions", {});
+      const third = await client.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "hi" });
+      expect(third.status, JSON.stringify(third.body)).toBe(429);
+      expect(third.body.error).toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/2 runs per minute/) });
+      expect(Number(third.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+  }, 120_000);
 });
