@@ -296,6 +296,10 @@ const { measureTenancy } = await import("./bench/tenancy.mjs");
 const tenancy = await measureTenancy({ dist: join(root, "dist") });
 log("replay of recorded calls...");
 const replayPerSecond = await replayThroughput();
+log("hookbox test on 1,000 cases (scripts/bench/policy-cases.mjs)...");
+const { measurePolicyCasesPerSecond } = await import("./bench/policy-cases.mjs");
+const policyCases = measurePolicyCasesPerSecond({ root });
+log(`policy cases: ${policyCases.cases} in ${round(policyCases.seconds, 2)} s`);
 log("HTTP server and store (scripts/bench-server.mjs)...");
 const server = serverFigures();
 log("serve start-up with 1,000 and 10,000 tenants (scripts/bench/serve-startup.mjs)...");
@@ -322,6 +326,7 @@ const results = {
   sandbox_wall: latency.wall,
   mass_tenant_failures: massFailures.count,
   replay_calls_per_s: Math.round(replayPerSecond),
+  policy_cases_per_s: Math.round(policyCases.casesPerSecond),
   ...server,
   ...startup,
 };
@@ -343,6 +348,7 @@ if (json) {
     replay_calls_per_s: ">= 1000 (10,000 calls in < 10 s)",
     serve_healthz_ms_10000_tenants: "<= 5000",
     serve_first_run_ms_10000_tenants: `<= 2 x warm (${round(results.serve_warm_run_ms_10000_tenants * 2)})`,
+    policy_cases_per_s: ">= 200 (1,000 cases in < 5 s, the CLI end to end)",
   };
   console.log(
     `hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`,
