@@ -33,3 +33,19 @@ export const jsonLines = (stdout: string) =>
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l));
+
+/** Runs any command in a child process (a policy project's `npm test`, `node --test`, tsc) from `cwd`. */
+export function runCommand(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0", ...options.env } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (data) => (stdout += data));
+    child.stderr.setEncoding("utf8").on("data", (data) => (stderr += data));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}

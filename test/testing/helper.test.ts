@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
-import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { repoRoot } from "../helpers/cli.js";
+import { repoRoot, runCommand } from "../helpers/cli.js";
 
 /*
  * `hookbox/testing` as a policy author uses it: a project whose node_modules has this package (as `npm i hookbox`
@@ -155,16 +154,7 @@ function project(files: Record<string, string>): string {
   return dir;
 }
 
-function run(command: string, args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (data) => (stdout += data));
-    child.stderr.setEncoding("utf8").on("data", (data) => (stderr += data));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = (command: string, args: string[], cwd: string) => runCommand(command, args, { cwd });
 
 describe("hookbox/testing", () => {
   it("node --test: hook calls return the validated decision from the real sandbox; failures name the test", async () => {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { repoRoot, runCli } from "../helpers/cli.js";
+import { repoRoot, runCli, runCommand } from "../helpers/cli.js";
 
 /*
  * A project made by `hookbox init` in a directory where hookbox is installed (node_modules/hookbox above it, as
@@ -11,18 +10,9 @@ import { repoRoot, runCli } from "../helpers/cli.js";
  * exactly the cases that depend on it.
  */
 
-function run(command: string, args: string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // npm run puts node_modules/.bin of the project and every directory above it on PATH; node is this one.
-    const env = { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`, NO_COLOR: "1" };
-    const child = spawn(command, args, { cwd, env });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (data) => (stdout += data));
-    child.stderr.setEncoding("utf8").on("data", (data) => (stderr += data));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
+// npm run puts node_modules/.bin of the project and every directory above it on PATH; node is this one.
+const run = (command: string, args: string[], cwd: string) =>
+  runCommand(command, args, { cwd, env: { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}` } });
 
 describe("hookbox init writes the policy's tests", () => {
   it("npx hookbox test and npm test pass in the new project; a changed limit fails exactly the cases that depend on it", async () => {
