@@ -80,6 +80,21 @@ const cases: [string, (config: any) => void, RegExp][] = [
 ];
 
 describe("serve config", () => {
+  it("reads the store: a postgres:// URL as it is, a SQLite path relative to the config, a variable's value; lease and node", () => {
+    const url = "postgres://hookbox:secret@db.internal/hookbox";
+    const atUrl = fixtureWith((c) => ((c.store = url), (c.server = { leaseMs: 5000, node: "node-a" })));
+    expect(loadServerConfig(atUrl.config)).toMatchObject({ store: url, leaseMs: 5000, node: "node-a" });
+    const atFile = fixtureWith((c) => (c.store = "data/store.db"));
+    expect(loadServerConfig(atFile.config).store).toBe(join(atFile.dir, "data", "store.db"));
+    const fromEnv = fixtureWith((c) => (c.store = { env: "HOOKBOX_TEST_STORE_URL" }));
+    expect(loadServerConfig(fromEnv.config, { env: { HOOKBOX_TEST_STORE_URL: url } }).store).toBe(url);
+    expect(() => loadServerConfig(fromEnv.config, { env: {} })).toThrow(
+      /store\.env: environment variable HOOKBOX_TEST_STORE_URL is not set/,
+    );
+    const shortLease = fixtureWith((c) => (c.server = { leaseMs: 10 }));
+    expect(() => loadServerConfig(shortLease.config)).toThrow(/server\.leaseMs/);
+  });
+
   it("reads pricing, the fallback model and the budget limits into the tenant config", () => {
     const fixture = fixtureWith((c) => {
       c.tenants[0].pricing = { "*": { inputPerMTok: 3, outputPerMTok: 15 } };
