@@ -245,4 +245,81 @@ describe("decisions that accumulate", () => {
     ]);
     expect(await aborting.beforeFinish(payload)).toEqual({ kind: "abort", reason: "a: stop" });
   });
+
+  it("the other branches: each policy on each hook, an afterToolCall abort, an ask nobody can answer, an error kept when a later hook leaves it", async () => {
+    const failing = (
+      hook: HookName,
+      policy: OnHookError,
+      error: unknown = new HookboxError("SANDBOX_TIMEOUT", `p: ${hook} exceeded its time`),
+    ) =>
+      provider(
+        "p",
+        {
+          [hook]: () => {
+            throw error;
+          },
+        },
+        { onHookError: policy },
+      );
+    const finish = { phase: "beforeFinish", text: "t", continues: 0, ...common } as never;
+    const run = { phase: "beforeRun", prompt: "hi", ...common } as never;
+    expect(await chainOf([failing("beforeFinish", "fail-closed")]).chain.beforeFinish(finish)).toEqual({
+      kind: "failed",
+      reason: "p: beforeFinish exceeded its time",
+      errorCode: "SANDBOX_TIMEOUT",
+    });
+    expect(await chainOf([failing("beforeFinish", "abort-run")]).chain.beforeFinish(finish)).toEqual({
+      kind: "abort",
+      reason: "p: beforeFinish exceeded its time",
+      errorCode: "SANDBOX_TIMEOUT",
+    });
+    expect(await chainOf([failing("beforeFinish", "fail-open")]).chain.beforeFinish(finish)).toEqual({ kind: "finish" });
+    expect(await chainOf([failing("beforeRun", "abort-run")]).chain.beforeRun(run)).toEqual({
+      kind: "deny",
+      reason: "p: beforeRun exceeded its time",
+      errorCode: "SANDBOX_TIMEOUT",
+    });
+    expect(await chainOf([failing("beforeRun", "fail-closed")]).chain.beforeRun(run)).toEqual({
+      kind: "deny",
+      reason: "p: beforeRun exceeded its time",
+      errorCode: "SANDBOX_TIMEOUT",
+    });
+    expect(await chainOf([failing("afterToolCall", "abort-run")]).chain.afterToolCall(afterPayload as never)).toEqual({
+      kind: "abort",
+      reason: "p: afterToolCall exceeded its time",
+      errorCode: "SANDBOX_TIMEOUT",
+    });
+    expect(await chainOf([failing("afterToolCall", "fail-open")]).chain.afterToolCall(afterPayload as never)).toEqual({
+      kind: "apply",
+      result: { v: 1 },
+    });
+    expect(await chainOf([failing("onToolError", "fail-open")]).chain.onToolError(errorPayload as never)).toEqual({ kind: "default" });
+    expect(await chainOf([failing("onToolError", "fail-closed")]).chain.onToolError(errorPayload as never)).toEqual({ kind: "fail" });
+    expect(await chainOf([failing("onToolError", "abort-run")]).chain.onToolError(errorPayload as never)).toEqual({
+      kind: "abort",
+      reason: "p: onToolError exceeded its time",
+      errorCode: "SANDBOX_TIMEOUT",
+    });
+    expect(
+      await chainOf([provider("a", { afterToolCall: () => ({ action: "abort", reason: "leak" }) })]).chain.afterToolCall(
+        afterPayload as never,
+      ),
+    ).toEqual({
+      kind: "abort",
+      reason: "a: leak",
+    });
+    expect(
+      await chainOf([provider("a", { beforeToolCall: () => ({ action: "ask", reason: "big" }) })]).chain.beforeToolCall(
+        beforePayload("lookup"),
+      ),
+    ).toEqual({
+      kind: "deny",
+      reason: "a asked for an approval and nobody can answer here",
+    });
+    const { chain } = chainOf([
+      provider("a", { afterToolCall: () => ({ error: "bad" }) }),
+      provider("b", { afterToolCall: () => ({ result: { v: 3 } }) }),
+    ]);
+    expect(await chain.afterToolCall(afterPayload as never)).toEqual({ kind: "apply", result: { v: 3 }, error: { message: "bad" } });
+  });
 });
