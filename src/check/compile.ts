@@ -83,7 +83,12 @@ function confinedHost(host: ts.CompilerHost, overlay: ReadonlyMap<string, string
   host.readFile = (file) => (admitted(file) ? readFile.call(host, file) : undefined);
   host.getSourceFile = (file, language, onError, create) =>
     admitted(file) ? getSourceFile.call(host, file, language, onError, create) : undefined;
-  host.directoryExists = (dir) => [...overlay.keys()].some((file) => file.startsWith(`${dir.replace(/\/$/, "")}/`));
+  // The hookbox types' own folder must exist for their relative imports (types/hookbox.d.ts re-exports
+  // ./decisions.js) to resolve; any other folder exists only if the overlay holds a file in it.
+  host.directoryExists = (dir) => {
+    const folder = `${dir.replace(/\/$/, "")}/`;
+    return confine(folder) || [...overlay.keys()].some((file) => file.startsWith(folder));
+  };
   host.getDirectories = () => [];
   host.realpath = (file) => file;
   return host;
