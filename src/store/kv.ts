@@ -72,6 +72,32 @@ export function kvSum(key: string, current: number, by: number): string {
   return JSON.stringify(sum);
 }
 
+/** A live entry as incr and compareAndSet read it, whichever store holds it. */
+export interface KvLiveEntry {
+  value: string;
+  expiresMs?: number;
+}
+
+/**
+ * What incr writes over `current`: the sum as JSON text, with the live entry's expiry kept (a new counter takes
+ * the options' expiry). CAPABILITY_INVALID when the live value or the sum is not a number.
+ */
+export function kvIncrement(
+  tenant: string,
+  key: string,
+  current: KvLiveEntry | undefined,
+  by: number,
+  options: KvSetOptions,
+): { valueJson: string; options: KvSetOptions } {
+  const valueJson = kvSum(key, kvCounter(tenant, key, current?.value), by);
+  return { valueJson, options: { ...options, expiresMs: current ? current.expiresMs : options.expiresMs } };
+}
+
+/** compareAndSet's test: get answers null for a missing key, so an expected null matches a missing key and a stored null alike. */
+export function kvExpectationHolds(current: KvLiveEntry | undefined, expectedJson: string | null): boolean {
+  return current === undefined ? expectedJson === null : sameJson(current.value, expectedJson ?? "null");
+}
+
 /** Two JSON texts hold the same value, object key order aside (PostgreSQL's jsonb equality). */
 export function sameJson(a: string, b: string): boolean {
   return a === b || canonicalJson(JSON.parse(a)) === canonicalJson(JSON.parse(b));

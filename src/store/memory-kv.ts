@@ -1,9 +1,8 @@
 import {
-  kvCounter,
+  kvExpectationHolds,
   kvEntryBytes,
   kvQuotaError,
-  kvSum,
-  sameJson,
+  kvIncrement,
   type KvListOptions,
   type KvPage,
   type KvSetOptions,
@@ -66,10 +65,9 @@ export class MemoryKv implements KvStore {
   async incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number> {
     const kv = this.tenant(tenant);
     const previous = this.live(kv, key, options.nowMs);
-    const sum = kvSum(key, kvCounter(tenant, key, previous?.value), by);
-    const expiresMs = previous ? previous.expiresMs : options.expiresMs;
-    this.write(kv, tenant, key, sum, { ...options, expiresMs }, previous);
-    return JSON.parse(sum) as number;
+    const next = kvIncrement(tenant, key, previous, by, options);
+    this.write(kv, tenant, key, next.valueJson, next.options, previous);
+    return JSON.parse(next.valueJson) as number;
   }
 
   async compareAndSet(
@@ -81,8 +79,7 @@ export class MemoryKv implements KvStore {
   ): Promise<boolean> {
     const kv = this.tenant(tenant);
     const previous = this.live(kv, key, options.nowMs);
-    // get answers null for a missing key, so an expected null matches a missing key and a stored null alike.
-    const matches = previous === undefined ? expectedJson === null : sameJson(previous.value, expectedJson ?? "null");
+    const matches = kvExpectationHolds(previous, expectedJson);
     if (matches) this.write(kv, tenant, key, valueJson, options, previous);
     return matches;
   }

@@ -2,11 +2,10 @@ import { inTransaction, prepare, type SqliteDatabase, type SqliteStatement } fro
 import { HookboxError } from "../errors.js";
 import { storeError } from "./open-database.js";
 import {
-  kvCounter,
+  kvExpectationHolds,
   kvEntryBytes,
   kvQuotaError,
-  kvSum,
-  sameJson,
+  kvIncrement,
   type KvListOptions,
   type KvPage,
   type KvSetOptions,
@@ -95,10 +94,9 @@ export class SqliteKv implements KvStore {
   async incr(tenant: string, key: string, by: number, options: KvSetOptions): Promise<number> {
     return this.run("increment a kv entry", () => {
       const previous = this.live(tenant, key, options.nowMs);
-      const sum = kvSum(key, kvCounter(tenant, key, previous?.value), by);
-      const expiresMs = previous ? previous.expiresMs : options.expiresMs;
-      this.write(tenant, key, sum, { ...options, expiresMs }, previous);
-      return JSON.parse(sum) as number;
+      const next = kvIncrement(tenant, key, previous, by, options);
+      this.write(tenant, key, next.valueJson, next.options, previous);
+      return JSON.parse(next.valueJson) as number;
     });
   }
 
@@ -111,8 +109,7 @@ export class SqliteKv implements KvStore {
   ): Promise<boolean> {
     return this.run("compare and set a kv entry", () => {
       const previous = this.live(tenant, key, options.nowMs);
-      // get answers null for a missing key, so an expected null matches a missing key and a stored null alike.
-      const matches = previous === undefined ? expectedJson === null : sameJson(previous.value, expectedJson ?? "null");
+      const matches = kvExpectationHolds(previous, expectedJson);
       if (matches) this.write(tenant, key, valueJson, options, previous);
       return matches;
     });

@@ -1,9 +1,8 @@
 import {
-  kvCounter,
+  kvExpectationHolds,
   kvEntryBytes,
   kvQuotaError,
-  kvSum,
-  sameJson,
+  kvIncrement,
   type KvListOptions,
   type KvPage,
   type KvSetOptions,
@@ -112,11 +111,9 @@ export class PgKv implements KvStore {
     return this.run("increment a kv entry", async (client) => {
       const used = await this.lockUsage(client, tenant);
       const previous = await this.row(client, tenant, key);
-      const current = live(previous, options.nowMs);
-      const sum = kvSum(key, kvCounter(tenant, key, current?.value), by);
-      const expiresMs = current ? current.expiresMs : options.expiresMs;
-      await this.write(client, { tenant, key, valueJson: sum, options: { ...options, expiresMs }, used, previous });
-      return JSON.parse(sum) as number;
+      const next = kvIncrement(tenant, key, live(previous, options.nowMs), by, options);
+      await this.write(client, { tenant, key, valueJson: next.valueJson, options: next.options, used, previous });
+      return JSON.parse(next.valueJson) as number;
     });
   }
 
@@ -130,9 +127,7 @@ export class PgKv implements KvStore {
     return this.run("compare and set a kv entry", async (client) => {
       const used = await this.lockUsage(client, tenant);
       const previous = await this.row(client, tenant, key);
-      const current = live(previous, options.nowMs);
-      // get answers null for a missing key, so an expected null matches a missing key and a stored null alike.
-      const matches = current === undefined ? expectedJson === null : sameJson(current.value, expectedJson ?? "null");
+      const matches = kvExpectationHolds(live(previous, options.nowMs), expectedJson);
       if (matches) await this.write(client, { tenant, key, valueJson, options, used, previous });
       return matches;
     });
