@@ -2,6 +2,7 @@ import { prepare, type SqliteDatabase } from "./sqlite-driver.js";
 import { rowToRun, type RunRow } from "./rows.js";
 import type { RunRecord } from "./types.js";
 import type { DeploymentRecord, HookCallRecord, RunFilter, ScriptSummary, ScriptVersionRecord } from "./policy-types.js";
+import { toDeployment, toHookCall, toVersion, type DeploymentRow, type HookCallRow, type VersionRow } from "./policy-rows.js";
 import type { WriteOptions } from "./quota.js";
 import { scriptVersionBytes } from "./row-bytes.js";
 import type { SqliteBatch } from "./sqlite-batch.js";
@@ -11,76 +12,6 @@ import type { PolicyTables } from "./with-policy-tables.js";
 export type SubmitWrite = <T>(what: string, apply: (batch: SqliteBatch) => T) => Promise<T>;
 
 /* The SQLite side of PolicyStore (tables of migration 2); SqliteStore delegates to it. */
-
-interface VersionRow {
-  tenant: string;
-  name: string;
-  version: number;
-  entry: string;
-  files: string;
-  bundle_hash: string;
-  warnings: string;
-  created_ms: number;
-}
-
-interface DeploymentRow {
-  id: string;
-  tenant: string;
-  number: number;
-  scripts: string;
-  shadow: string;
-  from_config: number;
-  previous_id: string | null;
-  rollback_of: string | null;
-  created_ms: number;
-}
-
-interface HookCallRow {
-  run_id: string;
-  idx: number;
-  call_id: string;
-  hook: string;
-  attempt: number;
-  shadow: number;
-  verdict: string;
-  decision: string;
-  payload: string | null;
-}
-
-const toVersion = (row: VersionRow): ScriptVersionRecord => ({
-  tenant: row.tenant,
-  name: row.name,
-  version: row.version,
-  entry: row.entry,
-  files: JSON.parse(row.files),
-  bundleHash: row.bundle_hash,
-  warnings: JSON.parse(row.warnings),
-  createdMs: row.created_ms,
-});
-
-const toDeployment = (row: DeploymentRow): DeploymentRecord => ({
-  id: row.id,
-  tenant: row.tenant,
-  number: row.number,
-  scripts: JSON.parse(row.scripts),
-  shadow: JSON.parse(row.shadow),
-  fromConfig: row.from_config === 1,
-  ...(row.previous_id !== null ? { previousId: row.previous_id } : {}),
-  ...(row.rollback_of !== null ? { rollbackOf: row.rollback_of } : {}),
-  createdMs: row.created_ms,
-});
-
-const toHookCall = (row: HookCallRow): HookCallRecord => ({
-  runId: row.run_id,
-  index: row.idx,
-  callId: row.call_id,
-  hook: row.hook,
-  attempt: row.attempt,
-  shadow: row.shadow === 1,
-  verdict: row.verdict,
-  decision: JSON.parse(row.decision),
-  ...(row.payload !== null ? { payload: JSON.parse(row.payload) } : {}),
-});
 
 export class SqlitePolicyTables implements PolicyTables {
   private readonly statements;

@@ -1,6 +1,7 @@
 import { rowToRun, type RunRow } from "../rows.js";
 import type { RunRecord } from "../types.js";
 import type { DeploymentRecord, HookCallRecord, RunFilter, ScriptSummary, ScriptVersionRecord } from "../policy-types.js";
+import { toDeployment, toHookCall, toVersion, type DeploymentRow, type HookCallRow, type VersionRow } from "../policy-rows.js";
 import type { WriteOptions } from "../quota.js";
 import { scriptVersionBytes } from "../row-bytes.js";
 import type { PolicyTables } from "../with-policy-tables.js";
@@ -11,76 +12,6 @@ import type { PgTransaction } from "./pg-commit.js";
 
 /** Queues a write for the store's next group commit (postgres-store.ts). */
 export type PgSubmit = <T>(what: string, tenant: string | undefined, apply: (tx: PgTransaction) => Promise<T>) => Promise<T>;
-
-interface VersionRow {
-  tenant: string;
-  name: string;
-  version: number;
-  entry: string;
-  files: string;
-  bundle_hash: string;
-  warnings: string;
-  created_ms: number;
-}
-
-interface DeploymentRow {
-  id: string;
-  tenant: string;
-  number: number;
-  scripts: string;
-  shadow: string;
-  from_config: boolean;
-  previous_id: string | null;
-  rollback_of: string | null;
-  created_ms: number;
-}
-
-interface HookCallRow {
-  run_id: string;
-  idx: number;
-  call_id: string;
-  hook: string;
-  attempt: number;
-  shadow: boolean;
-  verdict: string;
-  decision: string;
-  payload: string | null;
-}
-
-const toVersion = (row: VersionRow): ScriptVersionRecord => ({
-  tenant: row.tenant,
-  name: row.name,
-  version: row.version,
-  entry: row.entry,
-  files: JSON.parse(row.files),
-  bundleHash: row.bundle_hash,
-  warnings: JSON.parse(row.warnings),
-  createdMs: row.created_ms,
-});
-
-const toDeployment = (row: DeploymentRow): DeploymentRecord => ({
-  id: row.id,
-  tenant: row.tenant,
-  number: row.number,
-  scripts: JSON.parse(row.scripts),
-  shadow: JSON.parse(row.shadow),
-  fromConfig: row.from_config,
-  ...(row.previous_id !== null ? { previousId: row.previous_id } : {}),
-  ...(row.rollback_of !== null ? { rollbackOf: row.rollback_of } : {}),
-  createdMs: row.created_ms,
-});
-
-const toHookCall = (row: HookCallRow): HookCallRecord => ({
-  runId: row.run_id,
-  index: row.idx,
-  callId: row.call_id,
-  hook: row.hook,
-  attempt: row.attempt,
-  shadow: row.shadow,
-  verdict: row.verdict,
-  decision: JSON.parse(row.decision),
-  ...(row.payload !== null ? { payload: JSON.parse(row.payload) } : {}),
-});
 
 export class PgPolicyTables implements PolicyTables {
   constructor(
