@@ -1,6 +1,9 @@
 import type { PauseRecord, RunRecord, SessionRecord, StoredRunStatus } from "./types.js";
 
-/* Row shapes of the SQLite tables and their mapping to records. */
+/*
+ * Row shapes of the sessions, runs and pauses tables as both stores read them, their records, and a new run's
+ * insert values.
+ */
 
 export interface SessionRow {
   id: string;
@@ -55,6 +58,29 @@ export function rowToSession(row: SessionRow): SessionRecord {
     createdMs: row.created_ms,
     ...(row.forked_from ? { forkedFrom: JSON.parse(row.forked_from) } : {}),
   };
+}
+
+/**
+ * A new run's values in the order both stores insert them (id, session_id, inference_id, prompt, options, status,
+ * iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id); `optionsJson` is
+ * run.options as the caller already serialized it (it charges those bytes).
+ */
+export function runInsertValues(run: RunRecord, optionsJson: string): (string | number | null)[] {
+  return [
+    run.id,
+    run.sessionId,
+    run.inferenceId,
+    run.prompt,
+    optionsJson,
+    run.status,
+    run.iterations,
+    run.startedMs,
+    run.lastSeq,
+    run.ownerPid ?? null,
+    run.ownerInstance ?? null,
+    run.deployment ? JSON.stringify(run.deployment) : null,
+    run.deployment?.id ?? null,
+  ];
 }
 
 export function rowToRun(row: RunRow): RunRecord {

@@ -41,7 +41,7 @@ import type {
   TenantUsage,
   WriteOptions,
 } from "./types.js";
-import { rowToPause, rowToRun, rowToSession, type PauseRow, type RunRow, type SessionRow } from "./rows.js";
+import { rowToPause, rowToRun, rowToSession, runInsertValues, type PauseRow, type RunRow, type SessionRow } from "./rows.js";
 
 type EventRow = { seq: number; type: string; body: string };
 
@@ -145,21 +145,7 @@ export class SqliteStore extends StoreBase implements Store {
     await this.submit("create run", (batch) => {
       const session = this.statements.tenantOfSession.get(run.sessionId) as { tenant: string } | undefined;
       if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
-      this.statements.insertRun.run(
-        run.id,
-        run.sessionId,
-        run.inferenceId,
-        run.prompt,
-        runOptions,
-        run.status,
-        run.iterations,
-        run.startedMs,
-        run.lastSeq,
-        run.ownerPid ?? null,
-        run.ownerInstance ?? null,
-        run.deployment ? JSON.stringify(run.deployment) : null,
-        run.deployment?.id ?? null,
-      );
+      this.statements.insertRun.run(...runInsertValues(run, runOptions));
       batch.charge(session.tenant, run.prompt.length + runOptions.length, options.maxTenantBytes);
     });
   }

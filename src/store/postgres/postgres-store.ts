@@ -11,7 +11,7 @@ import { runUsageOf, totalsOf, type UsageDelta, type UsageTotals } from "../usag
 import { runWriteBytes } from "../row-bytes.js";
 import { newSessionLog } from "../session-base.js";
 import { encodeBase } from "../turn-layout.js";
-import { rowToPause, rowToRun, rowToSession, type PauseRow, type RunRow, type SessionRow } from "../rows.js";
+import { rowToPause, rowToRun, rowToSession, runInsertValues, type PauseRow, type RunRow, type SessionRow } from "../rows.js";
 import type {
   DeletedSession,
   PageOptions,
@@ -179,23 +179,7 @@ export class PostgresStore extends StoreBase implements Store {
           `INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid,
              owner_instance, deployment, deployment_id, epoch, owner_node, lease_expires_ms)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, $14, ${NOW_MS} + $15)`,
-          [
-            run.id,
-            run.sessionId,
-            run.inferenceId,
-            run.prompt,
-            runOptions,
-            run.status,
-            run.iterations,
-            run.startedMs,
-            run.lastSeq,
-            run.ownerPid ?? null,
-            run.ownerInstance ?? null,
-            run.deployment ? JSON.stringify(run.deployment) : null,
-            run.deployment?.id ?? null,
-            run.status === "running" ? this.cluster.node : null,
-            this.cluster.leaseMs,
-          ],
+          [...runInsertValues(run, runOptions), run.status === "running" ? this.cluster.node : null, this.cluster.leaseMs],
         );
         await tx.query("RELEASE hookbox_run");
       } catch (error) {
