@@ -69,14 +69,18 @@ describe("many hookbox serve processes on one PostgreSQL database", () => {
     const runId = started.body.runId as string;
 
     const continued: number[] = [];
+    // C's answer to the last continue may come after the run it resumed has finished and B's stream ended.
+    const answers: Promise<void>[] = [];
     const stream = readEvents(nodes[1].url, "acme-key", runId, {
       onMessage: (m) => {
         if (m.event.type !== "debugger.pause") return;
         const pauseId = m.event.pauseId;
-        void c.request("POST", `/v1/runs/${runId}/continue`, { pauseId }).then((answer) => {
-          expect(answer, JSON.stringify(answer.body)).toMatchObject({ status: 200, body: { continued: true } });
-          continued.push(m.event.seq);
-        });
+        answers.push(
+          c.request("POST", `/v1/runs/${runId}/continue`, { pauseId }).then((answer) => {
+            expect(answer, JSON.stringify(answer.body)).toMatchObject({ status: 200, body: { continued: true } });
+            continued.push(m.event.seq);
+          }),
+        );
       },
     });
     // While it runs, its session is busy on every node.
@@ -86,6 +90,7 @@ describe("many hookbox serve processes on one PostgreSQL database", () => {
       expect(second.body.error.code).toBe("SESSION_BUSY");
     }
     const { messages, ended } = await stream;
+    await Promise.all(answers);
     expect(ended).toBe(true);
     expectWholeRun(messages);
     expect(continued.length).toBe(types(messages).filter((t) => t === "debugger.pause").length);
