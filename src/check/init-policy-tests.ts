@@ -47,6 +47,12 @@ export const POLICY_CASES = {
       expect: { texts: ["refund A17 to [card]"], calledNext: true },
     },
     {
+      name: "the words after a card number stay as they were",
+      middleware: "redactCards",
+      input: { messages: [{ role: "user", text: "card 4111-1111-1111-1111 expired, use 5500 0000 0000 0004 please" }] },
+      expect: { texts: ["card [card] expired, use [card] please"], calledNext: true },
+    },
+    {
       name: "the scripted run: no refund over the limit (100) ever starts",
       run: { prompt: "Please refund order A17, I was charged twice", model: "model.json" },
       expect: { status: "completed", events: [{ never: { type: "tool-started", name: "refund", args: { amount: { $gt: 100 } } } }] },
@@ -73,8 +79,8 @@ test("smaller refunds have no objection", async () => {
 });
 
 test("card numbers are replaced before the model sees them", async () => {
-  const passed = await policy.middleware("redactCards", { messages: [{ role: "user", text: "card 4111 1111 1111 1111" }] });
-  assert.deepEqual(passed.texts, ["card [card]"]);
+  const passed = await policy.middleware("redactCards", { messages: [{ role: "user", text: "card 4111 1111 1111 1111 please" }] });
+  assert.deepEqual(passed.texts, ["card [card] please"]);
 });
 `;
 

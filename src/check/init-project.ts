@@ -44,7 +44,8 @@ function hookboxInstalledAbove(dir: string): boolean {
 const POLICY = `import { BlockKinds, PayloadKeys, defineScript, keys, setKey } from "hookbox";
 import type { BeforeToolCallReturn, OnToolErrorReturn } from "hookbox";
 
-const CARD_NUMBER = /\\b(?:\\d[ -]?){13,19}\\b/g;
+// 13 to 19 digits, single spaces or dashes between them; the text after the number is left alone.
+const CARD_NUMBER = /\\b\\d(?:[ -]?\\d){12,18}\\b/g;
 const REFUND_LIMIT = 100;
 
 export default defineScript({

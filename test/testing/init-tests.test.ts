@@ -27,10 +27,10 @@ describe("hookbox init writes the policy's tests", () => {
 
     const cases = await run(process.execPath, [join(root, "node_modules", ".bin", "hookbox"), "test"], dir);
     expect(cases.stderr).toBe("");
-    expect(cases.stdout).toContain("7 passed, 0 failed");
+    expect(cases.stdout).toContain("8 passed, 0 failed");
     expect(cases.code).toBe(0);
     const npm = await run("npm", ["test"], dir);
-    expect(npm.stdout).toContain("7 passed, 0 failed");
+    expect(npm.stdout).toContain("8 passed, 0 failed");
     expect(npm.stdout).toMatch(/^ℹ pass 3$/m);
     expect(npm.code).toBe(0);
 
