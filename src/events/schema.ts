@@ -202,6 +202,10 @@ export const TextDeltaEventSchema = z.object({
   type: z.literal("text-delta"),
   iteration: z.number().int(),
   delta: z.string(),
+  sofar: z
+    .literal(true)
+    .optional()
+    .meta({ description: "set on the first delta of a reader that joined mid-answer: `delta` is the whole answer so far" }),
   timestampMs: z.number(),
   sessionId: z.string(),
   inferenceId: z.string(),

@@ -178,12 +178,15 @@ export type EventType = HookboxEvent["type"];
 /**
  * A piece of the model's answer as it streams in, for live readers only (docs/events.md, "Live text"): it is
  * never stored and has no `seq`, so `Last-Event-ID` and every stored reader count stored events alone; the
- * `inference-finished` of its iteration keeps the whole text. A reader that joins late sees that text instead.
+ * `inference-finished` of its iteration keeps the whole text. A reader that joins mid-answer first gets the answer
+ * so far in one delta (`sofar: true`); one that joins after it sees that text instead.
  */
 export interface TextDeltaEvent {
   type: "text-delta";
   iteration: number;
   delta: string;
+  /** True on the first delta a reader joining mid-answer gets: `delta` is the whole answer so far, not a piece. */
+  sofar?: true;
   timestampMs: number;
   sessionId: string;
   inferenceId: string;

@@ -1,5 +1,6 @@
 import type { EventBody, HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js";
 import { eventJson } from "../events/event-json.js";
+import { AnswerSoFar } from "../events/answer-so-far.js";
 
 export interface EventLogOptions {
   /** Sees each event before any reader (persistence). */
@@ -20,12 +21,14 @@ interface QueuedDelta {
 /**
  * The run's event stream: stamps seq (gap-free), time and ids, hands each event to the persistence
  * sink before any reader sees it, and serves replay-then-live async iteration. Text deltas are live only:
- * kept nowhere, handed to the readers iterating at that moment (docs/events.md, "Live text").
+ * never stored, handed to the readers iterating at that moment; one joining mid-answer first gets the answer so
+ * far (docs/events.md, "Live text").
  */
 export class EventLog {
   private readonly events: HookboxEvent[] = [];
   private readonly waiters = new Set<() => void>();
   private readonly deltaReaders = new Set<(queued: QueuedDelta) => void>();
+  private readonly answer = new AnswerSoFar();
   private closed = false;
   private nextSeq: number;
 
@@ -45,6 +48,7 @@ export class EventLog {
     this.nextSeq += 1;
     this.options.sink?.(event);
     this.events.push(event);
+    this.answer.observe(event);
     if (event.type === "run-finished") this.closed = true;
     this.wake();
     return event;
@@ -55,6 +59,7 @@ export class EventLog {
     if (this.closed) return;
     const event: TextDeltaEvent = { ...body, timestampMs: Date.now(), ...this.ids };
     this.options.liveSink?.(event);
+    this.answer.add(event);
     const queued = { after: this.events.length, event };
     for (const reader of this.deltaReaders) reader(queued);
     if (this.deltaReaders.size > 0) this.wake();
@@ -66,7 +71,8 @@ export class EventLog {
 
   /**
    * Events with seq >= fromSeq that this process saw, then live ones, ending after run-finished; with
-   * `textDeltas`, also the text deltas that come while the reader iterates, each after the events before it.
+   * `textDeltas`, also the text deltas that come while the reader iterates, each after the events before it
+   * (the first one the answer so far, when the reader joins mid-answer).
    */
   iterate(fromSeq?: number): AsyncGenerator<HookboxEvent>;
   iterate(fromSeq: number | undefined, options: { textDeltas: boolean }): AsyncGenerator<LiveEvent>;
@@ -75,7 +81,11 @@ export class EventLog {
     if (index < 0) index = this.events.length;
     const deltas: QueuedDelta[] = [];
     const reader = (queued: QueuedDelta) => deltas.push(queued);
-    if (options.textDeltas) this.deltaReaders.add(reader);
+    if (options.textDeltas) {
+      const sofar = this.answer.catchUp();
+      if (sofar) reader({ after: this.events.length, event: sofar });
+      this.deltaReaders.add(reader);
+    }
     try {
       for (;;) {
         if (deltas.length > 0 && deltas[0].after <= index) {

@@ -1,5 +1,6 @@
 import type { HookboxEvent, TextDeltaEvent } from "../events/types.js";
 import { isInterruption, isRunEnd } from "../store/interrupted.js";
+import { AnswerSoFar } from "../events/answer-so-far.js";
 
 type Listener = (event: HookboxEvent) => void;
 /** `afterSeq`: the last event published before the delta (the delta belongs right after it). */
@@ -14,6 +15,7 @@ export class RunFeed {
   private readonly listeners = new Set<Listener>();
   private readonly deltaListeners = new Set<DeltaListener>();
   private readonly closeListeners = new Set<() => void>();
+  private readonly answer = new AnswerSoFar();
   private closed = false;
 
   /** `lastSeq`: the run's committed seq when the feed starts (a resumed run's). */
@@ -35,7 +37,10 @@ export class RunFeed {
     return this.closed;
   }
 
+  /** A listener that joins mid-answer hears the answer so far at once, then each delta. */
   subscribeDeltas(listener: DeltaListener): () => void {
+    const sofar = this.answer.catchUp();
+    if (sofar) guard(this.lastSeq, () => listener(sofar, this.lastSeq));
     this.deltaListeners.add(listener);
     return () => this.deltaListeners.delete(listener);
   }
@@ -43,10 +48,12 @@ export class RunFeed {
   /** A listener that throws is a reader's bug: it is logged and never stops the run or the other readers. */
   publish(event: HookboxEvent): void {
     this.lastSeq = Math.max(this.lastSeq, event.seq);
+    this.answer.observe(event);
     for (const listener of this.listeners) guard(event.seq, () => listener(event));
   }
 
   publishDelta(event: TextDeltaEvent): void {
+    this.answer.add(event);
     for (const listener of this.deltaListeners) guard(this.lastSeq, () => listener(event, this.lastSeq));
   }
 

@@ -126,6 +126,69 @@ describe("live text: text-delta events while a streaming model answers", () => {
   });
 });
 
+/**
+ * A second reader joins once the first has seen two pieces: it starts from the answer so far, then reads on.
+ * A stored run's reader may still be reading the store when the rest streams by; once it reads the finished
+ * inference from there it skips the deltas before it (it has the whole text), so its deltas are a prefix.
+ */
+async function expectJoinMidAnswer(handle: RunHandle, release: () => void, deltas: "every" | "a prefix") {
+  let joined: Promise<LiveEvent[]> | undefined;
+  await follow(handle.events(1, { textDeltas: true }), (seen) => {
+    if (joined || seen.filter((e) => e.type === "text-delta").length < 2) return;
+    joined = follow(handle.events(1, { textDeltas: true }), (late) => {
+      if (late.some((e) => e.type === "text-delta")) release();
+    });
+  });
+  const late = (await joined!).filter((e) => e.type === "text-delta");
+  expect(late[0]).toMatchObject({ sofar: true, delta: ANSWER.slice(0, 10), iteration: 1 });
+  expect(late.slice(1).every((e) => !("sofar" in e))).toBe(true);
+  const text = late.map((e) => e.delta).join("");
+  if (deltas === "every") expect(text).toBe(ANSWER);
+  else expect(ANSWER.startsWith(text)).toBe(true);
+  expect((await joined!).find((e) => e.type === "inference-finished")).toMatchObject({ text: ANSWER });
+}
+
+describe("live text: a reader that joins mid-answer", () => {
+  let close: (() => Promise<void>) | undefined;
+  afterEach(async () => close?.());
+
+  it("gets the answer so far in one sofar delta, then the rest piece by piece (a run handle)", async () => {
+    const { server, release, config } = await heldModel();
+    close = server.close;
+    const runtime = await createTenantRuntime(config, noPool);
+    const handle = runtime.start({ sessionId: "s", prompt: "Where is my refund?" });
+    await expectJoinMidAnswer(handle, release, "every");
+  });
+
+  it("gets the answer so far in one sofar delta, then the rest piece by piece (a stored run)", async () => {
+    const { server, release, config } = await heldModel();
+    close = server.close;
+    const store = openStore(join(tempDir("hookbox-live-join-"), "store.db"));
+    try {
+      const runtime = await createTenantRuntime(config, noPool);
+      const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+      const session = await manager.create({ tenant: "acme", tenantConfig: config });
+      await expectJoinMidAnswer(await session.run("Where is my refund?"), release, "a prefix");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("gets nothing extra once the inference has finished (the feed forgot the answer)", async () => {
+    const feed = new RunFeed(1);
+    const delta = { type: "text-delta" as const, iteration: 1, delta: "Hel", timestampMs: 1, sessionId: "s1", inferenceId: "i" };
+    feed.publishDelta(delta);
+    const heard: string[] = [];
+    feed.subscribeDeltas((d, afterSeq) => heard.push(`${d.delta}@${afterSeq}${d.sofar ? " sofar" : ""}`))();
+    feed.publish(event("r1", 2, { type: "inference-finished", iteration: 1, text: "Hello", toolCalls: [] }));
+    feed.subscribeDeltas((d) => heard.push(d.delta))();
+    feed.publishDelta({ ...delta, iteration: 2, delta: "Next" });
+    feed.publishDelta({ ...delta, iteration: 2, delta: " one" });
+    feed.subscribeDeltas((d) => heard.push(`${d.delta}${d.sofar ? " sofar" : ""}`))();
+    expect(heard).toEqual(["Hel@1 sofar", "Next one sofar"]);
+  });
+});
+
 describe("a stored run's live reader and text deltas", () => {
   it("drops a delta that reaches it after it has passed the delta's place (the inference's end was read from the store)", async () => {
     const store = openMemoryStore();

@@ -35,7 +35,9 @@ export function addEvents(timeline: Timeline, batch: RunEvent[]): Timeline {
       if (event.type !== "text-delta") continue;
       const iteration = event.iteration as number;
       const delta = String(event.delta ?? "");
-      writing = writing?.iteration === iteration ? { iteration, text: writing.text + delta } : { iteration, text: delta };
+      // A `sofar` delta is the whole answer so far (the stream joined or rejoined mid-answer): it replaces the text.
+      const continues = writing?.iteration === iteration && event.sofar !== true;
+      writing = continues ? { iteration, text: writing!.text + delta } : { iteration, text: delta };
       continue;
     }
     stored.push(event);
