@@ -103,7 +103,13 @@ export type { CapabilityGrants, CapabilityLimits, EgressEntry, EgressHeader } fr
 export type { KvStore, KvPage, KvSetOptions, KvListOptions } from "./store/kv.js";
 
 // Sessions and their store.
-export { SessionManager, type SessionManagerOptions, type SessionView } from "./session/manager.js";
+export {
+  SessionManager,
+  type SessionListing,
+  type SessionManagerOptions,
+  type SessionStatus,
+  type SessionView,
+} from "./session/manager.js";
 export type { HistoryCacheLimits } from "./session/histories.js";
 export type { EventReaderOptions, LiveDeltaText } from "./session/read-events.js";
 // SessionOwner is marked @internal: the published declarations leave it out with Session's constructor.

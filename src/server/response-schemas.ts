@@ -30,6 +30,7 @@ export const SessionList = z.object({
       id: z.string(),
       tenant: z.string(),
       createdMs: z.number(),
+      status: z.enum(["idle", "running", "interrupted"]),
       runs: z.number().int(),
       lastRun: z.object({ id: z.string(), status: runStatus, prompt: z.string(), startedMs: z.number() }).optional(),
     }),

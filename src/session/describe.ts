@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { RunRecord, Store } from "../store/types.js";
+import type { RunRecord, SessionSummary, Store } from "../store/types.js";
 import type { Turn } from "../turns/turn.js";
 import { onePerTick } from "./one-per-tick.js";
 
@@ -9,10 +9,24 @@ import { onePerTick } from "./one-per-tick.js";
  * and that turn travels as the stored JSON text: however big it is, the host never parses it to answer.
  */
 
+/** A session is running while a run of it is busy here or stored as running; interrupted when its latest run was. */
+export type SessionStatus = "idle" | "running" | "interrupted";
+
+export function sessionStatus(options: { busy: boolean; latestRun: RunRecord["status"] | undefined }): SessionStatus {
+  // Busy here, or running in another process (a cluster node, another `hookbox run` on the file).
+  if (options.busy || options.latestRun === "running") return "running";
+  return options.latestRun === "interrupted" ? "interrupted" : "idle";
+}
+
+/** A session of a list (GET /v1/sessions, SessionManager.list): its summary and its status. */
+export interface SessionListing extends SessionSummary {
+  status: SessionStatus;
+}
+
 export interface SessionView {
   sessionId: string;
   tenant: string;
-  status: "idle" | "running" | "interrupted";
+  status: SessionStatus;
   createdMs: number;
   forkedFrom?: { sessionId: string; runId: string };
   /** Which runs `turns` holds: `limit` runs from `offset` (0 = the session's first run) of `total`. */
@@ -49,8 +63,7 @@ export async function describeSession(options: DescribeOptions): Promise<{ view:
     prompt: run.prompt,
     ...(run.id === latest?.id && snapshot ? { phase: snapshot.phase } : {}),
   }));
-  // Busy here, or running in another process (a cluster node, another `hookbox run` on the file).
-  const status = options.busy || latest?.status === "running" ? "running" : latest?.status === "interrupted" ? "interrupted" : "idle";
+  const status = sessionStatus({ busy: options.busy, latestRun: latest?.status });
   const view: SessionView = {
     sessionId,
     tenant: record.tenant,

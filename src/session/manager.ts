@@ -22,26 +22,17 @@ import { newId } from "../loop/ids.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { RunHandle, RunOptions, TenantRuntime } from "../host/types.js";
 import type { Block, Turn } from "../turns/turn.js";
-import type {
-  DeletedSession,
-  RunRecord,
-  SessionFilter,
-  SessionRecord,
-  SessionSummary,
-  SnapshotInfo,
-  Store,
-  StoredEventText,
-} from "../store/types.js";
+import type { DeletedSession, RunRecord, SessionFilter, SessionRecord, SnapshotInfo, Store, StoredEventText } from "../store/types.js";
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
 import { readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDeltaText } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions } from "./session.js";
-import { describeSession, sessionViewJson, type SessionView } from "./describe.js";
+import { describeSession, sessionStatus, sessionViewJson, type SessionListing, type SessionView } from "./describe.js";
 import { DEFAULT_HISTORY_CACHE, ownCopy, SessionHistories, type HistoryCacheLimits, type StartingTurn } from "./histories.js";
 
-export type { SessionView } from "./describe.js";
+export type { SessionListing, SessionStatus, SessionView } from "./describe.js";
 
 export interface SessionManagerOptions {
   store: Store;
@@ -92,8 +83,15 @@ export class SessionManager {
     return record && new Session(this, record);
   }
 
-  list(filter?: SessionFilter): Promise<SessionSummary[]> {
-    return this.store.listSessions(filter);
+  /** Sessions with their status (src/session/describe.ts: running while a run of it is busy here or stored as running). */
+  async list(filter?: SessionFilter): Promise<SessionListing[]> {
+    const sessions = await this.store.listSessions(filter);
+    const listed: SessionListing[] = [];
+    for (const session of sessions) {
+      await this.runs.settleEnding(session.id);
+      listed.push({ ...session, status: sessionStatus({ busy: this.runs.isBusy(session.id), latestRun: session.lastRun?.status }) });
+    }
+    return listed;
   }
 
   /**

@@ -7,6 +7,8 @@ export interface FakeReply {
   /** Answer with this HTTP error status (and `headers`, e.g. Retry-After) instead of a completion. */
   status?: number;
   headers?: Record<string, string>;
+  /** The error's message with `status` (default "fake provider error <status>"). */
+  errorMessage?: string;
   /** Token counts reported in `usage` (default 11 in, 7 out). */
   usage?: { input: number; output: number };
   /** Streaming only: after this many 5-character pieces of `text`, wait for `until` before sending the rest. */
@@ -32,7 +34,7 @@ export async function startOpenAIServer(
     const reply = replies[next++] ?? options.afterReplies ?? { text: "(no more replies)" };
     if (reply.status !== undefined) {
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
-      res.end(JSON.stringify({ error: { message: `fake provider error ${reply.status}`, type: "fake_error" } }));
+      res.end(JSON.stringify({ error: { message: reply.errorMessage ?? `fake provider error ${reply.status}`, type: "fake_error" } }));
       return;
     }
     const toolCalls = (reply.toolCalls ?? []).map((c, index) => ({

@@ -77,6 +77,29 @@ describe("GET /v1/approvals", () => {
   });
 });
 
+describe("GET /v1/sessions", () => {
+  it("gives each session its own status (idle, running) beside its last run's", async () => {
+    const client = api(server.url, "acme-key");
+    const fresh = (await client.request("POST", "/v1/sessions", {})).body.sessionId as string;
+    const asking = await startAsking("acme-key");
+    const listed = async () => {
+      const answer = await client.request("GET", "/v1/sessions?limit=1000");
+      expect(answer.status).toBe(200);
+      return new Map<string, { status: string; lastRun?: { status: string } }>(
+        answer.body.sessions.map((session: { id: string }) => [session.id, session]),
+      );
+    };
+    const waiting = await listed();
+    expect(waiting.get(fresh)).toMatchObject({ status: "idle", runs: 0 });
+    expect(waiting.get(fresh)?.lastRun).toBeUndefined();
+    expect(waiting.get(asking.sessionId)).toMatchObject({ status: "running", runs: 1, lastRun: { id: asking.runId, status: "running" } });
+    await client.request("POST", `/v1/runs/${asking.runId}/approvals/${asking.requested.pauseId}`, { decision: "approve" });
+    await readEvents(server.url, "acme-key", asking.runId);
+    // The run completed; the session is idle (ready for its next run).
+    expect((await listed()).get(asking.sessionId)).toMatchObject({ status: "idle", lastRun: { status: "completed" } });
+  });
+});
+
 describe("GET /v1/runs", () => {
   it("lists the tenant's runs latest first, filtered by session and status, a page at a time", async () => {
     const client = api(server.url, "acme-key");

@@ -187,11 +187,16 @@ describe("SessionManager", () => {
     const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
     const handle = await session.run("go");
     await waitForEvent(manager.events(handle.runId), "tool-started", (e) => e.callId === "c2");
+    // A session's listed status is its own, not its last run's: running, interrupted, then idle once resumed.
+    expect((await manager.list({ tenant: "acme" })).map((listed) => listed.status)).toEqual(["running"]);
     const interrupting = manager.interruptAll("draining");
     release();
     await interrupting;
     const interrupted = await store.getRun(handle.runId);
     expect(interrupted).toMatchObject({ status: "interrupted", reason: "draining" });
+    expect((await manager.list({ tenant: "acme" })).map((listed) => [listed.status, listed.lastRun?.status])).toEqual([
+      ["interrupted", "interrupted"],
+    ]);
     expect(first.executed).toEqual(["a", "b"]); // b started; its result was never committed
     expect(first.beforeRun).toEqual(["go"]);
 
@@ -203,6 +208,7 @@ describe("SessionManager", () => {
     const resumed = await resumer.resume(session.id);
     expect(resumed.runId).toBe(handle.runId);
     expect(await resumed.wait()).toMatchObject({ status: "completed", iterations: 2, text: "done" });
+    expect((await resumer.list()).map((listed) => [listed.status, listed.lastRun?.status])).toEqual([["idle", "completed"]]);
     expect(fresh.requests[0]!.resumeFrom).toMatchObject({
       // run-resumed takes the seq after the interruption; the loop goes on after it.
       nextSeq: interrupted!.lastSeq + 2,

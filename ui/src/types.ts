@@ -16,6 +16,8 @@ export interface RunEvent {
 
 export interface SessionSummary {
   id: string;
+  /** idle, running (a run of it is in flight) or interrupted (its latest run was; it can be resumed). */
+  status: string;
   createdMs: number;
   runs: number;
   lastRun?: { id: string; status: string; prompt: string; startedMs: number };

@@ -31,6 +31,7 @@ export function Sessions() {
         <thead>
           <tr>
             <th>Session</th>
+            <th>Status</th>
             <th>Created</th>
             <th>Runs</th>
             <th>Last run</th>
@@ -44,15 +45,18 @@ export function Sessions() {
                   {shortId(session.id)}
                 </a>
               </td>
+              <td>
+                <StatusBadge status={session.status} />
+              </td>
               <td>{time(session.createdMs)}</td>
               <td>{session.runs}</td>
               <td>
                 {session.lastRun ? (
                   <>
-                    <StatusBadge status={session.lastRun.status} />{" "}
                     <a href={href.run(session.lastRun.id)} class="prompt">
                       {session.lastRun.prompt}
-                    </a>
+                    </a>{" "}
+                    <span class="last-run-status">({session.lastRun.status})</span>
                   </>
                 ) : (
                   "none"
