@@ -1,6 +1,6 @@
 import ts from "typescript";
 import { join } from "node:path";
-import { packageRoot } from "../../codegen/package-root.js";
+import { packageRoot } from "../package-root.js";
 import { applyInsertions, hookAnnotations, originalPosition, type Insertion } from "./hook-annotations.js";
 
 /** Where `import ... from "hookbox"` resolves for `hookbox check`: this package's types/. */

@@ -95,7 +95,7 @@ const commands: Record<string, { usage: string; summary: string; options: readon
     ],
   },
   serve: {
-    usage: "serve --port N --store FILE --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict]",
+    usage: "serve --port N --store FILE --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] [--script-cache DIR|none]",
     summary: "the multi-tenant HTTP server",
     options: [
       ["--port N", "the port (0: a free one) (required)"],
@@ -104,6 +104,7 @@ const commands: Record<string, { usage: string; summary: string; options: readon
       ["--host ADDRESS", "the address to listen on (default the config's, else 127.0.0.1)"],
       wall,
       ["--strict", "build every tenant's scripts and models before listening; exit 2 at the first that fails"],
+      ["--script-cache DIR|none", "where bundles are kept for the next start (default the config's, else ~/.cache/hookbox/scripts)"],
     ],
   },
   doctor: {

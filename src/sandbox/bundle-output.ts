@@ -45,14 +45,19 @@ const byFilename = new Map<string, Bundle>();
 export function finishBundle(output: { js: string; map: string; defaultName: string; displayPath: string }): Bundle {
   // The prefix stays on line 1 so bundle line numbers match the source map.
   const code = `(function (__hookbox_runtime__) {${output.js}\nreturn __hookboxScript;\n})`;
-  const hash = createHash("sha256").update(code).digest("hex");
+  return restoreBundle({ code, map: output.map, defaultName: output.defaultName, displayPath: output.displayPath });
+}
+
+/** A bundle from its wrapped code and source map text (finishBundle's, or one kept on disk: script-cache.ts), its map registered. */
+export function restoreBundle(stored: { code: string; map: string; defaultName: string; displayPath: string }): Bundle {
+  const hash = createHash("sha256").update(stored.code).digest("hex");
   const bundle: Bundle = {
     hash,
     filename: `bundle-${hash.slice(0, 12)}.js`,
-    code,
-    defaultName: output.defaultName,
-    displayPath: output.displayPath,
-    map: new SourceMap(JSON.parse(output.map) as RawSourceMap),
+    code: stored.code,
+    defaultName: stored.defaultName,
+    displayPath: stored.displayPath,
+    map: new SourceMap(JSON.parse(stored.map) as RawSourceMap),
   };
   byFilename.set(bundle.filename, bundle);
   return bundle;

@@ -5,6 +5,7 @@ import { context, type BuildOptions, type BuildResult, type Message } from "esbu
 import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type BundleBounds, type InputIdentity } from "./bundle-guard.js";
 import { finishBundle, sandboxBuildOptions, type Bundle } from "./bundle-output.js";
 import { bundleUploadedFiles } from "./files-bundler.js";
+import type { ScriptCache } from "./script-cache.js";
 import { HookboxError } from "../errors.js";
 import type { BundleVariant, ScriptSource } from "./api.js";
 
@@ -20,6 +21,19 @@ interface CacheEntry {
 }
 
 const cache = new Map<string, CacheEntry>();
+
+/** The disk cache a restart reuses bundles from (script-cache.ts); a server sets it, the library runs without. */
+let diskCache: ScriptCache | undefined;
+/** How each script's bundle was obtained in this process (GET /metrics). */
+const obtained = { esbuild: 0, memory: 0, disk: 0 };
+
+export function useScriptCache(cache: ScriptCache | undefined): void {
+  diskCache = cache;
+}
+
+export function bundlesObtained(): Readonly<typeof obtained> {
+  return obtained;
+}
 
 /**
  * esbuild's own messages can quote the files they are about (a parse error shows the offending text), so
@@ -45,6 +59,15 @@ function describeFailure(failure: { message?: string }): string {
 
 function scriptName(file: string): string {
   return basename(file).replace(/\.(d\.)?[mc]?[jt]sx?$/, "") || basename(file);
+}
+
+/** The identities of files a cached bundle was built from, or undefined when one cannot be read now. */
+function identities(paths: string[]): InputIdentity[] | undefined {
+  try {
+    return paths.map(identity);
+  } catch {
+    return undefined;
+  }
 }
 
 function inputsUnchanged(entry: CacheEntry): boolean {
@@ -111,9 +134,22 @@ export async function bundleScript(
   const plain = isPath ? `path:${entry}` : `source:${createHash("sha256").update(entry).update("\0").update(source.source).digest("hex")}`;
   const key = variant ? `${plain}\0variant:${variant.key}` : plain;
   const hit = cache.get(key);
-  if (hit !== undefined && inputsUnchanged(hit)) return hit.bundle;
+  if (hit !== undefined && inputsUnchanged(hit)) {
+    obtained.memory += 1;
+    return hit.bundle;
+  }
 
   const displayPath = relative(process.cwd(), entry) || entry;
+  // A variant (coverage counters, a fixed clock) is a test's own build: it never reaches the disk.
+  const kept = variant ? undefined : diskCache?.bundle(source, bounds, displayPath);
+  if (kept) {
+    const inputs = identities(kept.inputs);
+    if (inputs) {
+      cache.set(key, { bundle: kept.bundle, inputs });
+      obtained.disk += 1;
+      return kept.bundle;
+    }
+  }
   const fail = (detail: string) => new HookboxError("SCRIPT_LOAD", `${displayPath}: ${detail}`, { file: displayPath });
   const root = scriptRoot(entry, displayPath);
   if (!isPath && Buffer.byteLength(source.source) > bounds.maxFileBytes) {
@@ -163,5 +199,7 @@ export async function bundleScript(
   const bundle = finishBundle({ js: output, map: mapFile.text, defaultName: scriptName(entry), displayPath });
   // The files as the guard read them (source text itself is part of the cache key, not a file).
   cache.set(key, { bundle, inputs: guard.inputs });
+  obtained.esbuild += 1;
+  if (!variant) diskCache?.store(source, bounds, { bundle, map: mapFile.text, inputs: guard.inputs.map((input) => input.path) });
   return bundle;
 }

@@ -180,6 +180,8 @@ const ConfigSchema = z.strictObject({
       maxTenantsPerWorker: positiveInt.optional(),
       /** The sandbox's second wall around every worker (default "auto"; "required" recommended). */
       wall: z.enum(WALL_MODES).optional(),
+      /** Where bundles are kept for the next start (relative to the config file); false: nowhere (docs/server.md, "Start-up"). */
+      scriptCache: z.union([z.string().min(1), z.literal(false)]).optional(),
       /** Client connections open at once (default and ceiling: three quarters of the descriptor limit). */
       maxConnections: positiveInt.optional(),
       /** Time a client has to send a request's headers and body, ms (default 30000); then 408 and closed. */
@@ -240,6 +242,8 @@ export interface ServerConfig {
   maxTenantsPerWorker?: number;
   /** Absent: the pool's default ("auto"). */
   wall?: WallMode;
+  /** The script cache's directory (absolute), false for none; absent: the default (script-cache.ts). */
+  scriptCache?: string | false;
   /** Absent: derived from the descriptor limit (src/server/connections.ts). */
   maxConnections?: number;
   requestTimeoutMs?: number;
@@ -377,6 +381,7 @@ export function loadServerConfig(file: string, options: { env?: NodeJS.ProcessEn
     ...(server.maxLiveIsolates !== undefined ? { maxLiveIsolates: server.maxLiveIsolates } : {}),
     ...(server.maxTenantsPerWorker !== undefined ? { maxTenantsPerWorker: server.maxTenantsPerWorker } : {}),
     ...(server.wall ? { wall: server.wall } : {}),
+    ...(server.scriptCache !== undefined ? { scriptCache: server.scriptCache === false ? false : resolve(base, server.scriptCache) } : {}),
     ...(server.maxConnections !== undefined ? { maxConnections: server.maxConnections } : {}),
     ...(server.requestTimeoutMs !== undefined ? { requestTimeoutMs: server.requestTimeoutMs } : {}),
     ...(server.leaseMs !== undefined ? { leaseMs: server.leaseMs } : {}),

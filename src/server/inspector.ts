@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Hono } from "hono";
-import { packageRoot } from "../../codegen/package-root.js";
+import { packageRoot } from "../package-root.js";
 
 /*
  * The web inspector's files (built from ui/ into dist/ui by scripts/build.mjs), served at /ui/ by `hookbox

@@ -1,6 +1,7 @@
 import type { TenantsStatus } from "./lazy-runtimes.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { PoolStats } from "../sandbox/pool.js";
+import { bundlesObtained } from "../sandbox/bundler.js";
 
 /*
  * The server's Prometheus metrics (GET /metrics, docs/server.md "Metrics"): counters and histograms kept in
@@ -131,6 +132,15 @@ export class ServerMetrics {
         for (const tenant of tenants.unavailable) out.push(`hookbox_tenant_unavailable${labelText({ tenant })} 1`);
       });
     }
+    family(
+      "hookbox_script_bundles_total",
+      "counter",
+      "Script bundles a tenant's load took, by where from: esbuild, this process's memory, or the disk cache of an earlier start.",
+      () => {
+        for (const [from, count] of Object.entries(bundlesObtained()))
+          out.push(`hookbox_script_bundles_total${labelText({ from })} ${count}`);
+      },
+    );
     const pool = gauges.pool?.();
     if (pool) {
       family("hookbox_sandbox_worker_restarts_total", "counter", "Sandbox workers lost (watchdog kills and crashes), by reason.", () => {

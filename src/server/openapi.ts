@@ -1,7 +1,5 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { z } from "zod";
-import { packageRoot } from "../../codegen/package-root.js";
+import { packageVersion } from "../package-root.js";
 import { JsonSchema } from "../turns/json.js";
 import { ApprovalBody, ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody } from "./bodies.js";
 import { UsageReport } from "./usage-route.js";
@@ -562,8 +560,4 @@ export function openApiDocument(version = packageVersion()): object {
     security: [{ bearer: [] }, { apiKey: [] }],
     paths,
   };
-}
-
-function packageVersion(): string {
-  return (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
 }

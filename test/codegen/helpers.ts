@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { vi } from "vitest";
-import { packageRoot } from "../../codegen/package-root.js";
+import { packageRoot } from "../../src/package-root.js";
 
 export const root = packageRoot();
 

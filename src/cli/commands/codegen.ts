@@ -1,7 +1,7 @@
 import { isAbsolute, join, relative, resolve } from "node:path";
 import { HookboxError } from "../../errors.js";
 import { loadSpec, renderAll, SPEC_PATH, staleFiles, writeAll } from "../../../codegen/generate.js";
-import { packageRoot } from "../../../codegen/package-root.js";
+import { packageRoot } from "../../package-root.js";
 
 const usage = "usage: hookbox codegen [--check] [--spec FILE] [--out DIR]";
 

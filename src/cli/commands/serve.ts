@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { resolve } from "node:path";
 import { HookboxError } from "../../errors.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStoreAt } from "../../store/index.js";
@@ -7,9 +8,11 @@ import { startServer } from "../../server/server.js";
 import { checkTenantSecrets } from "../../server/tenant-runtimes.js";
 import { failUsage } from "../exit.js";
 import { wallModeFlag, type WallMode } from "../../sandbox/wall/mode.js";
+import { useScriptCache } from "../../sandbox/bundler.js";
+import { defaultScriptCacheDir, ScriptCache } from "../../sandbox/script-cache.js";
 
 const usage =
-  "usage: hookbox serve --port N [--store FILE|postgres://URL] --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] (--store or the config's store)";
+  "usage: hookbox serve --port N [--store FILE|postgres://URL] --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] [--script-cache DIR|none] (--store or the config's store)";
 
 /**
  * `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests,
@@ -30,6 +33,14 @@ export async function serveCommand(argv: string[]): Promise<number> {
     checkTenantSecrets(config);
   } catch (error) {
     return failUsage("serve", error);
+  }
+  // Bundles kept by an earlier start are reused; a directory that cannot serve (another user's, writable by
+  // others) is reported and the server bundles as if it had none.
+  const cacheDir = flags.scriptCache ?? config.scriptCache ?? defaultScriptCacheDir();
+  if (cacheDir !== false) {
+    const cache = ScriptCache.open(cacheDir);
+    if (cache instanceof ScriptCache) useScriptCache(cache);
+    else process.stderr.write(`hookbox serve: no script cache (bundles are built at every start): ${cache.problem}\n`);
   }
   let store;
   try {
@@ -115,6 +126,8 @@ interface ServeFlags {
   wall?: WallMode;
   /** Every tenant's runtime is built before listening (and at a reload, before it is taken); the first that fails stops it. */
   strict: boolean;
+  /** Overrides the config's server.scriptCache ("none": false). */
+  scriptCache?: string | false;
 }
 
 function parseServeFlags(argv: string[]): ServeFlags {
@@ -129,6 +142,7 @@ function parseServeFlags(argv: string[]): ServeFlags {
         host: { type: "string" },
         wall: { type: "string" },
         strict: { type: "boolean" },
+        "script-cache": { type: "string" },
       },
       strict: true,
       allowPositionals: false,
@@ -149,5 +163,6 @@ function parseServeFlags(argv: string[]): ServeFlags {
     ...(values.host ? { host: values.host } : {}),
     wall: wallModeFlag(values.wall),
     strict: values.strict === true,
+    ...(values["script-cache"] ? { scriptCache: values["script-cache"] === "none" ? false : resolve(values["script-cache"]) } : {}),
   };
 }

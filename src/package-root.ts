@@ -22,3 +22,8 @@ export function packageRoot(from: string = import.meta.url): string {
     dir = parent;
   }
 }
+
+/** The version in the hookbox package's package.json. */
+export function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), "package.json"), "utf8")) as { version: string }).version;
+}
