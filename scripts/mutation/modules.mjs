@@ -4,7 +4,17 @@
 // one. Run one module with `npm run mutation -- <name>`; scores and the survivors' explanations: docs/security.md.
 export const MODULES = {
   "hook-chain": { mutate: ["src/loop/hook-chain.ts"], tests: ["test/loop/*.test.ts", "test/policy/shadow-capabilities.test.ts"] },
-  approvals: { mutate: ["src/loop/approvals.ts"], tests: ["test/loop/*.test.ts"] },
+  // The loop test files that reach an approval (the others never open one).
+  approvals: {
+    mutate: ["src/loop/approvals.ts"],
+    tests: [
+      "test/loop/approvals.test.ts",
+      "test/loop/loop-bounds.test.ts",
+      "test/loop/guarded-args.test.ts",
+      "test/loop/hook-chain.test.ts",
+      "test/loop/run-hooks.test.ts",
+    ],
+  },
   "run-budget": { mutate: ["src/loop/run-budget.ts"], tests: ["test/loop/*.test.ts", "test/capabilities/redteam-capabilities.test.ts"] },
   redact: { mutate: ["src/server/redact.ts"], tests: ["test/server/redact.test.ts"] },
   // Not test/store/migration-schema6: it sets no quota (and runs the CLI's dist/), so it reaches none of quota.ts.
