@@ -1,6 +1,7 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import { ApiError } from "./api-error.js";
 import { sha256Hex } from "./config.js";
+import { isDescriptorExhaustion } from "./connections.js";
 import type { LiveConfig } from "./live-config.js";
 import type { MetricGauges, ServerMetrics } from "./metrics.js";
 
@@ -35,7 +36,20 @@ export function registerAdminRoutes(app: Hono<Env>, services: AdminServices): vo
     try {
       return c.json({ reloaded: true, ...(await services.reload()) });
     } catch (error) {
+      // Out of descriptors, the server could not read or load the config: the host's state, not the config's fault.
+      if (isDescriptorExhaustion(error)) throw reloadNotRead(error);
       throw new ApiError(400, "CONFIG", `the new config was refused; the old one stays: ${(error as Error).message}`);
     }
   });
+}
+
+/** A reload the server could not carry out for want of file descriptors: 503, the cause named, the old config kept. */
+function reloadNotRead(error: unknown): ApiError {
+  return new ApiError(
+    503,
+    "SERVER_BUSY",
+    `the config was not reloaded: the server is out of file descriptors (${(error as Error).message}); the old config stays; retry shortly`,
+    undefined,
+    { "retry-after": "1" },
+  );
 }

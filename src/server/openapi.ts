@@ -375,6 +375,10 @@ export const operations: Operation[] = [
       200: { description: "the new config serves", schema: "Reloaded" },
       400: { description: "the new config was refused (CONFIG); the old one stays", schema: "Error" },
       401: { description: "no operator key", schema: "Error" },
+      503: {
+        description: "the server is out of file descriptors (SERVER_BUSY): the config was not read; the old one stays",
+        schema: "Error",
+      },
     },
   },
   {

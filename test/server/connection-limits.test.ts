@@ -1,19 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import http from "node:http";
 import net from "node:net";
-import { readdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { api, startServe, type ServeProcess } from "./serve-process.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 
 /*
  * Idle and slow connections against a real `hookbox serve` started with a low descriptor limit (`ulimit -n
  * 256`): more idle sockets than the server has descriptors must not turn an authenticated request into a 500,
- * and a client that never finishes its headers is cut off.
+ * and a client that never finishes its headers is cut off; a config reload the server cannot read for want of
+ * descriptors is the server's 503, not the config's 400, and the old config keeps serving.
  */
 
 let server: ServeProcess;
 let crowded: ServeProcess;
+let crowdedConfig: string;
 const DESCRIPTORS = 256;
+const sha = (key: string) => createHash("sha256").update(key).digest("hex");
 
 /** A tenant with a sandboxed script: creating a session reads its source (the tenant record), which needs a descriptor. */
 const fixture = () =>
@@ -26,7 +30,7 @@ const fixture = () =>
         scripts: { "policy.ts": `export default { name: "policy", hooks: { beforeToolCall() {} } };\n` },
       },
     ],
-    { server: { requestTimeoutMs: 1000 } },
+    { server: { requestTimeoutMs: 1000, adminKeys: [{ sha256: sha("admin-key") }] } },
   );
 
 beforeAll(async () => {
@@ -35,6 +39,7 @@ beforeAll(async () => {
   // The same limit, but 200 descriptors are already held when the server starts (inherited from the shell), so
   // the connection cap, computed from the limit alone, does not keep descriptors free: exhaustion happens.
   const held = fixture();
+  crowdedConfig = held.config;
   crowded = await startServe({
     config: held.config,
     store: held.store,
@@ -70,6 +75,7 @@ function request(
   path: string,
   body?: unknown,
   url = server.url,
+  key = "acme-key",
 ): Promise<{ status: number; body: any; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const text = body === undefined ? undefined : JSON.stringify(body);
@@ -78,7 +84,7 @@ function request(
       {
         method,
         agent,
-        headers: { authorization: "Bearer acme-key", ...(text ? { "content-type": "application/json" } : {}) },
+        headers: { authorization: `Bearer ${key}`, ...(text ? { "content-type": "application/json" } : {}) },
       },
       (res) => {
         let data = "";
@@ -152,6 +158,49 @@ describe("connections beyond the descriptor limit", () => {
         { timeout: 10_000 },
       )
       .toBe(201);
+  });
+
+  it("a config reload the server cannot read for want of descriptors is 503 SERVER_BUSY naming EMFILE; the old config stays", async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    // The connection the reload will come over, opened while descriptors are free.
+    expect((await request(agent, "GET", "/v1/sessions", undefined, crowded.url)).status).toBe(200);
+    // The file on disk now rotates acme's key: a reload that read it would make "acme-key" stop working.
+    const original = readFileSync(crowdedConfig, "utf8");
+    const rotated = JSON.parse(original);
+    rotated.tenants[0].apiKeys = [{ sha256: sha("acme-key-2") }];
+    writeFileSync(crowdedConfig, JSON.stringify(rotated));
+    const sockets = await idleSockets(DESCRIPTORS, crowded.url);
+    const open = () => readdirSync(`/proc/${crowded.child.pid}/fd`).length;
+    await expect.poll(open, { timeout: 10_000 }).toBeGreaterThanOrEqual(DESCRIPTORS - 2);
+    try {
+      const answer = await request(agent, "POST", "/v1/admin/reload", undefined, crowded.url, "admin-key");
+      expect(answer.status, JSON.stringify(answer.body)).toBe(503);
+      expect(answer.body.error.code).toBe("SERVER_BUSY");
+      expect(answer.body.error.message).toContain("the config was not reloaded: the server is out of file descriptors");
+      expect(answer.body.error.message).toContain("EMFILE");
+      expect(answer.body.error.message).toContain("the old config stays");
+      expect(answer.headers["retry-after"]).toBe("1");
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      agent.destroy();
+    }
+    const status = (key: string) =>
+      api(crowded.url, key)
+        .request("POST", "/v1/sessions", {})
+        .then(
+          (answer) => answer.status,
+          () => 0,
+        );
+    // The old config serves: the old key works, the rotated one does not yet.
+    await expect.poll(() => status("acme-key"), { timeout: 10_000 }).toBe(201);
+    expect(await status("acme-key-2")).toBe(401);
+    // With descriptors again, the same reload goes through.
+    expect(await api(crowded.url, "admin-key").request("POST", "/v1/admin/reload")).toMatchObject({
+      status: 200,
+      body: { reloaded: true, tenants: ["acme"] },
+    });
+    expect(await status("acme-key-2")).toBe(201);
+    writeFileSync(crowdedConfig, original);
   });
 
   it("cuts off a connection that does not finish its request within requestTimeoutMs (slowloris)", async () => {

@@ -4,6 +4,7 @@ import { HookboxError } from "../../errors.js";
 import { createSandboxPool } from "../../sandbox/index.js";
 import { openStoreAt } from "../../store/index.js";
 import { loadServerConfig } from "../../server/config.js";
+import { isDescriptorExhaustion } from "../../server/connections.js";
 import { startServer } from "../../server/server.js";
 import { checkTenantSecrets } from "../../server/tenant-runtimes.js";
 import { failUsage } from "../exit.js";
@@ -98,7 +99,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
   const onHangup = () =>
     void running.reload().then(
       ({ tenants }) => process.stderr.write(`hookbox serve: SIGHUP: config reloaded (${tenants.length} tenants: ${tenants.join(", ")})\n`),
-      (error: Error) => process.stderr.write(`hookbox serve: SIGHUP: the new config was refused; the old one stays: ${error.message}\n`),
+      (error: Error) =>
+        process.stderr.write(
+          isDescriptorExhaustion(error)
+            ? `hookbox serve: SIGHUP: the config was not reloaded: the server is out of file descriptors (${error.message}); the old one stays\n`
+            : `hookbox serve: SIGHUP: the new config was refused; the old one stays: ${error.message}\n`,
+        ),
     );
   process.on("SIGHUP", onHangup);
 
