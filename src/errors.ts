@@ -66,7 +66,9 @@ export type HostErrorCode =
   /** A run's model settings cannot be sent (a tool choice naming no offered tool, a middleware's malformed settings). */
   | "MODEL_SETTINGS"
   /** A configured tenant's runtime (its scripts, host tools or models) failed to load; other tenants are served. */
-  | "TENANT_UNAVAILABLE";
+  | "TENANT_UNAVAILABLE"
+  /** The tenant was taken out of the server's config by a reload while its request was in flight: its keys no longer work. */
+  | "TENANT_REMOVED";
 
 export interface SerializedError {
   code: string;

@@ -149,7 +149,8 @@ export class Deployments {
   }
 
   private async configRuntime(tenant: string): Promise<TenantRuntime> {
-    if (!this.options.configRuntimes.has(tenant)) throw new HookboxError("CONFIG", `tenant ${tenant} is not configured`);
+    // Gone from the config since the request began (a reload removed it): the request is answered, never run on nothing.
+    if (!this.options.configRuntimes.has(tenant)) throw new HookboxError("TENANT_REMOVED", `tenant ${tenant} is no longer configured`);
     return (await this.options.configRuntimes.get(tenant))!;
   }
 
@@ -231,7 +232,7 @@ export class Deployments {
       return { ...(await this.configRuntime(tenant)), deployment: record };
     }
     const config = this.options.tenants.get(tenant);
-    if (!config) throw new HookboxError("CONFIG", `tenant ${tenant} is not configured`);
+    if (!config) throw new HookboxError("TENANT_REMOVED", `tenant ${tenant} is no longer configured`);
     const active = await this.versions(tenant, deployment.scripts, "$.scripts");
     const shadow = await this.versions(tenant, deployment.shadow, "$.shadow");
     const record: RunDeployment = {

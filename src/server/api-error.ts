@@ -31,6 +31,8 @@ const statusOfCode: Record<string, ContentfulStatusCode> = {
   OWNER_UNREACHABLE: 503,
   // The operator's scripts or models, not the request: served again once they load (docs/server.md, "Start-up").
   TENANT_UNAVAILABLE: 503,
+  // A reload took the tenant out of the config while its request was in flight: its key no longer works.
+  TENANT_REMOVED: 401,
 };
 
 let faults = 0;

@@ -46,7 +46,7 @@ export interface AppOptions {
   /** Takes host paths out of every text a tenant sees (default: none taken out). */
   redact?: Redactor;
   /** Script versions, deployments, shadow report and replays (src/server/policy-routes.ts). */
-  policy?: Omit<PolicyServices, "tenants">;
+  policy?: Omit<PolicyServices, "served">;
   /** The store's cluster side (a PostgreSQL store): controls reach runs on other nodes, /healthz reports the database. */
   cluster?: ClusterStore;
 }
@@ -112,9 +112,10 @@ export function createApp({
     const tenant = key ? live.current.keys.get(sha256Hex(key)) : streamTokenTenant(c, streamTokens);
     if (!key && tenant === undefined) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
     if (tenant === undefined || !tenants.has(tenant)) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
+    const { requestsPerMinute } = live.served(tenant);
     await limit(
-      shared("requests", tenant, tenants.get(tenant)!.requestsPerMinute) ?? live.requestBucket(tenant),
-      `tenant ${tenant} exceeded ${tenants.get(tenant)!.requestsPerMinute} requests per minute`,
+      shared("requests", tenant, requestsPerMinute) ?? live.requestBucket(tenant),
+      `tenant ${tenant} exceeded ${requestsPerMinute} requests per minute`,
     );
     c.set("tenant", tenant);
     await next();
@@ -153,15 +154,16 @@ export function createApp({
           "retry-after": "5",
         },
       );
+    const { runsPerMinute } = live.served(tenant);
     await limit(
-      shared("runs", tenant, tenants.get(tenant)!.runsPerMinute) ?? live.runBucket(tenant),
-      `tenant ${tenant} exceeded ${tenants.get(tenant)!.runsPerMinute} runs per minute`,
+      shared("runs", tenant, runsPerMinute) ?? live.runBucket(tenant),
+      `tenant ${tenant} exceeded ${runsPerMinute} runs per minute`,
     );
   };
 
   app.post("/v1/sessions", async (c) => {
     const body = await readBody(c, CreateSessionBody, { emptyAs: {} });
-    const tenant = tenants.get(c.get("tenant"))!;
+    const tenant = live.served(c.get("tenant"));
     refuseAboveLimits(tenant, body.defaults ?? {}, "$.defaults");
     const session = await manager.create({
       tenant: tenant.config.name,
@@ -200,7 +202,7 @@ export function createApp({
   app.post("/v1/sessions/:sessionId/runs", async (c) => {
     const session = await ownedSession(c, c.req.param("sessionId"));
     const body = await readBody(c, StartRunBody);
-    refuseAboveLimits(tenants.get(session.tenant)!, body);
+    refuseAboveLimits(live.served(session.tenant), body);
     await admitRun(session.tenant);
     const { prompt, ...options } = body;
     // A malformed traceparent is ignored, as W3C Trace Context asks: the run starts a trace of its own.
@@ -245,7 +247,7 @@ export function createApp({
     // Nothing more will come (an EventSource reconnecting after run-finished): 204 stops its reconnects. An
     // interrupted run may be resumed and go on, so its reader is not told to stop.
     if (run.status !== "running" && run.status !== "interrupted" && Number(raw.trim()) >= run.lastSeq) return c.body(null, 204);
-    const tenant = tenants.get(c.get("tenant"))!;
+    const tenant = live.served(c.get("tenant"));
     const release = streams.take(tenant.config.name, tenant.maxEventStreams);
     return streamRunEvents(c, {
       manager,
@@ -291,7 +293,7 @@ export function createApp({
 
   registerUsageRoute(app, manager);
   registerListRoutes(app, { manager, redact });
-  registerPolicyRoutes(app, policy && { ...policy, tenants });
+  registerPolicyRoutes(app, policy && { ...policy, served: (tenant) => live.served(tenant) });
 
   return app;
 }

@@ -1,3 +1,4 @@
+import { HookboxError } from "../errors.js";
 import type { TenantConfig, TenantRuntime } from "../host/types.js";
 import type { ServedTenant, ServerConfig } from "./config.js";
 import { TokenBucket } from "./rate-limit.js";
@@ -6,7 +7,9 @@ import type { ConfigRuntimes } from "../policy/deployments.js";
 /*
  * The server's configuration as it is now: a reload (SIGHUP, POST /v1/admin/reload) replaces it in place, so
  * every route, the session manager and the deployments read the new tenants, keys and limits from their next
- * request on. Runs in flight keep the runtime they started with.
+ * request on. Runs in flight keep the runtime they started with. A request of a tenant that a reload removes while
+ * the request is in flight finds the tenant gone where it next looks it up (served(), the buckets, the runtimes):
+ * TENANT_REMOVED (401), never a missing entry read as if it were there.
  */
 export class LiveConfig {
   private config: ServerConfig;
@@ -19,7 +22,10 @@ export class LiveConfig {
   /** The runtimes of the configured tenants, for their next runs (one object for the server's life: holders of it see a reload). */
   readonly runtimes: ConfigRuntimes = {
     has: (tenant) => this.tenants.has(tenant) && this.source.has(tenant),
-    get: (tenant) => (this.tenants.has(tenant) ? this.source.get(tenant) : undefined),
+    get: (tenant) => {
+      if (!this.tenants.has(tenant)) throw tenantRemoved(tenant);
+      return this.source.get(tenant);
+    },
   };
   private readonly runBuckets = new Map<string, TokenBucket>();
   private readonly requestBuckets = new Map<string, TokenBucket>();
@@ -39,12 +45,23 @@ export class LiveConfig {
     return this.source;
   }
 
+  /** The tenant's entry in the config in force; TENANT_REMOVED once a reload has taken it out. */
+  served(tenant: string): ServedTenant {
+    const served = this.tenants.get(tenant);
+    if (!served) throw tenantRemoved(tenant);
+    return served;
+  }
+
   runBucket(tenant: string): TokenBucket {
-    return this.runBuckets.get(tenant)!;
+    const bucket = this.runBuckets.get(tenant);
+    if (!bucket) throw tenantRemoved(tenant);
+    return bucket;
   }
 
   requestBucket(tenant: string): TokenBucket {
-    return this.requestBuckets.get(tenant)!;
+    const bucket = this.requestBuckets.get(tenant);
+    if (!bucket) throw tenantRemoved(tenant);
+    return bucket;
   }
 
   /** Swaps in a new configuration and its runtimes; a tenant whose rate is unchanged keeps its bucket (and what it spent). */
@@ -69,4 +86,13 @@ export class LiveConfig {
       this.requestBuckets.delete(name);
     }
   }
+}
+
+/** What a request (or a run start) of a tenant no longer in the config is answered. */
+export function tenantRemoved(tenant: string): HookboxError {
+  return new HookboxError(
+    "TENANT_REMOVED",
+    `tenant ${tenant} is no longer in the server's config (a reload removed it while this request was in flight): its API keys no longer work`,
+    { tenant },
+  );
 }

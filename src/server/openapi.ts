@@ -109,7 +109,7 @@ interface Operation {
 
 const errors = {
   400: "invalid body or parameter",
-  401: "no or unknown API key",
+  401: "no or unknown API key (UNAUTHORIZED), or a reload removed the tenant while the request was in flight (TENANT_REMOVED)",
   403: "the tenant is over its store quota (STORE_QUOTA)",
   404: "unknown, or another tenant's",
   429: "rate limited, or too many streams, replays or uploads in progress",

@@ -21,7 +21,8 @@ export interface PolicyServices {
   store: Store;
   pool: SandboxPool;
   deployments: Deployments;
-  tenants: ReadonlyMap<string, ServedTenant>;
+  /** The tenant's entry in the config in force (TENANT_REMOVED once a reload has taken it out). */
+  served(tenant: string): ServedTenant;
 }
 
 const ScriptName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "a script name: letters, digits, _ . - (at most 64)");
@@ -67,7 +68,7 @@ export function registerPolicyRoutes(app: Hono<Env>, given: PolicyServices | und
     if (!given) throw new ApiError(501, "NOT_AVAILABLE", "this server has no sandbox pool of its own: no policy lifecycle routes");
     return given;
   };
-  const served = (c: Context<Env>) => need().tenants.get(c.get("tenant"))!;
+  const served = (c: Context<Env>) => need().served(c.get("tenant"));
   // Each replay and upload holds a sandbox (and an upload a type check): a tenant has a few at a time.
   const replays = new TenantSlots("TOO_MANY_REPLAYS", "replays in progress", "wait for one to finish");
   const uploads = new TenantSlots("TOO_MANY_UPLOADS", "uploads being checked", "wait for one to finish");

@@ -15,7 +15,7 @@ import type { Server } from "node:http";
 import { ClusterNode } from "./cluster-node.js";
 import { HookboxError } from "../errors.js";
 import { loadServerConfig } from "./config.js";
-import { LiveConfig } from "./live-config.js";
+import { LiveConfig, tenantRemoved } from "./live-config.js";
 import { ServerMetrics } from "./metrics.js";
 import { buildTenantRuntime, buildTenantRuntimes, checkTenantSecrets, unchangedTenants } from "./tenant-runtimes.js";
 import { LazyRuntimes } from "./lazy-runtimes.js";
@@ -96,8 +96,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const manager = new SessionManager({
     store,
     runtimeFor: async (tenant, _session, run) => {
-      // A stored session of a tenant no longer in the config cannot run here.
-      if (!live.runtimes.has(tenant)) throw new Error(`tenant ${tenant} is not configured in ${config.file}`);
+      // A stored session of a tenant no longer in the config cannot run here (a reload removed it meanwhile).
+      if (!live.runtimes.has(tenant)) throw tenantRemoved(tenant);
       return deployments ? deployments.runtimeFor(tenant, run) : live.runtimes.get(tenant)!;
     },
     storeQuota: (tenant) => live.tenants.get(tenant)?.maxStoreBytes,
