@@ -57,6 +57,12 @@ export class LiveRuns implements LeaseHolder {
     return this.busy.has(sessionId);
   }
 
+  /** The id of the run that keeps the session busy here, "starting" while one is being set up, or undefined. */
+  busyWith(sessionId: string): string | undefined {
+    const entry = this.busy.get(sessionId);
+    return entry === "starting" ? "starting" : entry?.runId;
+  }
+
   activeRun(sessionId: string): RunHandle | undefined {
     const entry = this.busy.get(sessionId);
     return entry === "starting" ? undefined : entry?.handle;

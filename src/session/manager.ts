@@ -99,8 +99,13 @@ export class SessionManager {
    * SESSION_BUSY while a run of it is starting or running; SESSION_FORKED while a fork keeps its history in it.
    */
   async delete(sessionId: string): Promise<DeletedSession> {
-    if (this.runs.isBusy(sessionId))
-      throw new HookboxError("SESSION_BUSY", `session ${sessionId} has a run in flight: cancel it or wait for it to end`, { sessionId });
+    const busy = this.runs.busyWith(sessionId);
+    if (busy !== undefined)
+      throw new HookboxError(
+        "SESSION_BUSY",
+        `session ${sessionId} ${busy === "starting" ? "has a run being started" : `has a run in flight (${busy})`}: cancel it or wait for it to end`,
+        { sessionId, ...(busy === "starting" ? {} : { runId: busy }) },
+      );
     const deleted = await this.store.deleteSession(sessionId);
     this.histories.forget(sessionId);
     return deleted;

@@ -162,7 +162,10 @@ export class MemoryStore extends StoreBase implements Store {
 
   async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
     const session = this.sessions.get(run.sessionId);
-    if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+    if (!session)
+      throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
+        sessionId: run.sessionId,
+      });
     const bytes = run.prompt.length + JSON.stringify(run.options).length;
     this.charge(session.record.tenant, bytes, options.maxTenantBytes);
     session.bytes += bytes;

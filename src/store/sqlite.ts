@@ -144,7 +144,11 @@ export class SqliteStore extends StoreBase implements Store {
     const runOptions = JSON.stringify(run.options);
     await this.submit("create run", (batch) => {
       const session = this.statements.tenantOfSession.get(run.sessionId) as { tenant: string } | undefined;
-      if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+      // Deleted since the run's start read it (another process, or a delete that committed first): the session is gone.
+      if (!session)
+        throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
+          sessionId: run.sessionId,
+        });
       this.statements.insertRun.run(...runInsertValues(run, runOptions));
       batch.charge(session.tenant, run.prompt.length + runOptions.length, options.maxTenantBytes);
     });

@@ -129,6 +129,58 @@ describe("SessionManager", () => {
     await expect((await session.run("d")).wait()).resolves.toMatchObject({ status: "completed" });
   });
 
+  it("a delete racing a run start: a start whose session is deleted meanwhile is NOT_FOUND; a delete of a busy session names its run", async () => {
+    dir = tempDir("hookbox-session-");
+    const file = join(dir, "store.db");
+    store = openStore(file);
+    // A second process on the same file (another server, or the CLI's hookbox sessions delete), which cannot see
+    // this process's runs in memory, only what the store has committed.
+    const elsewhere = openStore(file);
+    const runtime = new FakeRuntime("acme", [{ toolCalls: [{ id: "held", name: "a" }] }, { text: "done" }]);
+    let parked!: () => void;
+    const reached = new Promise<void>((resolve) => (parked = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const manager = new SessionManager({
+      store,
+      runtimeFor: async () => {
+        parked();
+        await gate;
+        return runtime;
+      },
+    });
+    const other = new SessionManager({ store: elsewhere, runtimeFor: async () => runtime });
+    try {
+      const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+      const starting = session.run("go");
+      await reached; // the start has read its session and waits for its runtime
+      await expect(manager.delete(session.id)).rejects.toMatchObject({
+        code: "SESSION_BUSY",
+        message: expect.stringContaining("has a run being started"),
+      });
+      expect(await other.delete(session.id)).toMatchObject({ sessionId: session.id });
+      release();
+      await expect(starting).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining(session.id) });
+      expect(await store.listRuns(session.id)).toEqual([]);
+
+      // The other order: the run has started (its tool held), so both deletes are refused, naming it.
+      let unblock!: () => void;
+      runtime.blockedTools.set("held", new Promise<void>((resolve) => (unblock = resolve)));
+      const busy = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+      const handle = await busy.run("go");
+      for (const deleter of [manager, other])
+        await expect(deleter.delete(busy.id)).rejects.toMatchObject({
+          code: "SESSION_BUSY",
+          message: expect.stringContaining(handle.runId),
+        });
+      unblock();
+      await expect(handle.wait()).resolves.toMatchObject({ status: "completed" });
+      expect(await other.delete(busy.id)).toMatchObject({ sessionId: busy.id });
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it("merges per-run options over session defaults", async () => {
     const { manager, runtime } = setup([{ text: "x" }]);
     const session = await manager.create({

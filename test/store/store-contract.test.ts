@@ -507,6 +507,38 @@ describe.each(stores)("%s store", (_name, open) => {
     expect(await store.listSessions()).toEqual([]);
   });
 
+  it("a run start and a delete of its session racing: one wins whole, the start NOT_FOUND or the delete SESSION_BUSY naming the run", async () => {
+    store = await open();
+    await store.createSession(session("gone"));
+    await store.deleteSession("gone");
+    await expect(store.createRun(run("late", "gone"))).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      message: expect.stringContaining("gone"),
+    });
+    // Issued together, in both orders: whichever commits first decides, and the other is refused with its own code.
+    for (const [index, startFirst] of [true, false, true, false].entries()) {
+      const id = `race${index}`;
+      await store.createSession(session(id));
+      const start = () => store.createRun(run(`r-${id}`, id));
+      const remove = () => store.deleteSession(id);
+      const [started, deleted] = startFirst
+        ? await Promise.allSettled([start(), remove()])
+        : await Promise.allSettled([remove(), start()]).then(([removed, begun]) => [begun, removed] as const);
+      if (started.status === "fulfilled") {
+        expect(deleted).toMatchObject({
+          status: "rejected",
+          reason: { code: "SESSION_BUSY", message: expect.stringContaining(`r-${id}`) },
+        });
+        expect(await store.getRun(`r-${id}`)).toMatchObject({ status: "running" });
+      } else {
+        expect(started).toMatchObject({ reason: { code: "NOT_FOUND" } });
+        expect(deleted.status).toBe("fulfilled");
+        expect(await store.getRun(`r-${id}`)).toBeUndefined();
+        expect(await store.getSession(id)).toBeUndefined();
+      }
+    }
+  });
+
   it("lists a tenant's sessions idle since a time, newest first", async () => {
     store = await open();
     await store.createSession({ ...session("old"), createdMs: 1000 });

@@ -171,8 +171,14 @@ export class PostgresStore extends StoreBase implements Store {
   async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
     const runOptions = JSON.stringify(run.options);
     await this.submit("create run", undefined, async (tx) => {
-      const session = (await tx.query<{ tenant: string }>("SELECT tenant FROM sessions WHERE id = $1", [run.sessionId])).rows[0];
-      if (!session) throw new HookboxError("STORE", `unknown session ${run.sessionId}`, { sessionId: run.sessionId });
+      // FOR KEY SHARE orders this start with a delete of the session (which locks its row FOR UPDATE): a delete that
+      // came first leaves no row to find (NOT_FOUND), and a delete that comes after waits and then sees this run running.
+      const session = (await tx.query<{ tenant: string }>("SELECT tenant FROM sessions WHERE id = $1 FOR KEY SHARE", [run.sessionId]))
+        .rows[0];
+      if (!session)
+        throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
+          sessionId: run.sessionId,
+        });
       try {
         await tx.query("SAVEPOINT hookbox_run");
         await tx.query(
