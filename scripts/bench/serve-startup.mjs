@@ -3,7 +3,9 @@
 // model file shared); then, at 10,000, the first run of the config's last tenant (its runtime built on that request,
 // ahead of the background queue, in a process that never ran anything), the best of two more runs of it (warm), and
 // the first run of the tenant before it in the config (one tenant's build in a warm process). A run here: POST a session, POST a
-// run, read its SSE stream to the end. Used by scripts/bench.mjs; runs alone too:
+// run, read its SSE stream to the end. At each count, once /healthz answers, the median of 20 scrapes of GET /metrics
+// (one hookbox_store_bytes series per tenant, read from the store's per-tenant counters): its cost per tenant at the
+// larger count over the smaller is metrics_scrape_per_tenant_ratio. Used by scripts/bench.mjs; runs alone too:
 // `node scripts/bench/serve-startup.mjs [--tenants N,M]` (after `npm run build`) prints one JSON object.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -16,6 +18,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const log = (...parts) => process.stderr.write(`${parts.join(" ")}\n`);
 const round = (value) => Math.round(value * 10) / 10;
 const keyOf = (i) => `bench-key-${i}`;
+const ADMIN_KEY = "bench-admin-key";
+const SCRAPES = 20;
 
 function writeConfig(count) {
   const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-startup-"));
@@ -39,8 +43,25 @@ export default defineScript({
     model: "scripted:model.json",
     limits: { runsPerMinute: 100_000 },
   }));
-  writeFileSync(join(dir, "config.json"), JSON.stringify({ tenants }));
+  const server = { adminKeys: [{ sha256: createHash("sha256").update(ADMIN_KEY).digest("hex") }] };
+  writeFileSync(join(dir, "config.json"), JSON.stringify({ server, tenants }));
   return dir;
+}
+
+/** The median time of SCRAPES scrapes of GET /metrics, one after another; ms. */
+async function scrapeMetrics(url, count) {
+  const samples = [];
+  for (let i = 0; i < SCRAPES; i++) {
+    const started = performance.now();
+    const response = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
+    const text = await response.text();
+    samples.push(performance.now() - started);
+    const series = text.split("\n").filter((line) => line.startsWith("hookbox_store_bytes{")).length;
+    if (response.status !== 200 || series !== count)
+      throw new Error(`/metrics: ${response.status}, ${series} store series for ${count} tenants`);
+  }
+  samples.sort((a, b) => a - b);
+  return samples[Math.floor(samples.length / 2)];
 }
 
 /** One run of the tenant `i` over HTTP, to its stream's end; ms. */
@@ -93,7 +114,9 @@ async function startUp(count, { runs = false } = {}) {
     }
     const healthzMs = performance.now() - started;
     log(`${count} tenants: /healthz after ${Math.round(healthzMs)} ms (${health.tenants.ready} ready)`);
-    if (!runs) return { healthzMs };
+    const scrapeMs = await scrapeMetrics(url, count);
+    log(`${count} tenants: GET /metrics ${round(scrapeMs)} ms (median of ${SCRAPES})`);
+    if (!runs) return { healthzMs, scrapeMs };
     const firstRunMs = await timedRun(url, count - 1);
     const warmRunMs = Math.min(await timedRun(url, count - 1), await timedRun(url, count - 1));
     // Another tenant not built yet, in a process whose code paths are now warm: what one tenant's build adds.
@@ -102,7 +125,7 @@ async function startUp(count, { runs = false } = {}) {
       `${count} tenants: the last tenant's first run ${Math.round(firstRunMs)} ms, warm ${Math.round(warmRunMs)} ms; ` +
         `the next tenant's first run ${Math.round(tenantFirstRunMs)} ms`,
     );
-    return { healthzMs, firstRunMs, warmRunMs, tenantFirstRunMs };
+    return { healthzMs, scrapeMs, firstRunMs, warmRunMs, tenantFirstRunMs };
   } finally {
     child.kill("SIGTERM");
     await exited;
@@ -112,16 +135,21 @@ async function startUp(count, { runs = false } = {}) {
 
 export async function measureServeStartup({ counts = [1000, 10_000] } = {}) {
   const figures = {};
+  const perTenantScrapeMs = [];
   for (const [index, count] of counts.entries()) {
     const last = index === counts.length - 1;
-    const { healthzMs, firstRunMs, warmRunMs, tenantFirstRunMs } = await startUp(count, { runs: last });
+    const { healthzMs, scrapeMs, firstRunMs, warmRunMs, tenantFirstRunMs } = await startUp(count, { runs: last });
     figures[`serve_healthz_ms_${count}_tenants`] = round(healthzMs);
+    figures[`metrics_scrape_ms_${count}_tenants`] = round(scrapeMs);
+    perTenantScrapeMs.push(scrapeMs / count);
     if (last) {
       figures[`serve_first_run_ms_${count}_tenants`] = round(firstRunMs);
       figures[`serve_warm_run_ms_${count}_tenants`] = round(warmRunMs);
       figures[`serve_tenant_first_run_ms_${count}_tenants`] = round(tenantFirstRunMs);
     }
   }
+  if (perTenantScrapeMs.length > 1)
+    figures.metrics_scrape_per_tenant_ratio = Math.round((perTenantScrapeMs.at(-1) / perTenantScrapeMs[0]) * 100) / 100;
   return figures;
 }
 

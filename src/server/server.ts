@@ -140,10 +140,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       reload,
       gauges: {
         liveRuns: () => manager.liveRunCount,
+        // One read of the per-tenant counters, whatever the store holds; a configured tenant that stored nothing yet is 0.
         storeBytes: async () => {
-          const bytes = new Map<string, number>();
-          for (const name of live.tenants.keys()) bytes.set(name, (await store.tenantUsage(name)).storedBytes);
-          return bytes;
+          const stored = await store.storedBytesByTenant();
+          return new Map([...live.tenants.keys()].map((name) => [name, stored.get(name) ?? 0]));
         },
         ...(pool && "stats" in pool ? { pool: () => (pool as SupervisedSandboxPool).stats() } : {}),
         tenants: () => lazy && { status: lazy.status(), unavailable: lazy.unavailable() },

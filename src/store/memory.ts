@@ -356,6 +356,10 @@ export class MemoryStore extends StoreBase implements Store {
     return { storedBytes: this.usage.get(tenant) ?? 0 };
   }
 
+  async storedBytesByTenant(): Promise<Map<string, number>> {
+    return new Map(this.usage);
+  }
+
   async close(): Promise<void> {}
 
   private checkEvents(state: RunState, events: EventWrite[]): void {

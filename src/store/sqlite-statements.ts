@@ -81,6 +81,7 @@ const SQL = {
   usageSince: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`,
   usageOfRun: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`,
   tenantBytes: "SELECT bytes FROM tenant_usage WHERE tenant = ?",
+  allTenantBytes: "SELECT tenant, bytes FROM tenant_usage",
   addTenantBytes:
     "INSERT INTO tenant_usage (tenant, bytes) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET bytes = bytes + excluded.bytes",
   savepoint: "SAVEPOINT hookbox_write",

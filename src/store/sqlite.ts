@@ -315,6 +315,11 @@ export class SqliteStore extends StoreBase implements Store {
     return { storedBytes: (this.statements.tenantBytes.get(tenant) as { bytes: number } | undefined)?.bytes ?? 0 };
   }
 
+  async storedBytesByTenant(): Promise<Map<string, number>> {
+    this.settle();
+    return new Map((this.statements.allTenantBytes.all() as { tenant: string; bytes: number }[]).map((row) => [row.tenant, row.bytes]));
+  }
+
   async close(): Promise<void> {
     if (!this.db.isOpen) return;
     this.commits.flush();

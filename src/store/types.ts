@@ -303,6 +303,11 @@ export interface Store extends PolicyStore, RunSearch {
   /** One run's tokens and cost as its stored events recorded them. */
   runUsage(runId: string): Promise<RunUsage>;
   tenantUsage(tenant: string): Promise<TenantUsage>;
+  /**
+   * Every tenant's stored bytes, read from the per-tenant counters (one row per tenant, kept in the writes' own
+   * transactions): what a /metrics scrape reads, at a cost that grows with the tenants, never with what they store.
+   */
+  storedBytesByTenant(): Promise<Map<string, number>>;
   /** The per-tenant key-value store behind ctx.kv (src/store/kv.ts). */
   readonly kv: KvStore;
   /**

@@ -248,6 +248,13 @@ describe.each(stores)("%s store", (_name, open) => {
     // Without a quota the same write goes through (final events are never refused).
     await store.appendEvent("r1", big);
     expect((await store.tenantUsage("acme")).storedBytes).toBeGreaterThan(afterSmall + 20_000);
+    // Every tenant's counter in one read (what /metrics scrapes), the same figures.
+    expect(await store.storedBytesByTenant()).toEqual(
+      new Map([
+        ["acme", (await store.tenantUsage("acme")).storedBytes],
+        ["globex", (await store.tenantUsage("globex")).storedBytes],
+      ]),
+    );
   });
 
   it("keeps a write that takes the tenant exactly to its quota; one byte more is refused, naming the tenant and the bytes", async () => {

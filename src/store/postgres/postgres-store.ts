@@ -369,6 +369,11 @@ export class PostgresStore extends StoreBase implements Store {
     return { storedBytes: row?.bytes ?? 0 };
   }
 
+  async storedBytesByTenant(): Promise<Map<string, number>> {
+    const rows = await this.read<{ tenant: string; bytes: number }>("read stored bytes", "SELECT tenant, bytes FROM tenant_usage", []);
+    return new Map(rows.map((row) => [row.tenant, Number(row.bytes)]));
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
