@@ -10,13 +10,19 @@ import type { Json, JsonObject } from "../turns/json.js";
  * guard answers) is named in the case's note: such a policy needs fixtures added by hand.
  */
 
-/** Bounds on what one case file holds (a server answers with at most this much). */
+/** Bounds on what one case file holds. */
 export interface RecordBounds {
   maxRuns: number;
   maxCalls: number;
+  /** The recorded payloads' JSON, in bytes, at most (a call that would pass it is left out, the first one aside). */
+  maxPayloadBytes?: number;
 }
 
+/** What `hookbox test --record` writes at most from a store file. */
 export const DEFAULT_RECORD_BOUNDS: RecordBounds = { maxRuns: 1000, maxCalls: 20_000 };
+
+/** What the server's GET /v1/sessions/:id/cases answers at most: one response a client keeps whole in memory. */
+export const SERVED_RECORD_BOUNDS: RecordBounds = { maxRuns: 200, maxCalls: 2000, maxPayloadBytes: 8 * 1024 * 1024 };
 
 export interface RecordedCases {
   /** The case file's JSON value. */
@@ -43,14 +49,19 @@ export function recordedExpectation(call: Pick<HookCallRecord, "verdict" | "deci
 export async function recordedCases(
   store: Store,
   sessionId: string,
-  options: { scripts?: string[]; bounds?: RecordBounds } = {},
+  options: { scripts?: string[]; bounds?: RecordBounds; /** Only these runs of the session. */ runIds?: string[] } = {},
 ): Promise<RecordedCases> {
   const bounds = options.bounds ?? DEFAULT_RECORD_BOUNDS;
-  const runs = await store.findRuns({ sessionIds: [sessionId] });
+  const wanted = options.runIds && new Set(options.runIds);
+  // Numbered as the session's runs, whichever are picked.
+  const runs = (await store.findRuns({ sessionIds: [sessionId] }))
+    .map((run, index) => ({ run, number: index + 1 }))
+    .filter(({ run }) => !wanted || wanted.has(run.id));
   const cases: JsonObject[] = [];
   let calls = 0;
+  let payloadBytes = 0;
   let truncated = runs.length > bounds.maxRuns;
-  for (const [index, run] of runs.slice(0, bounds.maxRuns).entries()) {
+  for (const { run, number } of runs.slice(0, bounds.maxRuns)) {
     const recorded = (await store.listHookCalls(run.id)).filter((call) => !call.shadow && call.payload !== undefined);
     if (recorded.length === 0) continue;
     const room = bounds.maxCalls - calls;
@@ -59,12 +70,23 @@ export async function recordedCases(
       break;
     }
     if (recorded.length > room) truncated = true;
-    const taken = recorded.slice(0, room);
+    const taken: HookCallRecord[] = [];
+    for (const call of recorded.slice(0, room)) {
+      if (bounds.maxPayloadBytes !== undefined) {
+        payloadBytes += JSON.stringify(call.payload).length;
+        if (payloadBytes > bounds.maxPayloadBytes && calls + taken.length > 0) {
+          truncated = true;
+          break;
+        }
+      }
+      taken.push(call);
+    }
+    if (taken.length === 0) break;
     calls += taken.length;
     const used = await capabilitiesUsed(store, run.id);
     const scripts = run.deployment?.scripts.map((script) => `${script.name}@v${script.version}`).join(", ");
     cases.push({
-      name: `run ${index + 1} of session ${sessionId} (${run.id})`,
+      name: `run ${number} of session ${sessionId} (${run.id})`,
       note: [
         `recorded ${new Date(run.startedMs).toISOString()}${scripts ? ` with ${scripts}` : ""}: prompt ${JSON.stringify(run.prompt.slice(0, 200))}`,
         ...(used.length ? [`the run used ${used.join(", ")}: give the case fixtures for them`] : []),
@@ -75,6 +97,7 @@ export async function recordedCases(
         expect: recordedExpectation(call),
       })),
     });
+    if (taken.length < Math.min(recorded.length, room)) break;
   }
   return {
     file: {

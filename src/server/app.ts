@@ -20,6 +20,7 @@ import { registerListRoutes } from "./list-routes.js";
 import { registerUsageRoute } from "./usage-route.js";
 import { parseTraceparent } from "../telemetry/run-trace.js";
 import { registerPolicyRoutes, type PolicyServices } from "./policy-routes.js";
+import { registerCaseRoutes } from "./case-routes.js";
 import { openApiDocument } from "./openapi.js";
 import { approvalRoute } from "./approval-route.js";
 import { refuseAboveLimits } from "./tenant-ceilings.js";
@@ -294,6 +295,7 @@ export function createApp({
   registerUsageRoute(app, manager);
   registerListRoutes(app, { manager, redact });
   registerPolicyRoutes(app, policy && { ...policy, served: (tenant) => live.served(tenant) });
+  registerCaseRoutes(app, { store: manager.store, redact });
 
   return app;
 }

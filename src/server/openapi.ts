@@ -9,6 +9,7 @@ import {
   Deployment,
   DeploymentHistory,
   Health,
+  RecordedCaseFile,
   ReplayResult,
   RunView,
   ScriptList,
@@ -79,6 +80,7 @@ const schemas = {
   DeploymentHistory,
   ShadowReport,
   ReplayResult,
+  RecordedCaseFile,
   ...eventSchemas,
   Event: EventSchema,
   TextDeltaEvent: TextDeltaEventSchema,
@@ -462,6 +464,30 @@ function policyOperations(): Operation[] {
       path: "/v1/deployments/{id}/shadow-report",
       summary: "Shadow verdicts beside the active ones over the deployment's runs",
       responses: { 200: { description: "the report", schema: "ShadowReport" }, ...errorResponses(401, 404, 429) },
+    },
+    {
+      method: "get",
+      path: "/v1/sessions/{sessionId}/cases",
+      summary:
+        "The session's recorded hook calls as a case file for hookbox test (one case per run); hookbox-recorded-truncated: true when bounds left some out",
+      parameters: [
+        {
+          name: "script",
+          in: "query",
+          required: false,
+          description:
+            "the script file the cases run, as the case file will name it (repeat for a stack); absent: the script beside the file",
+          schema: { type: "string" },
+        },
+        {
+          name: "runId",
+          in: "query",
+          required: false,
+          description: "only this run of the session (repeatable)",
+          schema: { type: "string" },
+        },
+      ],
+      responses: { 200: { description: "the case file", schema: "RecordedCaseFile" }, ...errorResponses(400, 401, 404, 429) },
     },
     {
       method: "post",

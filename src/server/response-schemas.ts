@@ -167,3 +167,17 @@ export const ReplayResult = z.object({
       .optional(),
   }),
 });
+
+export const RecordedCaseFile = z
+  .object({
+    script: z.string().optional(),
+    scripts: z.array(z.string()).optional(),
+    cases: z.array(
+      z.object({
+        name: z.string(),
+        note: z.string(),
+        steps: z.array(z.object({ hook: z.string(), input: z.object({ payload: JsonObjectSchema }), expect: JsonObjectSchema })),
+      }),
+    ),
+  })
+  .meta({ description: "a case file hookbox test runs (docs/policy-tests.md): one case per run, its recorded hook calls as steps" });
