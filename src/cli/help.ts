@@ -48,7 +48,7 @@ const commands: Record<string, { usage: string; summary: string; options: readon
       ["--fallback-model SPEC", "a model used once the retries are spent; --fallback-base-url URL"],
       ["--fallback-base-url URL", "the fallback model's base URL (default --base-url)"],
       ["--traceparent VALUE", "a W3C traceparent: the run's trace continues the caller's"],
-      ["--store FILE", "persist the session in a SQLite file"],
+      ["--store FILE|URL", "persist the session in a SQLite file or a postgres:// database"],
       ["--session ID", "with --store: continue this session"],
       ["--egress URL", "a URL prefix ctx.fetch may reach, or a JSON entry; repeatable"],
       ["--guard-model SPEC", "the model ctx.model.generate calls (scripted:FILE, openai-compatible:MODEL, or run)"],
@@ -74,10 +74,10 @@ const commands: Record<string, { usage: string; summary: string; options: readon
     ],
   },
   resume: {
-    usage: "resume --store FILE --session ID [options]",
+    usage: "resume --store FILE|URL --session ID [options]",
     summary: "continue a session's interrupted run",
     options: [
-      ["--store FILE", "the SQLite store (required)"],
+      ["--store FILE|URL", "the store: a SQLite file or a postgres:// URL (required)"],
       ["--session ID", "the session (required)"],
       ["--config FILE", "a serve config whose tenant settings apply"],
       ["--json", "JSON Lines events on stdout and nothing else"],
@@ -86,20 +86,21 @@ const commands: Record<string, { usage: string; summary: string; options: readon
     ],
   },
   sessions: {
-    usage: "sessions --store FILE [--tenant NAME] [--json]",
+    usage: "sessions --store FILE|URL [--tenant NAME] [--json]",
     summary: "list stored sessions with their last run",
     options: [
-      ["--store FILE", "the SQLite store (required)"],
+      ["--store FILE|URL", "the store: a SQLite file or a postgres:// URL (required)"],
       ["--tenant NAME", "only this tenant's sessions"],
       ["--json", "one JSON object per line"],
     ],
   },
   serve: {
-    usage: "serve --port N --store FILE --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] [--script-cache DIR|none]",
+    usage:
+      "serve --port N [--store FILE|URL] --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] [--script-cache DIR|none]",
     summary: "the multi-tenant HTTP server",
     options: [
       ["--port N", "the port (0: a free one) (required)"],
-      ["--store FILE", "the SQLite store (required)"],
+      ["--store FILE|URL", "a SQLite file or a postgres:// URL shared by many servers (default the config's store; one is required)"],
       ["--config FILE", "the tenants' config (required)"],
       ["--host ADDRESS", "the address to listen on (default the config's, else 127.0.0.1)"],
       wall,
@@ -113,10 +114,10 @@ const commands: Record<string, { usage: string; summary: string; options: readon
     options: [["--json", "one JSON object instead of one line per check"], wall],
   },
   replay: {
-    usage: "replay --store FILE --scripts FILE... [--session ID | --tenant NAME] [--since ISO] [--json]",
+    usage: "replay --store FILE|URL --scripts FILE... [--session ID | --tenant NAME] [--since ISO] [--json]",
     summary: "re-evaluate scripts' hooks against recorded runs",
     options: [
-      ["--store FILE", "the SQLite store (required)"],
+      ["--store FILE|URL", "the store: a SQLite file or a postgres:// URL (required)"],
       ["--scripts FILE...", "the scripts to evaluate (required)"],
       ["--session ID", "only this session's runs"],
       ["--tenant NAME", "only this tenant's runs"],

@@ -7,7 +7,7 @@ import { failUsage } from "../exit.js";
 import { parseSince } from "../../contracts/since.js";
 import { printable } from "../terminal-text.js";
 
-const usage = "usage: hookbox replay --store FILE --scripts FILE... [--session ID | --tenant NAME] [--since ISO] [--json]";
+const usage = "usage: hookbox replay --store FILE|URL --scripts FILE... [--session ID | --tenant NAME] [--since ISO] [--json]";
 
 interface ReplayFlags {
   store: string;

@@ -14,7 +14,7 @@ import { driveRun } from "../drive-run.js";
 import { positiveInt } from "../run-flags.js";
 
 const usage =
-  "usage: hookbox resume --store FILE --session ID [--config FILE] [--json] [--approval-timeout-ms N] [--wall auto|required|none]";
+  "usage: hookbox resume --store FILE|URL --session ID [--config FILE] [--json] [--approval-timeout-ms N] [--wall auto|required|none]";
 
 /**
  * `hookbox resume`: continues a session's interrupted run from its last committed snapshot, in this process.

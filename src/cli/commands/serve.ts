@@ -13,7 +13,7 @@ import { useScriptCache } from "../../sandbox/bundler.js";
 import { defaultScriptCacheDir, ScriptCache } from "../../sandbox/script-cache.js";
 
 const usage =
-  "usage: hookbox serve --port N [--store FILE|postgres://URL] --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] [--script-cache DIR|none] (--store or the config's store)";
+  "usage: hookbox serve --port N [--store FILE|URL] --config FILE [--host ADDRESS] [--wall auto|required|none] [--strict] [--script-cache DIR|none] (--store or the config's store)";
 
 /**
  * `hookbox serve`: the multi-tenant HTTP server. Prints `listening on URL` on stdout once it accepts requests,

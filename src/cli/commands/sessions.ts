@@ -4,7 +4,7 @@ import { openStoreAt } from "../../store/index.js";
 import { failUsage } from "../exit.js";
 import { printable } from "../terminal-text.js";
 
-const usage = "usage: hookbox sessions --store FILE [--tenant NAME] [--json]";
+const usage = "usage: hookbox sessions --store FILE|URL [--tenant NAME] [--json]";
 
 /** `hookbox sessions --store FILE`: one line per session (or one JSON object per line with --json). */
 export async function sessionsCommand(argv: string[]): Promise<number> {
