@@ -77,14 +77,11 @@ export class Deployments {
     // Concurrent first uses of a tenant make one first deployment, not one each.
     let first = this.firsts.get(tenant);
     if (!first) {
-      first = this.options.store.createDeployment({
-        id: newId("dep"),
-        tenant,
-        scripts: [],
-        shadow: [],
-        fromConfig: true,
-        createdMs: Date.now(),
-      });
+      // Another process sharing the store may make it meanwhile: then the store returns that one (onlyIfFirst).
+      first = this.options.store.createDeployment(
+        { id: newId("dep"), tenant, scripts: [], shadow: [], fromConfig: true, createdMs: Date.now() },
+        { onlyIfFirst: true },
+      );
       this.firsts.set(tenant, first);
       first.catch(() => this.firsts.delete(tenant));
     }

@@ -48,8 +48,9 @@ export class MemoryPolicyTables implements PolicyTables {
     return scripts.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
-  async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
+  async createDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord> {
     const list = this.deployments.get(deployment.tenant) ?? [];
+    if (options?.onlyIfFirst && list.length > 0) return structuredClone(list.at(-1)!);
     const stored = structuredClone({ ...deployment, number: list.length + 1 });
     list.push(stored);
     this.deployments.set(deployment.tenant, list);

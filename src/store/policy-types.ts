@@ -78,8 +78,12 @@ export interface PolicyStore {
   /** The tenant's scripts by name (sorted), each with its latest version. */
   listScripts(tenant: string): Promise<ScriptSummary[]>;
 
-  /** Stores a deployment numbered after the tenant's last one; it becomes the tenant's current deployment. */
-  createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord>;
+  /**
+   * Stores a deployment numbered after the tenant's last one; it becomes the tenant's current deployment. With
+   * `onlyIfFirst`, only when the tenant has none yet: otherwise nothing is stored and its current one is returned,
+   * in the same transaction, so processes sharing the store that make a tenant's first deployment at once make one.
+   */
+  createDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord>;
   getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined>;
   /** The tenant's deployments, oldest first; the last is the current one. */
   listDeployments(tenant: string): Promise<DeploymentRecord[]>;

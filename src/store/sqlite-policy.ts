@@ -45,6 +45,7 @@ export class SqlitePolicyTables implements PolicyTables {
       ),
       getDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = ? AND id = ?"),
       listDeployments: prepare(db, "SELECT * FROM deployments WHERE tenant = ? ORDER BY number"),
+      currentDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = ? ORDER BY number DESC LIMIT 1"),
       listHookCalls: prepare(db, "SELECT * FROM hook_calls WHERE run_id = ? ORDER BY idx"),
     };
   }
@@ -85,9 +86,13 @@ export class SqlitePolicyTables implements PolicyTables {
     return this.statements.listScripts.all(tenant) as ScriptSummary[];
   }
 
-  async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
-    return this.submit(`store deployment ${deployment.id}`, () =>
-      toDeployment(
+  async createDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord> {
+    return this.submit(`store deployment ${deployment.id}`, () => {
+      const current = options?.onlyIfFirst
+        ? (this.statements.currentDeployment.get(deployment.tenant) as DeploymentRow | undefined)
+        : undefined;
+      if (current) return toDeployment(current);
+      return toDeployment(
         this.statements.insertDeployment.get(
           deployment.id,
           deployment.tenant,
@@ -99,8 +104,8 @@ export class SqlitePolicyTables implements PolicyTables {
           deployment.rollbackOf ?? null,
           deployment.createdMs,
         ) as DeploymentRow,
-      ),
-    );
+      );
+    });
   }
 
   async getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined> {

@@ -21,8 +21,8 @@ export abstract class WithPolicyTables implements PolicyTables {
   listScripts(tenant: string): Promise<ScriptSummary[]> {
     return this.policy.listScripts(tenant);
   }
-  createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
-    return this.policy.createDeployment(deployment);
+  createDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord> {
+    return this.policy.createDeployment(deployment, options);
   }
   getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined> {
     return this.policy.getDeployment(tenant, id);

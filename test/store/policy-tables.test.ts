@@ -40,6 +40,24 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
     expect(await store.listScripts("initech")).toEqual([]);
   });
 
+  it("makes a tenant's first deployment once: onlyIfFirst stores nothing when the tenant has one, and returns its current one", async () => {
+    store = await open();
+    const first = (id: string) => ({ id, tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });
+    // Made at once (as processes sharing the store do), one is stored and every caller gets it.
+    const made = await Promise.all(["f1", "f2", "f3"].map((id) => store.createDeployment(first(id), { onlyIfFirst: true })));
+    expect(new Set(made.map((d) => d.id)).size).toBe(1);
+    expect((await store.listDeployments("acme")).map((d) => [d.id, d.number])).toEqual([[made[0].id, 1]]);
+    // After a later deployment, a late first use gets that one, not the config's scripts again.
+    const deployed = await store.createDeployment({ ...first("d2"), scripts: [{ name: "policy", version: 1 }], fromConfig: false });
+    expect(await store.createDeployment(first("late"), { onlyIfFirst: true })).toMatchObject({ id: deployed.id, number: 2 });
+    expect((await store.listDeployments("acme")).map((d) => d.id)).toEqual([made[0].id, "d2"]);
+    // Another tenant's first is its own.
+    expect(await store.createDeployment({ ...first("g1"), tenant: "globex" }, { onlyIfFirst: true })).toMatchObject({
+      id: "g1",
+      number: 1,
+    });
+  });
+
   it("keeps each tenant's deployment history in order, and runs with the deployment they used", async () => {
     store = await open();
     const first = await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });

@@ -77,9 +77,16 @@ export class PgPolicyTables implements PolicyTables {
     ).rows;
   }
 
-  async createDeployment(deployment: Omit<DeploymentRecord, "number">): Promise<DeploymentRecord> {
+  async createDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord> {
     return this.submit(`store deployment ${deployment.id}`, undefined, async (tx) => {
+      // One tenant's deployments are numbered one at a time; under the same lock a first one finds any other node's.
       await tx.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`hookbox:deployments:${deployment.tenant}`]);
+      if (options?.onlyIfFirst) {
+        const current = (
+          await tx.query<DeploymentRow>("SELECT * FROM deployments WHERE tenant = $1 ORDER BY number DESC LIMIT 1", [deployment.tenant])
+        ).rows[0];
+        if (current) return toDeployment(current);
+      }
       const row = (
         await tx.query<DeploymentRow>(
           `INSERT INTO deployments (id, tenant, number, scripts, shadow, from_config, previous_id, rollback_of, created_ms)
