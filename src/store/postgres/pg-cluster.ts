@@ -1,7 +1,7 @@
 import type { ClusterStore, ControlReply, HeldRun, RunControl } from "../cluster.js";
 import type { RunRow } from "../rows.js";
 import type { RunRecord } from "../types.js";
-import { pgStoreError, type Pool } from "./pg-driver.js";
+import { pgStoreError, retryDeadlocks, type Pool } from "./pg-driver.js";
 import { PgTransaction } from "./pg-commit.js";
 import type { PgListener } from "./pg-listener.js";
 import { NOW_MS } from "./pg-sql.js";
@@ -61,10 +61,12 @@ export class PgCluster implements ClusterStore {
         await this.pool.query("SELECT 1");
         return [];
       }
-      const renewed = await this.pool.query<{ id: string }>(
-        `UPDATE runs r SET lease_expires_ms = ${NOW_MS} + $3 FROM unnest($1::text[], $2::int[]) AS h(id, epoch)
-         WHERE r.id = h.id AND r.epoch = h.epoch AND r.status = 'running' RETURNING r.id`,
-        [runs.map((run) => run.runId), runs.map((run) => run.epoch), this.leaseMs],
+      const renewed = await retryDeadlocks(() =>
+        this.pool.query<{ id: string }>(
+          `UPDATE runs r SET lease_expires_ms = ${NOW_MS} + $3 FROM unnest($1::text[], $2::int[]) AS h(id, epoch)
+           WHERE r.id = h.id AND r.epoch = h.epoch AND r.status = 'running' RETURNING r.id`,
+          [runs.map((run) => run.runId), runs.map((run) => run.epoch), this.leaseMs],
+        ),
       );
       const kept = new Set(renewed.rows.map((row) => row.id));
       return runs.filter((run) => !kept.has(run.runId)).map((run) => run.runId);

@@ -2,7 +2,7 @@ import { HookboxError } from "../../errors.js";
 import { MAX_BATCH_BYTES, type Applied } from "../group-commit.js";
 import { overQuota, quotaError } from "../quota.js";
 import type { UsageDelta } from "../usage.js";
-import { pgStoreError, type Pool, type PoolClient, type Queryable } from "./pg-driver.js";
+import { isDeadlock, pgStoreError, retryDeadlocks, type Pool, type PoolClient, type Queryable } from "./pg-driver.js";
 
 /*
  * Group commit on PostgreSQL: the writes that arrive while a transaction is in flight (or within one turn of
@@ -211,10 +211,10 @@ export class PgGroupCommit {
 
   private async commit(writes: PgWrite[]): Promise<Applied<unknown>[]> {
     try {
-      return await this.transaction(writes, false);
+      return await retryDeadlocks(() => this.transaction(writes, false));
     } catch (error) {
       if (!(error instanceof RetryCarefully)) throw error;
-      return this.transaction(writes, true);
+      return retryDeadlocks(() => this.transaction(writes, true));
     }
   }
 
@@ -254,8 +254,9 @@ export class PgGroupCommit {
         return [{ ok: false, error: pgStoreError(this.location, writes[0].what, error) }];
       throw error;
     } finally {
-      // A connection that failed mid-transaction is not given back to the pool.
-      client.release(broken !== undefined && !(broken instanceof HookboxError) && !isStatementError(broken) ? true : undefined);
+      // A connection that failed mid-transaction is not given back to the pool (a deadlock's victim is intact).
+      const intact = broken === undefined || broken instanceof HookboxError || isStatementError(broken) || isDeadlock(broken);
+      client.release(intact ? undefined : true);
     }
   }
 }

@@ -77,6 +77,26 @@ export function pgStoreError(location: string, what: string, cause: unknown): Ho
   return new HookboxError("STORE", `store ${location}: could not ${what}: ${detail}`, { location });
 }
 
+/** True for a transaction the database rolled back to break a deadlock (40P01): done again, it goes through. */
+export function isDeadlock(error: unknown): boolean {
+  return (error as { code?: unknown } | undefined)?.code === "40P01";
+}
+
+/**
+ * Runs `transaction` again when the database chose it as a deadlock's victim (rolled back whole, so nothing of it
+ * was committed): a node's batched run writes and its lease renewal lock run rows in different orders, and
+ * PostgreSQL breaks such a cycle by failing one side, which is then simply retried.
+ */
+export async function retryDeadlocks<T>(transaction: () => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transaction();
+    } catch (error) {
+      if (!isDeadlock(error) || attempt >= attempts) throw error;
+    }
+  }
+}
+
 /** True when a statement failed on the unique index named `index` (23505). */
 export function violates(error: unknown, index: string): boolean {
   const { code, constraint } = (error ?? {}) as { code?: unknown; constraint?: unknown };
