@@ -305,6 +305,9 @@ const server = serverFigures();
 log("serve start-up with 1,000 and 10,000 tenants (scripts/bench/serve-startup.mjs)...");
 const { measureServeStartup } = await import("./bench/serve-startup.mjs");
 const startup = await measureServeStartup();
+log("1, 2 and 3 servers on one PostgreSQL, and takeover after kill -9 (scripts/bench/cluster.mjs)...");
+const { measureCluster } = await import("./bench/cluster.mjs");
+const cluster = await measureCluster();
 
 const results = {
   hook_roundtrip_us_p50: round(percentile(latency.hook, 50) * 1000, 1),
@@ -329,6 +332,7 @@ const results = {
   policy_cases_per_s: Math.round(policyCases.casesPerSecond),
   ...server,
   ...startup,
+  ...cluster,
 };
 log(`done in ${round((performance.now() - started) / 1000, 1)} s`);
 
@@ -349,6 +353,8 @@ if (json) {
     serve_healthz_ms_10000_tenants: "<= 5000",
     serve_first_run_ms_10000_tenants: `<= 2 x warm (${round(results.serve_warm_run_ms_10000_tenants * 2)})`,
     policy_cases_per_s: ">= 200 (1,000 cases in < 5 s, the CLI end to end)",
+    cluster_runs_per_s: `3 servers on one PostgreSQL (no goal; one server on SQLite: ${results.http_runs_per_s})`,
+    cluster_takeover_ms: `<= lease + 5000 (${results.cluster_lease_ms + 5000})`,
   };
   console.log(
     `hookbox bench — ${cpus().length} x ${cpus()[0]?.model ?? "cpu"}, ${Math.round(totalmem() / 2 ** 30)} GB, Node ${process.version}`,

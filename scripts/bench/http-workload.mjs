@@ -12,8 +12,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 export const round = (n, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-/** Three inferences and two tools (the bench's run), or with `steps` another shape (the long session's). */
-export function writeTenant(dir, { steps, limits = {} } = {}) {
+/**
+ * Three inferences and two tools (the bench's run), or with `steps` another shape (the long session's); `config`
+ * adds top-level fields to the serve config (the cluster bench's `store` and `server.leaseMs`).
+ */
+export function writeTenant(dir, { steps, limits = {}, config = {} } = {}) {
   writeFileSync(
     join(dir, "tools.mjs"),
     `export default [
@@ -42,6 +45,7 @@ export default defineScript({ name: "policy", hooks: {
   writeFileSync(
     join(dir, "config.json"),
     JSON.stringify({
+      ...config,
       tenants: [
         {
           name: "bench",
@@ -77,6 +81,7 @@ export async function startServe(dir, store, { nodeArgs = [] } = {}) {
   return {
     url,
     pid: child.pid,
+    stderr: () => stderr,
     stop: () =>
       new Promise((resolve) => {
         child.once("exit", resolve);
@@ -120,27 +125,38 @@ export async function oneRun(url, sessionId) {
 export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4, nodeArgs } = {}) {
   const server = await startServe(dir, store, { nodeArgs });
   try {
-    await Promise.all(Array.from({ length: Math.min(clients, 10) }, () => oneRun(server.url))); // warm-up: bundle cache, JIT
-    const latencies = [];
+    await warmUp([server.url], clients);
     const cpuBefore = treeCpuMs(server.pid);
-    const begin = performance.now();
-    await Promise.all(
-      Array.from({ length: clients }, async () => {
-        for (let i = 0; i < runsPerClient; i++) latencies.push(await oneRun(server.url));
-      }),
-    );
-    const elapsedS = (performance.now() - begin) / 1000;
+    const timed = await timedRuns([server.url], { clients, runsPerClient });
     const cpuAfter = treeCpuMs(server.pid);
-    latencies.sort((a, b) => a - b);
     return {
-      runsPerS: latencies.length / elapsedS,
-      p50: percentile(latencies, 50),
-      p99: percentile(latencies, 99),
-      runs: latencies.length,
-      cpuMsPerRun: (cpuAfter.own - cpuBefore.own) / latencies.length,
-      workerCpuMsPerRun: (cpuAfter.below - cpuBefore.below) / latencies.length,
+      ...timed,
+      cpuMsPerRun: (cpuAfter.own - cpuBefore.own) / timed.runs,
+      workerCpuMsPerRun: (cpuAfter.below - cpuBefore.below) / timed.runs,
     };
   } finally {
     await server.stop();
   }
+}
+
+/** Runs on every server before the timed part: the bundle cache and the JIT warm (up to 10 runs per server). */
+export async function warmUp(urls, clients) {
+  await Promise.all(urls.flatMap((url) => Array.from({ length: Math.min(clients, 10) }, () => oneRun(url))));
+}
+
+/**
+ * `clients` concurrent clients, spread round-robin over `urls` (each client sends all its requests to one server),
+ * each doing `runsPerClient` runs one after another: runs per second and run latency (ms).
+ */
+export async function timedRuns(urls, { clients, runsPerClient }) {
+  const latencies = [];
+  const begin = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async (_, client) => {
+      for (let i = 0; i < runsPerClient; i++) latencies.push(await oneRun(urls[client % urls.length]));
+    }),
+  );
+  const elapsedS = (performance.now() - begin) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { runsPerS: latencies.length / elapsedS, p50: percentile(latencies, 50), p99: percentile(latencies, 99), runs: latencies.length };
 }
