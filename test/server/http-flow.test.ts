@@ -1,13 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPgServer, type PgServer } from "../helpers/postgres.js";
 import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 
-// One real `hookbox serve` process for the whole file; each test uses its own sessions.
+// One real `hookbox serve` process per store kind (a SQLite file, then a PostgreSQL database on a throwaway
+// server): every case below holds on both (docs/scale-out.md); each test uses its own sessions.
 let server: ServeProcess;
+let pg: PgServer | undefined;
 const acme = () => api(server.url, "acme-key");
 const globex = () => api(server.url, "globex-key");
 
-beforeAll(async () => {
+async function startOn(storeKind: "sqlite" | "postgres") {
   const fixture = writeFixture(
     [
       { name: "acme", key: "acme-key", steps: twoToolSteps },
@@ -16,11 +19,10 @@ beforeAll(async () => {
     ],
     { server: { maxBodyBytes: 64 * 1024 } },
   );
-  server = await startServe({ config: fixture.config, store: fixture.store, env: { GLOBEX_KEY: "globex-key" } });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+  pg = storeKind === "postgres" ? await startPgServer() : undefined;
+  const store = pg ? await pg.createDatabase("hookbox_http") : fixture.store;
+  server = await startServe({ config: fixture.config, store, env: { GLOBEX_KEY: "globex-key" } });
+}
 
 /** Reads the run's stream to its end, continuing every step pause over HTTP as it arrives. */
 function finishStepping(runId: string, options: { lastEventId?: string; key?: string } = {}) {
@@ -45,7 +47,13 @@ async function pausedRun(client = acme(), key = "acme-key") {
   return { sessionId, runId: started.body.runId as string, pauseId: pause.pauseId, seen: messages };
 }
 
-describe("hookbox serve over HTTP", () => {
+describe.each(["sqlite", "postgres"] as const)("hookbox serve over HTTP (%s store)", (storeKind) => {
+  beforeAll(() => startOn(storeKind), 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await pg?.stop();
+  });
+
   it("answers /healthz without a key and refuses /v1 without a valid one", async () => {
     expect((await api(server.url, undefined).request("GET", "/healthz")).status).toBe(200);
     expect(await api(server.url, undefined).request("POST", "/v1/sessions", {})).toMatchObject({
