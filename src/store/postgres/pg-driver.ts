@@ -50,6 +50,10 @@ export async function createPool(url: string, options: { max: number; applicatio
   const pool = new pg.Pool(config);
   // An idle connection the server dropped (a restart): the pool discards it; the next query connects anew.
   pool.on("error", () => undefined);
+  // A connection checked out of the pool (a transaction in progress) that the server drops emits "error" on its
+  // client, which the pool listens to only while the client is idle: unheard, it would end the process. Its
+  // queries fail with that error anyway, and the code that holds it gives it back as broken.
+  pool.on("connect", (client) => client.on("error", () => undefined));
   return pool;
 }
 
