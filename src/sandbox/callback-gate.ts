@@ -9,9 +9,9 @@ export interface GateCall {
 }
 
 /** One message to the worker that runs the tenant's code (a call's start, a resume, a load). */
-export interface GateTask {
+export interface GateTask<Call extends GateCall = GateCall> {
   /** The call this message belongs to; a task of a call that already ended is skipped. */
-  call?: GateCall;
+  call?: Call;
   /** A call's first message: if its worker dies before starting it, it can be sent again elsewhere. */
   retryable?: boolean;
   send: (worker: WorkerProcess) => Promise<DoneMessage>;
@@ -19,13 +19,13 @@ export interface GateTask {
 }
 
 /** The tenant side of the gate. */
-export interface GateOwner {
+export interface GateOwner<Call extends GateCall = GateCall> {
   /** Names the tenant in errors. */
   readonly tenant: string;
   /** The worker for the next message, assigning one if needed; throws if there is none. */
   workerForNext(): WorkerProcess;
-  /** A message's reply came back. */
-  onDone(done: DoneMessage): void;
+  /** A message's reply came back; `call`: the call the message was for (none for a load or a coverage read). */
+  onDone(done: DoneMessage, call: Call | undefined): void;
   /** The gate opened again after a message to `worker` (replied or lost). */
   onReleased(worker: WorkerProcess): void;
 }
@@ -34,13 +34,13 @@ export interface GateOwner {
  * A tenant's callback gate: at most one message that runs the tenant's code is at its worker at a time, so
  * its callbacks run one at a time, in order. Resumes of awaiting callbacks go to the front of the line.
  */
-export class CallbackGate {
+export class CallbackGate<Call extends GateCall = GateCall> {
   private busy = false;
-  private readonly queue: GateTask[] = [];
+  private readonly queue: GateTask<Call>[] = [];
   /** The message at the worker now, if any. */
-  inFlight: GateTask | undefined;
+  inFlight: GateTask<Call> | undefined;
 
-  constructor(private readonly owner: GateOwner) {}
+  constructor(private readonly owner: GateOwner<Call>) {}
 
   get isOpen(): boolean {
     return !this.busy;
@@ -51,7 +51,7 @@ export class CallbackGate {
     return this.queue.length;
   }
 
-  enqueue(task: GateTask, front = false): void {
+  enqueue(task: GateTask<Call>, front = false): void {
     if (front) this.queue.unshift(task);
     else this.queue.push(task);
     this.pump();
@@ -80,7 +80,7 @@ export class CallbackGate {
       task.send(worker).then(
         (done) => {
           try {
-            this.owner.onDone(done);
+            this.owner.onDone(done, task.call);
           } finally {
             release();
           }

@@ -35,6 +35,8 @@ export interface Callback extends CallbackRequest, GateCall {
   readonly depth: number;
   /** The payload's `result`, sent apart (call-args.ts), until the callback ends. */
   lazy?: LazyResult;
+  /** Its requests to the host (next(), a capability) whose answers have not gone back to the worker yet. */
+  awaitingHost: number;
   resolve(reply: CallReply): void;
   reject(error: HookboxError): void;
 }

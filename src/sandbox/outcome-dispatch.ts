@@ -28,11 +28,24 @@ export interface OutcomeDispatchOptions {
 export class OutcomeDispatch {
   constructor(private readonly options: OutcomeDispatchOptions) {}
 
-  onDone(done: DoneMessage): void {
+  /**
+   * `call`: the callback the replied message was for. Its segment ends with it settled, failed, or awaiting the
+   * host (a real worker fails a callback that awaits nothing the host can answer): a reply that leaves it none of
+   * these would leave its caller waiting for good, so it is a breach like any other lie (the worker is killed,
+   * every call on it fails closed).
+   */
+  onDone(done: DoneMessage, call?: Callback): void {
+    this.dispatch(done);
+    if (call !== undefined && !call.finished && call.awaitingHost === 0)
+      call.worker?.brokeProtocol(`its reply to message ${done.seq} left ${call.script}: ${describeCall(call)} unanswered`);
+  }
+
+  private dispatch(done: DoneMessage): void {
     const { callbacks } = this.options;
     if (done.breach !== undefined) this.options.quarantine();
     for (const log of done.logs) {
-      this.options.logsOf(log.runId)?.({ script: log.script, tenant: log.tenant, level: log.level, message: log.message });
+      // The tenant is the one whose message this replies to, whatever the worker says.
+      this.options.logsOf(log.runId)?.({ script: log.script, tenant: this.options.tenant, level: log.level, message: log.message });
     }
     for (const outcome of done.outcomes) {
       const callback = callbacks.get(outcome.callId);
@@ -64,6 +77,7 @@ export class OutcomeDispatch {
    */
   private serveRequest(callback: Callback, requestId: number, op: HostRequestOp, text: string): void {
     const { maxPayloadBytes, gate, callbacks, tenant } = this.options;
+    callback.awaitingHost++;
     const answer: Promise<Resumption> =
       op === "capability"
         ? serveCapability(callback.run.capabilities, { script: callback.script, text }, maxPayloadBytes)
@@ -76,6 +90,8 @@ export class OutcomeDispatch {
             if (worker !== callback.worker)
               throw new HookboxError("SANDBOX_CRASHED", "the sandbox worker changed under an awaiting callback");
             const resume = { type: "resume" as const, tenant, callId: callback.callId, requestId, op, ok, value };
+            // From here the worker holds the answer: the reply to this resume settles the callback or asks again.
+            callback.awaitingHost--;
             return callback.run.charged(worker.exec(resume, this.options.segmentBudgetMs()));
           },
           fail: (error) => callbacks.fail(callback, error),

@@ -36,14 +36,14 @@ let lastCallId = 0;
  * (middleware `next()`, a capability) does not hold the gate: the calls its chain makes are served, and so
  * are calls queued behind it.
  */
-export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
+export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, RunOwner {
   limits: SandboxLimits;
   readonly scripts = new Map<string, { manifest: ScriptManifest; bundle: Bundle }>();
   /** This tenant's own schema checker: nothing of one tenant's schemas is visible to another's. */
   private readonly schemas = new ToolSchemas();
   /** How each hook used its big results: decides how the next one travels (call-args.ts). */
   private readonly resultUse = new ResultUse();
-  private readonly gate = new CallbackGate(this);
+  private readonly gate = new CallbackGate<Callback>(this);
   private readonly callbacks = new CallbacksInFlight(() => {
     if (this.gate.isOpen) this.leaveIfIdle();
   });
@@ -173,6 +173,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
         run,
         depth,
         finished: false,
+        awaitingHost: 0,
         resolve,
         reject,
         ...(encoded.lazy === undefined ? {} : { lazy: new LazyResult(encoded.lazy) }),
@@ -282,8 +283,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner, RunOwner {
   }
 
   /** GateOwner: a reply came back. */
-  onDone(done: DoneMessage): void {
-    this.dispatch.onDone(done);
+  onDone(done: DoneMessage, call?: Callback): void {
+    this.dispatch.onDone(done, call);
   }
 
   /** GateOwner: the gate opened again after a message to `worker`. */

@@ -226,8 +226,8 @@ export class WorkerProcess {
     else this.brokeProtocol(`a message the protocol does not allow (${checked.problem})`);
   }
 
-  /** A worker that breaks the protocol runs code that is not ours: it is killed, its calls fail closed. */
-  private brokeProtocol(reason: string): void {
+  /** A worker that breaks the protocol runs code that is not ours: it is killed, its calls fail closed naming `reason`. */
+  brokeProtocol(reason: string): void {
     this.reader.stop();
     this.output.stop();
     this.kill({ reason: "crashed", detail: `it broke the protocol: ${reason.slice(0, 300)}` });

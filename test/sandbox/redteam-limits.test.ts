@@ -30,7 +30,7 @@ async function expectContained(body: string, code: string, messagePart?: string,
   expect(error.code).toBe(code);
   expect(error.ms).toBeLessThan(CONTAINED_MS);
   if (code === "SANDBOX_TIMEOUT") {
-    expect(["cpu", "wall"]).toContain(error.details.limit);
+    expect(["cpu", "wall"], error.message).toContain(error.details.limit);
     expect(error.details.limitMs).toBe(error.details.limit === "cpu" ? limits.cpuMs : limits.wallMs);
   }
   if (messagePart) expect(error.message).toContain(messagePart);
