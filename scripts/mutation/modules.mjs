@@ -26,5 +26,32 @@ export const MODULES = {
     mutate: ["src/capabilities/**/*.ts"],
     tests: ["test/capabilities/*.test.ts", "test/policy/shadow-capabilities.test.ts"],
   },
+  // The same files in scoped runs, each with only the test files that reach them in the test's own process:
+  // ctx.fetch's address and URL rules and its connection, ctx.fetch itself with its secrets, ctx.kv and ctx.model.
+  "capabilities-egress": {
+    mutate: ["src/capabilities/addresses.ts", "src/capabilities/egress.ts", "src/capabilities/egress-connect.ts"],
+    tests: [
+      "test/capabilities/egress.property.test.ts",
+      "test/capabilities/egress-addresses.test.ts",
+      "test/capabilities/egress-paths.test.ts",
+    ],
+  },
+  "capabilities-fetch": {
+    mutate: ["src/capabilities/fetch.ts", "src/capabilities/egress-secrets.ts"],
+    tests: [
+      "test/capabilities/egress-paths.test.ts",
+      "test/capabilities/egress-secrets.test.ts",
+      "test/capabilities/egress-addresses.test.ts",
+    ],
+  },
+  "capabilities-kv-model": {
+    mutate: ["src/capabilities/kv.ts", "src/capabilities/guard-model.ts", "src/capabilities/broker.ts", "src/capabilities/requests.ts"],
+    tests: [
+      "test/capabilities/guard-budget.test.ts",
+      "test/capabilities/redteam-capabilities.test.ts",
+      "test/capabilities/refusal-flood.test.ts",
+      "test/capabilities/waiting.test.ts",
+    ],
+  },
   wall: { mutate: ["src/sandbox/wall/**/*.ts"], tests: ["test/wall/*.test.ts"] },
 };

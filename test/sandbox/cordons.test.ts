@@ -112,6 +112,27 @@ describe("cordons", () => {
     expect(stats.workerRestarts).toEqual({ "killed-overdue": 0, "killed-memory": 0, crashed: 0 });
   });
 
+  it("quarantined tenants of a cordon share its quarantine worker; a process-per-tenant one gets a quarantine process of its own", async () => {
+    const pool = newPool({ workers: 1, killGraceMs: 200 });
+    const shared = [await tenantRun(pool, "free-a", "free"), await tenantRun(pool, "free-b", "free")];
+    const apart = pool.tenant("free-own", { cpuMs: 5000, wallMs: 10_000 }, { cordon: "free", isolation: "process-per-tenant" });
+    const own = await apart.openRun({ runId: "run-free-own", scripts: await apart.load([policy]) });
+    const names = ["free-a", "free-b", "free-own"];
+    // As in the test above: limits the spins end at, then generous ones for the calls that check where they went.
+    for (const name of names) pool.tenant(name, { cpuMs: 500, wallMs: 1000 });
+    for (const run of [...shared, own]) await expect(run.callHook("policy", "beforeToolCall", beforePayload("spin"))).rejects.toThrow();
+    for (const name of names) pool.tenant(name, { cpuMs: 5000, wallMs: 10_000 });
+    for (const run of [...shared, own]) await served(run);
+    const quarantine = pool.workers().filter((worker) => worker.role === "quarantine");
+    expect(quarantine.map((worker) => ({ isolation: worker.isolation, tenants: [...worker.tenants].sort() }))).toEqual(
+      expect.arrayContaining([
+        { isolation: "shared", tenants: ["free-a", "free-b"] },
+        { isolation: "process-per-tenant", tenants: ["free-own"] },
+      ]),
+    );
+    expect(quarantine).toHaveLength(2);
+  });
+
   it("a tenant whose cordon changes moves to a worker of its new cordon once idle", async () => {
     const pool = newPool({ workers: 1 });
     const run = await tenantRun(pool, "free-mover", "free");
