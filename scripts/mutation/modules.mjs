@@ -53,5 +53,11 @@ export const MODULES = {
       "test/capabilities/waiting.test.ts",
     ],
   },
+  // The wall's syscall filter (its BPF assembler and program), run by the interpreter of test/wall/seccomp-filter.test.ts:
+  // the rest of the wall is host code whose effects only a walled process shows, in tests that spawn one per case.
+  "wall-filter": {
+    mutate: ["src/sandbox/wall/seccomp/bpf.ts", "src/sandbox/wall/seccomp/filter.ts"],
+    tests: ["test/wall/seccomp-filter.test.ts", "test/wall/seccomp.test.ts"],
+  },
   wall: { mutate: ["src/sandbox/wall/**/*.ts"], tests: ["test/wall/*.test.ts"] },
 };
