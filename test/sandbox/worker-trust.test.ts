@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { createSandboxPool, type SupervisedSandboxPool, type WorkerInfo } from "../../src/sandbox/index.js";
-import type { LogEntry } from "../../src/sandbox/api.js";
+import type { LogEntry, SandboxLimits } from "../../src/sandbox/api.js";
 import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { writeScripts, writeSteps } from "../helpers/harness.js";
@@ -31,8 +31,14 @@ function hostilePool(): SupervisedSandboxPool {
 const policy = script("policy", `export default { hooks: { beforeToolCall() {} } };`);
 let runs = 0;
 
-async function openAs(pool: SupervisedSandboxPool, tenantName: string) {
-  const tenant = pool.tenant(tenantName, { cpuMs: 200, wallMs: 1000 });
+/**
+ * Generous limits by default: a reply of megabytes parsed on a loaded machine must not meet the watchdog (the
+ * host's time for a reply is twice the segment budget plus grace); the test of ignored limits sets its own.
+ */
+const GENEROUS = { cpuMs: 5000, wallMs: 10_000 };
+
+async function openAs(pool: SupervisedSandboxPool, tenantName: string, limits: Partial<SandboxLimits> = GENEROUS) {
+  const tenant = pool.tenant(tenantName, limits);
   const logs: LogEntry[] = [];
   const run = await tenant.openRun({
     runId: `run-${tenantName}-${++runs}`,
@@ -110,6 +116,7 @@ describe("the reports the host believes, and what a lie costs", () => {
         scripts: writeScripts({ "policy.ts": `export default { hooks: { beforeToolCall() {} } };` }),
         model: { kind: "scripted", file: writeSteps([{ toolCalls: [{ id: "c1", name: "logs", args: {} }] }, { text: "done" }]) },
         budgets: { maxRunBytes },
+        limits: GENEROUS,
       },
       pool,
       { host: { tools: [{ name: "logs", description: "n", parameters: { type: "object" }, handler: () => ({}) }] } },
@@ -130,7 +137,7 @@ describe("the reports the host believes, and what a lie costs", () => {
   it("the in-isolate limits: a worker that ignores them is killed at budget plus grace, the call is SANDBOX_TIMEOUT", async () => {
     const pool = hostilePool();
     const honest = await openAs(pool, "honest");
-    const liar = await openAs(pool, "liar");
+    const liar = await openAs(pool, "liar", { cpuMs: 200, wallMs: 1000 });
     const pid = workerOf(pool, "liar")?.pid;
     const error = await rejection(liar.call("silent"));
     expect(error.code).toBe("SANDBOX_TIMEOUT");
