@@ -17,6 +17,7 @@ export async function startMeteredServe(options: {
   store: string;
 }): Promise<ServeProcess & { stallWindow(): Promise<Stall> }> {
   const server = await startServe({ ...options, nodeArgs: ["--import", join(repoRoot, "scripts/bench/stall-meter.mjs")] });
+  await tenantsBuilt(server.url);
   return {
     ...server,
     async stallWindow() {
@@ -30,6 +31,23 @@ export async function startMeteredServe(options: {
       throw new Error("the stall meter did not answer");
     },
   };
+}
+
+/**
+ * Waits until serve has built every tenant's runtime (it builds them after listening). The attacks are on runs,
+ * not on builds: a tenant built while another tenant's attack loads the machine could miss its load deadline and
+ * stay unavailable for its retry period, which is the build's rule (docs/server.md, "Start-up"), not the test's.
+ */
+async function tenantsBuilt(url: string): Promise<void> {
+  for (const deadline = Date.now() + 60_000; ;) {
+    const { tenants } = (await (await fetch(`${url}/healthz`)).json()) as {
+      tenants?: { configured: number; ready: number; building: number; failed: number };
+    };
+    if (!tenants || tenants.ready === tenants.configured) return;
+    if (tenants.failed > 0) throw new Error(`serve failed to build ${tenants.failed} tenant(s): ${JSON.stringify(tenants)}`);
+    if (Date.now() > deadline) throw new Error(`serve did not build its tenants within 60 s: ${JSON.stringify(tenants)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The longest stretch of the server main thread's own CPU time between two 10 ms timer ticks, and in wall time. */
