@@ -1,7 +1,8 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { readFileSync, writeFileSync } from "node:fs";
 import { api, readEvents, startServe, type ServeProcess } from "../server/serve-process.js";
 import { writeFixture } from "../server/fixture.js";
+import { startPgServer, type PgServer } from "../helpers/postgres.js";
 
 /*
  * ctx.kv through the real server: entries survive the serve process being killed and restarted on the same
@@ -46,6 +47,17 @@ afterEach(async () => {
   server = undefined;
 });
 
+// The kv entries live in the store: a SQLite file, or a PostgreSQL database on a throwaway server (started once).
+let pg: Promise<PgServer> | undefined;
+afterAll(async () => {
+  await (await pg)?.stop();
+});
+async function storeFor(storeKind: "sqlite" | "postgres", fixture: { store: string }): Promise<string> {
+  if (storeKind === "sqlite") return fixture.store;
+  pg ??= startPgServer();
+  return (await pg).createDatabase("hookbox_kv");
+}
+
 async function runOnce(url: string, key: string, prompt: string): Promise<Record<string, any>> {
   const client = api(url, key);
   const session = await client.request("POST", "/v1/sessions", {});
@@ -59,7 +71,7 @@ async function runOnce(url: string, key: string, prompt: string): Promise<Record
   return JSON.parse(log!.message);
 }
 
-describe("ctx.kv through the real server", () => {
+describe.each(["sqlite", "postgres"] as const)("ctx.kv through the real server (%s store)", (storeKind) => {
   it("persists across a killed and restarted serve process, shared by a tenant's runs, invisible to another tenant; quota and value bound hold", async () => {
     const fixture = writeFixture([
       { name: "acme", key: "acme-key", steps, scripts: { "memo.ts": memo } },
@@ -69,14 +81,15 @@ describe("ctx.kv through the real server", () => {
     config.tenants[0].kv = { quotaBytes: 4096 };
     writeFileSync(fixture.config, JSON.stringify(config));
 
-    server = await startServe({ config: fixture.config, store: fixture.store });
+    const store = await storeFor(storeKind, fixture);
+    server = await startServe({ config: fixture.config, store });
     expect(await runOnce(server.url, "acme-key", "count")).toEqual({ visits: 1, keys: ["visits"], missing: null });
     expect((await runOnce(server.url, "acme-key", "count")).visits).toBe(2);
     // Another tenant, same key name: its own entry.
     expect((await runOnce(server.url, "globex-key", "count")).visits).toBe(1);
 
     await server.stop("SIGKILL");
-    server = await startServe({ config: fixture.config, store: fixture.store });
+    server = await startServe({ config: fixture.config, store });
     expect((await runOnce(server.url, "acme-key", "count")).visits).toBe(3);
     expect((await runOnce(server.url, "globex-key", "count")).visits).toBe(2);
 
@@ -98,7 +111,7 @@ describe("ctx.kv through the real server", () => {
     const config = JSON.parse(readFileSync(fixture.config, "utf8"));
     config.tenants[0].kv = false;
     writeFileSync(fixture.config, JSON.stringify(config));
-    server = await startServe({ config: fixture.config, store: fixture.store });
+    server = await startServe({ config: fixture.config, store: await storeFor(storeKind, fixture) });
     const client = api(server.url, "acme-key");
     const session = await client.request("POST", "/v1/sessions", {});
     const started = await client.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "count" });

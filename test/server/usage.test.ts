@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "../helpers/cli.js";
+import { startPgServer, type PgServer } from "../helpers/postgres.js";
 
 /*
  * Usage accounting and budgets through the real `hookbox serve`: totals come from the store, per tenant,
@@ -31,20 +32,22 @@ const steps = [
 // Pricing: 1000 in * 2 + 200 out * 10 = 0.004; then 1500 * 2 + 100 * 10 = 0.004; per run 0.008 USD.
 const pricing = { scripted: { inputPerMTok: 2, outputPerMTok: 10 } };
 
+// One server per store kind: a SQLite file, then a PostgreSQL database on a throwaway server.
 let server: ServeProcess;
 let fixture: ReturnType<typeof writeFixture>;
+let store: string;
+let pg: PgServer | undefined;
 
-beforeAll(async () => {
+async function startOn(storeKind: "sqlite" | "postgres") {
   fixture = writeFixture([
     { name: "acme", key: "acme-key", steps, scripts: { "trace.ts": tracingScript }, extra: { pricing } },
     { name: "globex", key: "globex-key", steps },
     { name: "tight", key: "tight-key", steps, limits: { maxTokens: 1000 } },
   ]);
-  server = await startServe({ config: fixture.config, store: fixture.store });
-});
-afterAll(async () => {
-  await server?.stop();
-});
+  pg = storeKind === "postgres" ? await startPgServer() : undefined;
+  store = pg ? await pg.createDatabase("hookbox_usage") : fixture.store;
+  server = await startServe({ config: fixture.config, store });
+}
 
 async function runToEnd(key: string, body: Record<string, unknown> = { prompt: "record" }, headers: Record<string, string> = {}) {
   const client = api(server.url, key);
@@ -55,7 +58,13 @@ async function runToEnd(key: string, body: Record<string, unknown> = { prompt: "
   return messages.map((m) => m.event);
 }
 
-describe("GET /v1/usage and budgets over HTTP", () => {
+describe.each(["sqlite", "postgres"] as const)("GET /v1/usage and budgets over HTTP (%s store)", (storeKind) => {
+  beforeAll(() => startOn(storeKind), 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await pg?.stop();
+  });
+
   it("returns the caller's tenant totals since a time, from the store; other tenants are separate", async () => {
     const startedAt = new Date().toISOString();
     const events = await runToEnd("acme-key");
@@ -103,7 +112,7 @@ describe("GET /v1/usage and budgets over HTTP", () => {
       const replays = await client.request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }], since: bad });
       expect(replays.status, bad).toBe(400);
       expect(replays.body.error.message).toContain(problem);
-      const cli = await runCli(["replay", "--store", fixture.store, "--scripts", script, "--since", bad]);
+      const cli = await runCli(["replay", "--store", store, "--scripts", script, "--since", bad]);
       expect(cli.code, bad).toBe(2);
       expect(cli.stderr).toBe(`hookbox replay: USAGE: --since: ${problem}\n`);
     }
@@ -112,7 +121,7 @@ describe("GET /v1/usage and budgets over HTTP", () => {
     expect(usage.body.since).toBe("2026-11-01T00:00:00.000Z");
     const replays = await client.request("POST", "/v1/replays", { scripts: [{ name: "policy", version: 1 }], since: "2026-11-01" });
     expect(JSON.stringify(replays.body)).not.toContain("since");
-    const cli = await runCli(["replay", "--store", fixture.store, "--scripts", script, "--since", "2026-11-01"]);
+    const cli = await runCli(["replay", "--store", store, "--scripts", script, "--since", "2026-11-01"]);
     expect(cli.stderr).not.toContain("--since");
   });
 
@@ -143,7 +152,7 @@ describe("GET /v1/usage and budgets over HTTP", () => {
   it("usage survives a restart of the server (the ledger is in the store)", async () => {
     const before = (await api(server.url, "acme-key").request("GET", "/v1/usage")).body;
     await server.stop();
-    server = await startServe({ config: fixture.config, store: fixture.store });
+    server = await startServe({ config: fixture.config, store });
     const after = (await api(server.url, "acme-key").request("GET", "/v1/usage")).body;
     expect(after).toEqual({ ...before, until: after.until });
     expect(after.runs).toBeGreaterThanOrEqual(2);
