@@ -3,10 +3,13 @@ import { readFileSync } from "node:fs";
 import { api, readEvents, startServe, type ServeProcess } from "../server/serve-process.js";
 import { twoToolSteps, writeFixture } from "../server/fixture.js";
 import type { HookboxEvent } from "../../src/events/types.js";
+import { startPgServer, type PgServer } from "../helpers/postgres.js";
 
-// One real `hookbox serve`; scripts are uploaded over HTTP, deployed, shadowed and rolled back.
+// One real `hookbox serve` per store kind (a SQLite file, then a PostgreSQL database on a throwaway server);
+// scripts are uploaded over HTTP, deployed, shadowed and rolled back.
 let server: ServeProcess;
 let log: string;
+let pg: PgServer | undefined;
 const acme = () => api(server.url, "acme-key");
 const globex = () => api(server.url, "globex-key");
 
@@ -27,17 +30,15 @@ export default defineScript({
   "lib/rules.ts": `const blocked: string[] = ${JSON.stringify(blocked)};\nexport function isBlocked(id: string): boolean {\n  return blocked.includes(id);\n}\n`,
 });
 
-beforeAll(async () => {
+async function startOn(storeKind: "sqlite" | "postgres") {
   const fixture = writeFixture([
     { name: "acme", key: "acme-key", steps: twoToolSteps },
     { name: "globex", key: "globex-key", steps: twoToolSteps },
   ]);
   log = fixture.log;
-  server = await startServe({ config: fixture.config, store: fixture.store });
-}, 120_000);
-afterAll(async () => {
-  await server?.stop();
-});
+  pg = storeKind === "postgres" ? await startPgServer() : undefined;
+  server = await startServe({ config: fixture.config, store: pg ? await pg.createDatabase("hookbox_policy") : fixture.store });
+}
 
 type Decision = Extract<HookboxEvent, { type: "hook-decision" }>;
 const decisions = (events: HookboxEvent[]) => events.filter((e): e is Decision => e.type === "hook-decision" && e.script === "policy");
@@ -57,7 +58,13 @@ const executed = (sessionId: string) =>
     .map((line) => line.split(" ")[2])
     .sort();
 
-describe("script versions and deployments over HTTP", () => {
+describe.each(["sqlite", "postgres"] as const)("script versions and deployments over HTTP (%s store)", (storeKind) => {
+  beforeAll(() => startOn(storeKind), 120_000);
+  afterAll(async () => {
+    await server?.stop();
+    await pg?.stop();
+  });
+
   it("versions uploads, deploys them without a restart, keeps a paused run on its versions, and rolls back", async () => {
     const v1 = await acme().request("POST", "/v1/scripts", { name: "policy", entry: "policy.ts", files: policyFiles([], "v1") });
     expect(v1).toMatchObject({ status: 201, body: { name: "policy", version: 1, warnings: [] } });
