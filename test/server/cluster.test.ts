@@ -266,6 +266,42 @@ export default defineScript({ name: "policy", hooks: {
     const { messages } = await readEvents(a.url, "acme-key", started.body.runId);
     expectWholeRun(messages);
   }, 120_000);
+  it("a run drained by SIGTERM on A is resumed through B (POST /v1/sessions/:id/resume) and finishes there, its committed tool not run again", async () => {
+    const steps = [
+      { toolCalls: [{ id: "c1", name: "record", args: { id: "c1" } }] },
+      { toolCalls: [{ id: "c2", name: "record", args: { id: "c2", delayMs: 20_000 } }] },
+      { text: "both recorded" },
+    ];
+    const url = await pg.createDatabase("hookbox_cluster");
+    const fixture = writeFixture([{ name: "acme", key: "acme-key", steps }], { store: url, server: { leaseMs: LEASE_MS, drainMs: 200 } });
+    const a = await startServe({ config: fixture.config });
+    servers.push(a);
+    const b = await startServe({ config: fixture.config });
+    servers.push(b);
+    const [onA, onB] = [api(a.url, "acme-key"), api(b.url, "acme-key")];
+    const sessionId = (await onA.request("POST", "/v1/sessions", {})).body.sessionId as string;
+    const runId = (await onA.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "record both" })).body.runId as string;
+    // Drained while c2's tool runs (c1's result is committed: its tool-finished came before c2 started).
+    const before = await readEvents(b.url, "acme-key", runId, {
+      onMessage: (m) => {
+        if (m.event.type === "tool-started" && m.event.callId === "c2") a.child.kill("SIGTERM");
+      },
+    });
+    expect(await a.exited).toEqual({ code: 0, signal: null });
+    expect(before.messages.at(-1)?.event).toMatchObject({ type: "run-interrupted", reason: expect.stringMatching(/SIGTERM/) });
+    expect((await onB.request("GET", `/v1/runs/${runId}`)).body).toMatchObject({ status: "interrupted" });
+
+    const resumed = await onB.request("POST", `/v1/sessions/${sessionId}/resume`);
+    expect(resumed, JSON.stringify(resumed.body)).toMatchObject({ status: 202, body: { runId } });
+    const after = await readEvents(b.url, "acme-key", runId, { lastEventId: before.messages.at(-1)!.id! });
+    expect(after.messages[0]?.event).toMatchObject({ type: "run-resumed", node: expect.any(String) });
+    expectWholeRun([...before.messages, ...after.messages]);
+    const tools = readLog(fixture.log).filter((line) => line.startsWith("tool "));
+    expect(tools.filter((line) => line.endsWith(" c1"))).toHaveLength(1);
+    expect(tools.filter((line) => line.endsWith(" c2"))).toHaveLength(2);
+    expect((await onB.request("GET", `/v1/runs/${runId}`)).body).toMatchObject({ status: "completed", epoch: 2 });
+  }, 120_000);
+
   it("a tenant's rate limits hold across nodes: runs started on A count on B", async () => {
     const url = await pg.createDatabase("hookbox_cluster");
     const fixture = writeFixture([{ name: "acme", key: "acme-key", steps: [{ text: "both recorded" }], limits: { runsPerMinute: 2 } }], {
