@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { startPgServer, type PgServer } from "../helpers/postgres.js";
+import { usePgServer } from "../helpers/postgres.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
-import { api, readEvents, startServe, type Api, type ServeProcess } from "./serve-process.js";
+import { api, readEvents, startServe, useServeProcesses, type Api } from "./serve-process.js";
 
 /*
  * Deployments on many `hookbox serve` processes sharing one PostgreSQL database (docs/scale-out.md): a deployment
@@ -11,19 +11,8 @@ import { api, readEvents, startServe, type Api, type ServeProcess } from "./serv
  * tenant's first deployment at the same moment make one, not one each (no 500, one wins).
  */
 
-let pg: PgServer;
-beforeAll(async () => {
-  pg = await startPgServer();
-}, 120_000);
-afterAll(async () => {
-  await pg?.stop();
-});
-
-let servers: ServeProcess[] = [];
-afterEach(async () => {
-  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
-  servers = [];
-});
+const pg = usePgServer();
+const servers = useServeProcesses();
 
 const tenantNames = ["acme", "globex", "initech", "umbrella"];
 

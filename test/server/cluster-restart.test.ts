@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startPgServer, type PgServer } from "../helpers/postgres.js";
+import { describe, expect, it } from "vitest";
+import { usePgServer } from "../helpers/postgres.js";
 import { writeFixture } from "./fixture.js";
-import { api, readEvents, startServe, type ServeProcess, type SseMessage } from "./serve-process.js";
+import { api, readEvents, startServe, useServeProcesses, type SseMessage } from "./serve-process.js";
 
 /*
  * PostgreSQL restarting (pg_ctl stop -m immediate, as a crash, then start on the same data) while runs are in
@@ -12,19 +12,8 @@ import { api, readEvents, startServe, type ServeProcess, type SseMessage } from 
  */
 
 const LEASE_MS = 2000;
-let pg: PgServer;
-beforeAll(async () => {
-  pg = await startPgServer();
-}, 120_000);
-afterAll(async () => {
-  await pg?.stop();
-});
-
-let servers: ServeProcess[] = [];
-afterEach(async () => {
-  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
-  servers = [];
-});
+const pg = usePgServer();
+const servers = useServeProcesses();
 
 const readLog = (log: string) => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : []);
 

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { startPgServer, type PgServer } from "../helpers/postgres.js";
+import { usePgServer } from "../helpers/postgres.js";
 import { writeFixture } from "./fixture.js";
-import { api, readEvents, startServe, type ServeProcess, type SseMessage } from "./serve-process.js";
+import { api, readEvents, startServe, useServeProcesses, type ServeProcess, type SseMessage } from "./serve-process.js";
 
 /*
  * Many `hookbox serve` processes on one PostgreSQL database (docs/scale-out.md), each a real server on loopback
@@ -14,20 +14,8 @@ import { api, readEvents, startServe, type ServeProcess, type SseMessage } from 
  */
 
 const LEASE_MS = 2000;
-let pg: PgServer;
-beforeAll(async () => {
-  pg = await startPgServer();
-}, 120_000);
-afterAll(async () => {
-  await pg?.stop();
-});
-
-let servers: ServeProcess[] = [];
-afterEach(async () => {
-  for (const server of servers) if (server.child.signalCode === null && server.child.exitCode === null) server.child.kill("SIGCONT");
-  await Promise.all(servers.map((server) => server.stop("SIGKILL")));
-  servers = [];
-});
+const pg = usePgServer();
+const servers = useServeProcesses();
 
 const threeSteps = [
   { toolCalls: [{ id: "c1", name: "record", args: { id: "c1" } }] },

@@ -1,9 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import { startPgServer, type PgServer } from "../helpers/postgres.js";
+import { usePgServer } from "../helpers/postgres.js";
 import { writeFixture } from "./fixture.js";
 import { api, readEvents, startServe } from "./serve-process.js";
 
@@ -13,13 +13,7 @@ import { api, readEvents, startServe } from "./serve-process.js";
  * interrupted) is finished by `hookbox resume` without running its committed tool again.
  */
 
-let pg: PgServer;
-beforeAll(async () => {
-  pg = await startPgServer();
-}, 120_000);
-afterAll(async () => {
-  await pg?.stop();
-});
+const pg = usePgServer();
 
 const logLines = (log: string) => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : []);
 

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { afterEach } from "vitest";
 import { hookboxBin, repoRoot } from "../helpers/cli.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { checkResponse, checkStreamEvent } from "./response-check.js";
@@ -67,6 +68,19 @@ export async function startServe(options: {
       return exited;
     },
   };
+}
+
+/**
+ * The serve processes of a test file's tests (push each one started): killed with SIGKILL after each test, one
+ * stopped with SIGSTOP continued first.
+ */
+export function useServeProcesses(): ServeProcess[] {
+  const servers: ServeProcess[] = [];
+  afterEach(async () => {
+    for (const server of servers) if (server.child.signalCode === null && server.child.exitCode === null) server.child.kill("SIGCONT");
+    await Promise.all(servers.splice(0).map((server) => server.stop("SIGKILL")));
+  });
+  return servers;
 }
 
 export interface Api {
