@@ -3,6 +3,7 @@ import type { Block, Turn } from "../turns/turn.js";
 import type { CallOutcome } from "./tool-call.js";
 import { contextRestartDisabledKey, PayloadKeys } from "../turns/keys.gen.js";
 import { newId } from "./ids.js";
+import { TypedKeyError } from "../turns/typed-key.js";
 
 /** Applies a tool's `context_restart_<suffix>` enrichment to the turn (mutating it). */
 export type RestartHandler = (turn: Turn, restart: { suffix: string; item?: Json; callId: string }) => void | Promise<void>;
@@ -34,6 +35,17 @@ export function restartHandlerFor(handlers: RestartHandlers, suffix: string): Re
   return handlers.generic === false ? undefined : genericRestartHandler;
 }
 
+/** Whether `suffix` can name a restart: the disable flag's key (keys.gen.ts) is the one owner of that rule. */
+function isRestartSuffix(suffix: string): boolean {
+  try {
+    contextRestartDisabledKey(suffix);
+    return true;
+  } catch (error) {
+    if (error instanceof TypedKeyError) return false;
+    throw error;
+  }
+}
+
 export function isRestartDisabled(turn: Turn, suffix: string): boolean {
   return contextRestartDisabledKey(suffix).find(turn.data) === true;
 }
@@ -58,6 +70,11 @@ export async function applyRestart(
       metadata: {},
     },
   });
+  // The suffix names the restart's disable flag in the turn's data: a tool's malformed one is refused like any other.
+  if (!isRestartSuffix(restart.suffix))
+    return refuse(
+      `context restart refused: ${JSON.stringify(restart.suffix.slice(0, 80))} is not a restart type (context_restart_ then letters, digits, '_', '-' or '.')`,
+    );
   if (!withinBound) return refuse(`context restart refused: the run's restart limit is reached`);
   if (isRestartDisabled(turn, restart.suffix)) return refuse(`context restart "${restart.suffix}" was already applied in this run`);
   const handler = restartHandlerFor(handlers, restart.suffix);

@@ -178,6 +178,28 @@ describe("the tool loop with host tools", () => {
     expect(JSON.stringify(result.turn.blocks.find((b) => b.kind === "tool_use")?.payload)).toContain("no context restart handler");
   });
 
+  it("a tool's malformed restart type is refused as an error the model sees; the run goes on", async () => {
+    const fetcher: HostTool = {
+      name: "f",
+      description: "",
+      parameters: { type: "object" },
+      handler: () => ({ type: "context_restart_notes<img src=x>", enhanced_context_item: { text: "x" } }),
+    };
+    const h = await harness({
+      steps: [{ toolCalls: [{ id: "r1", name: "f", args: {} }] }, { text: "went on" }],
+      host: { tools: [fetcher] },
+    });
+    const { result, events } = await h.run();
+    expect(ofType(events, "context-restart")).toMatchObject([{ callId: "r1", restartType: "notes<img src=x>", applied: false }]);
+    const refusal = result.turn.blocks.find((b) => b.kind === "tool_use")?.payload[PayloadKeys.error];
+    expect(refusal).toEqual({
+      code: "CONTEXT_RESTART",
+      message: `context restart refused: "notes<img src=x>" is not a restart type (context_restart_ then letters, digits, '_', '-' or '.')`,
+    });
+    expect(result.turn.blocks.some((b) => b.kind === "context")).toBe(false);
+    expect(result).toMatchObject({ status: "completed", text: "went on" });
+  });
+
   it("fails clearly when the scripted model runs out of steps", async () => {
     const h = await harness({
       steps: [{ toolCalls: [{ id: "a", name: "lookup_order", args: { id: "x" } }] }],

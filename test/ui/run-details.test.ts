@@ -21,6 +21,7 @@ const pwn = (where: string) => `<img src=x onerror="globalThis.__pwned='${where}
 const RETRY_MESSAGE = `overloaded ${pwn("retry")}`;
 const KV_KEY = `seen ${pwn("kv")}`;
 const RESTART_SUFFIX = "notes";
+const HOSTILE_RESTART = `notes${pwn("restart")}`;
 const GUARD_TEXT = `<script>globalThis.__pwned='guard'</script>OK`;
 const TOOL_ERROR = `gateway <b onmouseover="globalThis.__pwned='tool'">down</b>`;
 
@@ -63,6 +64,14 @@ export default defineScript({
       },
     },
     {
+      name: "muddle",
+      description: "Ask for a restart of a type no restart has",
+      parameters: { type: "object", properties: {} },
+      async handler() {
+        return { type: ${JSON.stringify(`context_restart_${HOSTILE_RESTART}`)} };
+      },
+    },
+    {
       name: "flaky",
       description: "Fails on its first attempt of a run",
       parameters: { type: "object", properties: {} },
@@ -87,6 +96,7 @@ beforeAll(async () => {
         toolCalls: [
           { id: "c1", name: "remember", args: {} },
           { id: "c2", name: "remember", args: {} },
+          { id: "c5", name: "muddle", args: {} },
         ],
       },
       { toolCalls: [{ id: "c3", name: "flaky", args: {} }] },
@@ -173,8 +183,13 @@ describe("the inspector's run timeline shows retries, restarts, capability calls
 
     // The model call that failed and was retried: the attempt, the wait, the provider's status and message.
     expect(await entries(page, "inference-retry")).toEqual([`attempt 2 in 10 ms after 500: ${RETRY_MESSAGE}`]);
-    // Two restarts of one kind in a run: the first applied, the second refused (already applied).
-    expect(await entries(page, "context-restart")).toEqual([`${RESTART_SUFFIX} applied`, `${RESTART_SUFFIX} refused`]);
+    // Two restarts of one kind in a run: the first applied, the second refused (already applied); a type no restart
+    // can have (the script's markup in it) refused too, and shown as text.
+    expect(await entries(page, "context-restart")).toEqual([
+      `${RESTART_SUFFIX} applied`,
+      `${RESTART_SUFFIX} refused`,
+      `${HOSTILE_RESTART} refused`,
+    ]);
     // The failed tool attempt with its error, the retry granted, and the attempt that worked.
     const toolFinished = await entries(page, "tool-finished");
     expect(toolFinished.filter((text) => text.startsWith("flaky"))).toEqual([
