@@ -86,12 +86,15 @@ const commands: Record<string, { usage: string; summary: string; options: readon
     ],
   },
   sessions: {
-    usage: "sessions --store FILE|URL [--tenant NAME] [--json]",
-    summary: "list stored sessions with their last run",
+    usage: "sessions --store FILE|URL [--tenant NAME] [--json] | --delete ID... | --prune --config FILE",
+    summary: "list stored sessions with their last run; delete sessions, or what the config's retention would",
     options: [
       ["--store FILE|URL", "the store: a SQLite file or a postgres:// URL (required)"],
-      ["--tenant NAME", "only this tenant's sessions"],
+      ["--tenant NAME", "only this tenant's sessions (listing)"],
       ["--json", "one JSON object per line"],
+      ["--delete ID", "delete this session with its runs, freeing its bytes; repeatable"],
+      ["--prune", "delete each tenant's sessions idle longer than its retention (with --config)"],
+      ["--config FILE", "the serve config whose tenants' retention --prune applies"],
     ],
   },
   serve: {

@@ -191,7 +191,7 @@ export const operations: Operation[] = [
         schema: { type: "string" },
       },
     ],
-    responses: { 200: { description: "the sessions", schema: "SessionList" }, ...errorResponses(401, 429) },
+    responses: { 200: { description: "the sessions", schema: "SessionList" }, ...errorResponses(400, 401, 429) },
   },
   {
     method: "get",
@@ -224,7 +224,7 @@ export const operations: Operation[] = [
         schema: { type: "string" },
       },
     ],
-    responses: { 202: { description: "started", schema: "RunStarted" }, ...errorResponses(400, 401, 404, 409, 413, 429, 503, 507) },
+    responses: { 202: { description: "started", schema: "RunStarted" }, ...errorResponses(400, 401, 403, 404, 409, 413, 429, 503, 507) },
   },
   {
     method: "post",
@@ -237,7 +237,7 @@ export const operations: Operation[] = [
     path: "/v1/sessions/{sessionId}/fork",
     summary: "Fork the session at a run (default: its last)",
     body: { schema: "ForkBody", example: {}, optional: true },
-    responses: { 201: { description: "the new session", schema: "SessionCreated" }, ...errorResponses(400, 401, 404, 413, 429, 507) },
+    responses: { 201: { description: "the new session", schema: "SessionCreated" }, ...errorResponses(400, 401, 403, 404, 413, 429, 507) },
   },
   {
     method: "get",
@@ -501,6 +501,15 @@ function policyOperations(): Operation[] {
 
 const ref = (name: Schema) => ({ $ref: `#/components/schemas/${name}` });
 
+/** Every route with a JSON body refuses another content type before reading it. */
+const unsupportedMediaType = { description: "the body is not JSON (UNSUPPORTED_MEDIA_TYPE)", schema: "Error" as const };
+/** Any route can fail on a server fault; never on bad input. */
+const serverFault = {
+  description:
+    "a server fault (INTERNAL: a bug, or the code of the host error), with a reference the operator's log has the details under; never bad input",
+  schema: "Error" as const,
+};
+
 /**
  * A run's event stream. OpenAPI 3.1 has no way to type the messages of a stream (3.2's itemSchema), so the body is a
  * string whose decoded content JSON Schema's contentSchema describes: each message's `data:` is one StreamEvent.
@@ -545,8 +554,10 @@ const pathParameters = (path: string) =>
 export function openApiDocument(version = packageVersion()): object {
   const paths: Record<string, Record<string, object>> = {};
   for (const op of operations) {
+    const answers: Operation["responses"] = { ...op.responses, 500: serverFault };
+    if (op.body) answers[415] = unsupportedMediaType;
     const responses = Object.fromEntries(
-      Object.entries(op.responses).map(([code, response]) => [
+      Object.entries(answers).map(([code, response]) => [
         code,
         {
           description: response.description,

@@ -7,6 +7,7 @@ import { openMemoryStore } from "../../src/store/index.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { createHash } from "node:crypto";
 import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
+import { checkResponse, checkStreamEvent } from "./response-check.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 
 /*
@@ -190,5 +191,23 @@ describe("GET /v1/openapi.json", () => {
       }
     }
     expect(checked).toBeGreaterThan(0);
+  });
+});
+
+describe("the tests' check of every answer against the document", () => {
+  it("refuses an undocumented status, a content type or a body off the document, an unknown route's success, an unknown event", async () => {
+    const error = { error: { code: "X", message: "m" } };
+    expect(() => checkResponse("GET", "/v1/sessions", 418, "application/json", error)).toThrow(/does not document status 418/);
+    expect(() => checkResponse("GET", "/v1/sessions", 200, "text/plain", "x")).toThrow(/documented application\/json/);
+    expect(() => checkResponse("GET", "/v1/sessions", 200, "application/json", { sessions: "none" })).toThrow(
+      /breaks its documented schema/,
+    );
+    expect(() => checkResponse("GET", "/v1/sessions", 401, "application/json", { message: "no key" })).toThrow(/breaks/);
+    expect(() => checkResponse("GET", "/v1/nothing", 200, "application/json", {})).toThrow(/has no GET \/v1\/nothing/);
+    expect(() => checkResponse("GET", "/v1/runs/run_x/events", 204, null, "unexpected")).toThrow(/without a body/);
+    expect(() => checkStreamEvent({ type: "no-such-event", seq: 1 })).toThrow(/breaks its documented schema/);
+    // What the server answers passes, through the test process's own fetch.
+    expect((await fetch(`${server.url}/v1/sessions`, { headers: { authorization: "Bearer acme-key" } })).status).toBe(200);
+    expect(() => checkResponse("GET", "/v1/sessions", 200, "application/json; charset=UTF-8", { sessions: [] })).not.toThrow();
   });
 });

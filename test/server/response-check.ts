@@ -1,10 +1,15 @@
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { openApiDocument } from "../../src/server/openapi.js";
+import { isInspectorPath } from "../../src/server/inspector.js";
 
 /*
- * Every response the server tests receive through api() and readEvents() is checked against the OpenAPI
- * document the server serves: a success against its route's schema for that status (a status the route does
- * not document fails), an error against the Error shape, and each SSE message's data against StreamEvent.
+ * Every answer the tests get from a hookbox server is checked against the OpenAPI document the server serves.
+ * startServe() registers each server it starts (checkAnswersOf), and from then on the test process's fetch checks
+ * every response from that server, whoever calls it (api(), readEvents(), a test's own fetch): the status must be
+ * one the route documents, the content type the one documented for it, a JSON body must validate against its
+ * schema (an error against Error), and each SSE message's data against StreamEvent as the stream is read. A path
+ * no route has is an Error; the inspector's pages (/ and /ui/) and CORS preflights (OPTIONS) are not API answers.
+ * A breach rejects the fetch (or errors the stream), so the test that made the request fails naming the route.
  */
 
 interface ResponseDoc {
@@ -41,21 +46,33 @@ function fail(what: string, validate: ValidateFunction, body: unknown): never {
   );
 }
 
-/** Throws when a JSON response does not match what the document says the route answers. */
+const errorCode = (body: unknown) => (body as { error?: { code?: unknown } } | undefined)?.error?.code;
+const mediaType = (contentType: string | null) => contentType?.split(";")[0].trim().toLowerCase() ?? "";
+
+/** Throws when a response does not match what the document says the route answers (`body`: the parsed JSON, or the text). */
 export function checkResponse(method: string, url: string, status: number, contentType: string | null, body: unknown): void {
   const path = new URL(url, "http://x").pathname;
-  const route = routes.find((candidate) => candidate.pattern.test(path) && candidate.methods[method.toLowerCase()]);
   const where = `${method} ${path} ${status}`;
-  if (status >= 400 && contentType?.includes("application/json")) {
-    const validate = validator("#/components/schemas/Error");
-    if (!validate(body)) fail(where, validate, body);
-    return;
+  const type = mediaType(contentType);
+  const route = routes.find((candidate) => candidate.pattern.test(path) && candidate.methods[method.toLowerCase()]);
+  let ref = "#/components/schemas/Error";
+  // Answered by the HTTP parser before any route sees the request (docs/http-api.md): the error shape on any path.
+  const beforeRouting = status === 408 || status === 431 || (status === 400 && errorCode(body) === "MALFORMED_REQUEST");
+  if (route && !beforeRouting) {
+    const documented = route.methods[method.toLowerCase()].responses[String(status)];
+    if (!documented) throw new Error(`${where}: ${method} ${route.template} does not document status ${status}`);
+    const types = Object.keys(documented.content ?? {});
+    if (types.length === 0) {
+      if (body !== "" && body !== undefined) throw new Error(`${where}: documented without a body, answered ${String(body).slice(0, 200)}`);
+      return;
+    }
+    if (!types.includes(type)) throw new Error(`${where}: answered ${contentType ?? "no content type"}, documented ${types.join(" or ")}`);
+    ref = documented.content![type].schema?.$ref ?? ref;
+  } else if (status < 400) {
+    throw new Error(`${where}: answered ${status}, but the document has no ${method} ${path}`);
   }
-  if (!route) return; // not an API route (the inspector's pages)
-  const documented = route.methods[method.toLowerCase()].responses[String(status)];
-  if (!documented) throw new Error(`${where}: ${route.template} does not document status ${status}`);
-  const ref = documented.content?.["application/json"]?.schema?.$ref;
-  if (!ref || !contentType?.includes("application/json")) return;
+  if (status >= 400 && type !== "application/json") throw new Error(`${where}: an error answered as ${contentType ?? "no content type"}`);
+  if (type !== "application/json") return;
   const validate = validator(ref);
   if (!validate(body)) fail(where, validate, body);
 }
@@ -64,4 +81,69 @@ export function checkResponse(method: string, url: string, status: number, conte
 export function checkStreamEvent(data: unknown): void {
   const validate = validator("#/components/schemas/StreamEvent");
   if (!validate(data)) fail("an SSE message", validate, data);
+}
+
+/** Passes an SSE body through, checking each message's `data:` as it goes by; a breach errors the stream. */
+function checkedEventStream(body: ReadableStream<Uint8Array>, where: string): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        // Only the new text is searched for a message's end: a big event arriving in many chunks is scanned once.
+        const searchFrom = Math.max(0, buffer.length - 1);
+        buffer += decoder.decode(chunk, { stream: true });
+        let end = buffer.indexOf("\n\n", searchFrom);
+        for (; end >= 0; end = buffer.indexOf("\n\n")) {
+          const data = buffer
+            .slice(0, end)
+            .split("\n")
+            .filter((line) => line.startsWith("data: "))
+            .map((line) => line.slice(6))
+            .join("\n");
+          buffer = buffer.slice(end + 2);
+          if (!data) continue;
+          try {
+            checkStreamEvent(JSON.parse(data));
+          } catch (error) {
+            controller.error(new Error(`${where}: ${(error as Error).message}`));
+            return;
+          }
+        }
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+const checkedOrigins = new Set<string>();
+let installed = false;
+
+/** From now on, every answer this process's fetch gets from the hookbox server at `url` is checked. */
+export function checkAnswersOf(url: string): void {
+  checkedOrigins.add(new URL(url).origin);
+  if (installed) return;
+  installed = true;
+  const unchecked = globalThis.fetch;
+  globalThis.fetch = async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(typeof input === "string" ? input : input instanceof URL ? input.href : input.url);
+    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+    const response = await unchecked(input, init);
+    if (!checkedOrigins.has(url.origin) || method === "OPTIONS" || isInspectorPath(url.pathname)) return response;
+    const contentType = response.headers.get("content-type");
+    if (mediaType(contentType) === "text/event-stream" && response.body) {
+      checkResponse(method, url.href, response.status, contentType, undefined);
+      const checked = new Response(checkedEventStream(response.body, `${method} ${url.pathname}`), {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
+      return checked;
+    }
+    const text = await response.clone().text();
+    let body: unknown = text;
+    if (mediaType(contentType) === "application/json") body = JSON.parse(text);
+    checkResponse(method, url.href, response.status, contentType, body);
+    return response;
+  };
 }
