@@ -89,10 +89,8 @@ export class LiveConfig {
 }
 
 /** What a request (or a run start) of a tenant no longer in the config is answered. */
-export function tenantRemoved(tenant: string): HookboxError {
-  return new HookboxError(
-    "TENANT_REMOVED",
-    `tenant ${tenant} is no longer in the server's config (a reload removed it while this request was in flight): its API keys no longer work`,
-    { tenant },
-  );
+export function tenantRemoved(tenant: string, why = "a reload removed it while this request was in flight"): HookboxError {
+  return new HookboxError("TENANT_REMOVED", `tenant ${tenant} is not in the server's config (${why}): its API keys do not work`, {
+    tenant,
+  });
 }

@@ -97,7 +97,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     store,
     runtimeFor: async (tenant, _session, run) => {
       // A stored session of a tenant no longer in the config cannot run here (a reload removed it meanwhile).
-      if (!live.runtimes.has(tenant)) throw tenantRemoved(tenant);
+      if (!live.runtimes.has(tenant)) throw tenantRemoved(tenant, "a reload removed it, or this server was never configured for it");
       return deployments ? deployments.runtimeFor(tenant, run) : live.runtimes.get(tenant)!;
     },
     storeQuota: (tenant) => live.tenants.get(tenant)?.maxStoreBytes,
