@@ -503,6 +503,7 @@ const ref = (name: Schema) => ({ $ref: `#/components/schemas/${name}` });
 
 /** Every route with a JSON body refuses another content type before reading it. */
 const unsupportedMediaType = { description: "the body is not JSON (UNSUPPORTED_MEDIA_TYPE)", schema: "Error" as const };
+const bodyTooLarge = { description: "body too large (BODY_TOO_LARGE: over the server's maxBodyBytes)", schema: "Error" as const };
 /** Any route can fail on a server fault; never on bad input. */
 const serverFault = {
   description:
@@ -556,6 +557,8 @@ export function openApiDocument(version = packageVersion()): object {
   for (const op of operations) {
     const answers: Operation["responses"] = { ...op.responses, 500: serverFault };
     if (op.body) answers[415] = unsupportedMediaType;
+    // The body's size is checked on every tenant route (app.ts), whether the route reads a body or not.
+    if (op.path.startsWith("/v1/") && op.auth === undefined) answers[413] ??= bodyTooLarge;
     const responses = Object.fromEntries(
       Object.entries(answers).map(([code, response]) => [
         code,
