@@ -140,6 +140,7 @@ const commands: Record<string, { usage: string; summary: string; options: readon
       ["--record", "write a case file from a recorded session instead (with --store and --session)"],
       ["--store FILE", "with --record: the SQLite store"],
       ["--session ID", "with --record: the session whose runs become cases"],
+      ["--run ID", "with --record: only this run of the session (repeatable); cases keep the session's run numbers"],
       ["--script FILE", "with --record: the script the cases run (repeatable: a stack, in load order)"],
       ["--out FILE", "with --record: the case file to write (default SESSION.cases.json; refuses to overwrite)"],
       wall,

@@ -94,6 +94,62 @@ describe("hookbox test --record", () => {
     expect(failed.stdout).toContain("0 passed, 1 failed");
   }, 60_000);
 
+  it("--run records only the runs named, numbered as the session's; a run of no such session is refused", async () => {
+    const again = await runCli(
+      [
+        "run",
+        "policy.ts",
+        "--model",
+        "scripted:model.json",
+        "--host-tools",
+        "tools.mjs",
+        "--prompt",
+        "again",
+        "--store",
+        "store.db",
+        "--session",
+        "s1",
+      ],
+      { cwd: dir },
+    );
+    expect(again.code, again.stderr).toBe(0);
+    const written = await runCli(["test", "--record", "--store", "store.db", "--session", "s1", "--out", "all.cases.json"], { cwd: dir });
+    expect(written.code, written.stderr).toBe(0);
+    const all = JSON.parse(readFileSync(join(dir, "all.cases.json"), "utf8")) as { cases: { name: string }[] };
+    expect(all.cases).toHaveLength(2);
+    const second = /\((run_[0-9a-f]+)\)$/.exec(all.cases[1]!.name)![1]!;
+    const picked = await runCli(
+      [
+        "test",
+        "--record",
+        "--store",
+        "store.db",
+        "--session",
+        "s1",
+        "--run",
+        second,
+        "--script",
+        "policy.ts",
+        "--out",
+        "picked.cases.json",
+      ],
+      { cwd: dir },
+    );
+    expect(picked.stdout).toMatch(/^wrote picked\.cases\.json: 1 case, \d+ hook calls\n$/);
+    const file = JSON.parse(readFileSync(join(dir, "picked.cases.json"), "utf8")) as { cases: { name: string }[] };
+    expect(file.cases.map((c) => c.name)).toEqual([`run 2 of session s1 (${second})`]);
+    expect((await runCli(["test", "picked.cases.json"], { cwd: dir })).stdout).toContain("1 passed, 0 failed");
+    const stranger = await runCli(
+      ["test", "--record", "--store", "store.db", "--session", "s1", "--run", "run_nope", "--out", "z.cases.json"],
+      {
+        cwd: dir,
+      },
+    );
+    expect(stranger.code).toBe(2);
+    expect(stranger.stderr).toContain("session s1 has no run run_nope");
+    expect((await runCli(["test", "--run", second], { cwd: dir })).stderr).toContain("--run goes with --record");
+  }, 120_000);
+
   it("a missing session, a missing store and an existing --out are usage errors that write nothing", async () => {
     const noSession = await runCli(["test", "--record", "--store", "store.db", "--session", "nope", "--out", "x.cases.json"], { cwd: dir });
     expect(noSession.code).toBe(2);

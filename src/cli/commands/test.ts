@@ -12,7 +12,7 @@ import { caseLines, junitXml, reportJson, summaryLine } from "../../testing/repo
 import { coverageSummary, lcov, overallLines, percent } from "../../testing/coverage/report.js";
 
 const usage = "usage: hookbox test [PATHS...] [--json | --reporter text|json|junit] [--coverage] [--coverage-min PERCENT]";
-const recordUsage = "usage: hookbox test --record --store FILE --session ID [--script FILE]... [--out FILE]";
+const recordUsage = "usage: hookbox test --record --store FILE --session ID [--run ID]... [--script FILE]... [--out FILE]";
 
 interface TestFlags {
   paths: string[];
@@ -21,7 +21,7 @@ interface TestFlags {
   coverageFile: string;
   coverageMin?: number;
   wall?: WallMode;
-  record?: { store: string; session: string; scripts: string[]; out?: string };
+  record?: { store: string; session: string; runs?: string[]; scripts: string[]; out?: string };
 }
 
 /**
@@ -131,9 +131,15 @@ async function record(options: NonNullable<TestFlags["record"]>): Promise<number
   try {
     if (!(await store.getSession(options.session)))
       return failUsage("test", new HookboxError("NOT_FOUND", `${options.store} has no session ${options.session}`));
+    if (options.runs) {
+      const ofSession = new Set((await store.listRuns(options.session)).map((run) => run.id));
+      const stranger = options.runs.find((runId) => !ofSession.has(runId));
+      if (stranger !== undefined)
+        return failUsage("test", new HookboxError("NOT_FOUND", `session ${options.session} has no run ${stranger}`));
+    }
     const base = dirname(resolve(out));
     const scripts = options.scripts.map((script) => relative(base, resolve(script)) || script);
-    const recorded = await recordedCases(store, options.session, { scripts });
+    const recorded = await recordedCases(store, options.session, { scripts, ...(options.runs ? { runIds: options.runs } : {}) });
     if (recorded.runs === 0)
       return failUsage("test", new HookboxError("NOT_FOUND", `session ${options.session} has no recorded hook calls to make cases of`));
     mkdirSync(base, { recursive: true });
@@ -162,6 +168,7 @@ function parseTestFlags(argv: string[]): TestFlags {
       store: { type: "string" },
       session: { type: "string" },
       script: { type: "string", multiple: true },
+      run: { type: "string", multiple: true },
       out: { type: "string" },
       wall: { type: "string" },
     },
@@ -177,10 +184,16 @@ function parseTestFlags(argv: string[]): TestFlags {
       reporter: "text",
       coverage: false,
       coverageFile: "",
-      record: { store: values.store, session: values.session, scripts: values.script ?? [], ...(values.out ? { out: values.out } : {}) },
+      record: {
+        store: values.store,
+        session: values.session,
+        scripts: values.script ?? [],
+        ...(values.run ? { runs: values.run } : {}),
+        ...(values.out ? { out: values.out } : {}),
+      },
     };
   }
-  for (const flag of ["store", "session", "script", "out"] as const)
+  for (const flag of ["store", "session", "run", "script", "out"] as const)
     if (values[flag] !== undefined) throw new HookboxError("USAGE", `--${flag} goes with --record (${recordUsage})`);
   const reporter = values.json ? "json" : (values.reporter ?? "text");
   if (values.json && values.reporter !== undefined && values.reporter !== "json")
