@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { ARCHES, type FilterArch } from "../../src/sandbox/wall/seccomp/syscalls.js";
-import { CLONE_NAMESPACE_FLAGS, compileFilter, DENIED_SYSCALLS } from "../../src/sandbox/wall/seccomp/filter.js";
+import { CLONE_NAMESPACE_FLAGS, compileFilter, DENIED_SYSCALLS, hostFilter } from "../../src/sandbox/wall/seccomp/filter.js";
 import { BpfProgram } from "../../src/sandbox/wall/seccomp/bpf.js";
 import { propertyParameters } from "../helpers/property.js";
 
@@ -125,6 +125,16 @@ describe.each(["x86_64", "aarch64"] as FilterArch[])("the syscall filter on %s, 
       }),
       propertyParameters(200),
     );
+  });
+});
+
+describe("the host's filter", () => {
+  it("is its architecture's: x86-64 or arm64 (the machines the suite runs on), refusing unshare there", () => {
+    const arch = ({ x64: "x86_64", arm64: "aarch64" } as const)[process.arch as "x64" | "arm64"];
+    expect(arch, `the suite runs on x86-64 or arm64, not ${process.arch}`).toBeDefined();
+    const filter = hostFilter();
+    expect(filter?.arch).toBe(arch);
+    expect(run(filter!.program, { arch: ARCHES[arch].auditArch, nr: ARCHES[arch].syscalls.unshare! })).toBe(EPERM);
   });
 });
 
