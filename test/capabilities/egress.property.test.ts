@@ -47,7 +47,11 @@ globalUnicast.addSubnet("2000::", 3, "ipv6");
 const v4Text = (n: number) => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
 const v4Number = (text: string) => text.split(".").reduce((sum, part) => sum * 256 + Number(part), 0);
 
-/** Any IPv4 address, with the edges of every special range (first, last, and one past each) likely. */
+/**
+ * Any IPv4 address, with the edges of every special range (first, last, and one past each) likely, and its
+ * look-alikes: an address of the range with one octet replaced (192.1.99.7 beside 192.88.99.0/24), which a
+ * rule that checks only some of the range's octets takes for the range.
+ */
 const ipv4 = fc.oneof(
   fc.integer({ min: 0, max: 2 ** 32 - 1 }),
   fc.constantFrom(...NON_PUBLIC_V4).chain(([base, prefix]) => {
@@ -55,6 +59,13 @@ const ipv4 = fc.oneof(
     const last = first + 2 ** (32 - prefix) - 1;
     return fc.constantFrom(first, last, Math.max(0, first - 1), Math.min(2 ** 32 - 1, last + 1), first + Math.floor((last - first) / 2));
   }),
+  fc
+    .tuple(fc.constantFrom(...NON_PUBLIC_V4), fc.nat(3), fc.integer({ min: 0, max: 255 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }))
+    .map(([[base, prefix], octet, value, low]) => {
+      const inRange = (v4Number(base) + (low % 2 ** (32 - prefix))) >>> 0;
+      const shift = 8 * (3 - octet);
+      return ((inRange & ~(0xff << shift)) | (value << shift)) >>> 0;
+    }),
 );
 
 const hexWords = (bytes: Uint8Array) => Array.from({ length: 8 }, (_, i) => ((bytes[2 * i] << 8) | bytes[2 * i + 1]).toString(16));
