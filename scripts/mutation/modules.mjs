@@ -32,6 +32,7 @@ export const MODULES = {
     mutate: ["src/capabilities/addresses.ts", "src/capabilities/egress.ts", "src/capabilities/egress-connect.ts"],
     tests: [
       "test/capabilities/egress.property.test.ts",
+      "test/capabilities/egress-connect.test.ts",
       "test/capabilities/egress-addresses.test.ts",
       "test/capabilities/egress-paths.test.ts",
     ],
