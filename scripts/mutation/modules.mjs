@@ -33,6 +33,7 @@ export const MODULES = {
     tests: [
       "test/capabilities/egress.property.test.ts",
       "test/capabilities/egress-connect.test.ts",
+      "test/capabilities/config.test.ts",
       "test/capabilities/egress-addresses.test.ts",
       "test/capabilities/egress-paths.test.ts",
     ],
