@@ -180,6 +180,12 @@ describe("connections beyond the descriptor limit", () => {
       expect(answer.body.error.message).toContain("EMFILE");
       expect(answer.body.error.message).toContain("the old config stays");
       expect(answer.headers["retry-after"]).toBe("1");
+      // SIGHUP says the same on stderr, not that the config was refused.
+      crowded.child.kill("SIGHUP");
+      await expect
+        .poll(() => crowded.stderr(), { timeout: 10_000 })
+        .toContain("SIGHUP: the config was not reloaded: the server is out of file descriptors");
+      expect(crowded.stderr()).not.toContain("the new config was refused");
     } finally {
       for (const socket of sockets) socket.destroy();
       agent.destroy();
