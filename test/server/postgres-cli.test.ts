@@ -5,7 +5,7 @@ import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
 import { usePgServer } from "../helpers/postgres.js";
 import { writeFixture } from "./fixture.js";
-import { api, readEvents, startServe } from "./serve-process.js";
+import { api, readEvents, startServe, useServeProcesses } from "./serve-process.js";
 
 /*
  * The `hookbox` CLI on a PostgreSQL store (`--store postgres://...`, docs/cli.md): `run` keeps its session there,
@@ -14,6 +14,7 @@ import { api, readEvents, startServe } from "./serve-process.js";
  */
 
 const pg = usePgServer();
+const servers = useServeProcesses();
 
 const logLines = (log: string) => (existsSync(log) ? readFileSync(log, "utf8").trim().split("\n").filter(Boolean) : []);
 
@@ -80,6 +81,7 @@ describe("hookbox run, sessions and resume on a PostgreSQL store", () => {
 
     // A served run drained on SIGTERM while its second tool runs: committed as interrupted.
     const server = await startServe({ config: fixture.config });
+    servers.push(server);
     const client = api(server.url, "acme-key");
     const session = await client.request("POST", "/v1/sessions", {});
     const sessionId = session.body.sessionId as string;
