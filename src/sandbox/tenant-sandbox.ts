@@ -129,8 +129,8 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
         send: async (worker) => {
           worker.ensureBundle(bundle);
           const load = { type: "load" as const, tenant: this.tenant, limits: this.workerLimits(), bundleHash: bundle.hash };
+          // The gate dispatches the reply (breach, logs) once it is returned, as for every message.
           const done = await worker.exec(load, this.segmentBudgetMs());
-          this.onDone(done);
           try {
             if (done.load?.ok) resolve(validateManifest(done.load.manifest, bundle, this.schemas));
             else reject(reviveLoadError(done.load?.error ?? { code: "SCRIPT_LOAD", message: "load failed" }, bundle.displayPath));
@@ -218,7 +218,6 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
       this.gate.enqueue({
         send: async (worker) => {
           const done = await worker.exec({ type: "coverage", tenant: this.tenant, runId: run.runId }, this.segmentBudgetMs());
-          this.onDone(done);
           resolve(done.coverage ?? []);
           return done;
         },

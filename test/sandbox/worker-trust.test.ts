@@ -107,6 +107,15 @@ describe("the reports the host believes, and what a lie costs", () => {
     expect(liar.logs.every((entry) => entry.tenant === "liar")).toBe(true);
   });
 
+  it("logs: each reply is dispatched once, whatever message it answers (a coverage reply's line reaches its run once)", async () => {
+    const pool = hostilePool();
+    const liar = await openAs(pool, "liar");
+    expect(await liar.run.coverage()).toEqual([]);
+    // The gate hands the reply over after the read's own promise settles: give it that turn.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(liar.logs.map((entry) => entry.message)).toEqual(["counted"]);
+  });
+
   it("logs: as many and as long as the worker says, still bounded by the run's maxRunBytes at every event", async () => {
     const pool = hostilePool();
     const maxRunBytes = 1024 * 1024;
