@@ -248,7 +248,9 @@ describe("red team: floods", () => {
   });
 
   it("a log flood is rate- and size-limited, and the dropped lines are reported", async () => {
-    const sandbox = pool.tenant("logger");
+    // The limits under test are the log's (rate and size); a CPU budget of its own keeps 5,000 lines of 10 kB
+    // within time on a loaded machine, where the default 200 ms has run out before the last line.
+    const sandbox = pool.tenant("logger", { cpuMs: 2000, wallMs: 10_000 });
     const manifests = await sandbox.load([
       script(
         "logger",

@@ -284,7 +284,9 @@ export default defineScript({
     const dir = project({
       "hostile.ts": hostile,
       "hostile.cases.json": json({
-        limits: { cpuMs: 100, wallMs: 2000 },
+        // Small enough that the endless loop ends soon, large enough that the other cases' loads and calls fit
+        // on a loaded machine (100 ms did not, once).
+        limits: { cpuMs: 500, wallMs: 2000 },
         cases: [
           { name: "spins", hook: "beforeToolCall", input: { tool: "spin" }, expect: { action: "error", errorCode: "SANDBOX_TIMEOUT" } },
           {
