@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { usePgServer } from "../helpers/postgres.js";
-import { writeFixture } from "./fixture.js";
+import { writeFixture, type TenantFixture } from "./fixture.js";
 import { api, readEvents, startServe, useServeProcesses, type ServeProcess, type SseMessage } from "./serve-process.js";
 
 /*
@@ -23,9 +23,13 @@ const threeSteps = [
   { text: "both recorded" },
 ];
 
-async function cluster(nodes: number, steps: unknown[] = threeSteps) {
+/** `nodes` servers on a fresh database, serving tenant acme (`tenant` adds to or replaces its fields). */
+async function cluster(nodes: number, tenant: Partial<TenantFixture> = {}, server: Record<string, unknown> = {}) {
   const url = await pg.createDatabase("hookbox_cluster");
-  const fixture = writeFixture([{ name: "acme", key: "acme-key", steps }], { store: url, server: { leaseMs: LEASE_MS } });
+  const fixture = writeFixture([{ name: "acme", key: "acme-key", steps: threeSteps, ...tenant }], {
+    store: url,
+    server: { leaseMs: LEASE_MS, ...server },
+  });
   const started: ServeProcess[] = [];
   // One after the other: the first migrates the database; the rest find it migrated (or wait on the lock).
   for (let i = 0; i < nodes; i++) {
@@ -103,15 +107,10 @@ export default defineScript({ name: "policy", hooks: {
       { toolCalls: [{ id: "c2", name: "record", args: { id: "c2", ask: true } }] },
       { text: "done" },
     ];
-    const url = await pg.createDatabase("hookbox_cluster");
-    const fixture = writeFixture([{ name: "acme", key: "acme-key", steps, scripts: { "policy.ts": policy } }], {
-      store: url,
-      server: { leaseMs: LEASE_MS },
-    });
-    const a = await startServe({ config: fixture.config });
-    servers.push(a);
-    const b = await startServe({ config: fixture.config });
-    servers.push(b);
+    const {
+      fixture,
+      nodes: [a, b],
+    } = await cluster(2, { steps, scripts: { "policy.ts": policy } });
     const [onA, onB] = [api(a.url, "acme-key"), api(b.url, "acme-key")];
     const session = await onA.request("POST", "/v1/sessions", {});
     const runId = (await onA.request("POST", `/v1/sessions/${session.body.sessionId}/runs`, { prompt: "record" })).body.runId as string;
@@ -187,7 +186,7 @@ export default defineScript({ name: "policy", hooks: {
 
   it("an owner stopped (SIGSTOP) past its lease and continued writes nothing more, and its tool does not run twice", async () => {
     const steps = [{ toolCalls: [{ id: "c1", name: "record", args: { id: "c1", hookDelayMs: 1500 } }] }, { text: "both recorded" }];
-    const { fixture, nodes } = await cluster(2, steps);
+    const { fixture, nodes } = await cluster(2, { steps });
     const [a, b] = nodes;
     const onA = api(a.url, "acme-key");
     const session = await onA.request("POST", "/v1/sessions", {});
@@ -260,12 +259,10 @@ export default defineScript({ name: "policy", hooks: {
       { toolCalls: [{ id: "c2", name: "record", args: { id: "c2", delayMs: 20_000 } }] },
       { text: "both recorded" },
     ];
-    const url = await pg.createDatabase("hookbox_cluster");
-    const fixture = writeFixture([{ name: "acme", key: "acme-key", steps }], { store: url, server: { leaseMs: LEASE_MS, drainMs: 200 } });
-    const a = await startServe({ config: fixture.config });
-    servers.push(a);
-    const b = await startServe({ config: fixture.config });
-    servers.push(b);
+    const {
+      fixture,
+      nodes: [a, b],
+    } = await cluster(2, { steps }, { drainMs: 200 });
     const [onA, onB] = [api(a.url, "acme-key"), api(b.url, "acme-key")];
     const sessionId = (await onA.request("POST", "/v1/sessions", {})).body.sessionId as string;
     const runId = (await onA.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "record both" })).body.runId as string;
@@ -291,15 +288,9 @@ export default defineScript({ name: "policy", hooks: {
   }, 120_000);
 
   it("a tenant's rate limits hold across nodes: runs started on A count on B", async () => {
-    const url = await pg.createDatabase("hookbox_cluster");
-    const fixture = writeFixture([{ name: "acme", key: "acme-key", steps: [{ text: "both recorded" }], limits: { runsPerMinute: 2 } }], {
-      store: url,
-      server: { leaseMs: LEASE_MS },
-    });
-    const a = await startServe({ config: fixture.config });
-    servers.push(a);
-    const b = await startServe({ config: fixture.config });
-    servers.push(b);
+    const {
+      nodes: [a, b],
+    } = await cluster(2, { steps: [{ text: "both recorded" }], limits: { runsPerMinute: 2 } });
     const [onA, onB] = [api(a.url, "acme-key"), api(b.url, "acme-key")];
     for (const client of [onA, onB]) {
       const session = await client.request("POST", "/v1/sessions", {});
