@@ -5,7 +5,7 @@ import type { EventBody } from "../../src/events/types.js";
 import type { HookName } from "../../src/turns/keys.gen.js";
 import type { OnHookError } from "../../src/sandbox/api.js";
 import { HookboxError } from "../../src/errors.js";
-import { beforePayload } from "../sandbox/helpers.js";
+import { beforePayload, common } from "../sandbox/helpers.js";
 
 /*
  * The hook chain on its own, with providers that answer as told: what each decision, failure and policy
@@ -37,15 +37,6 @@ function chainOf(providers: HookProvider[], options: { shadow?: boolean } = {}) 
   return { chain, events };
 }
 
-const common = {
-  sessionId: "s1",
-  inferenceId: "i1",
-  traceId: "t1",
-  turnId: "u1",
-  timestampMs: 1,
-  tags: {},
-  budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
-};
 const call = { id: "call-1", name: "lookup", args: { q: 1 }, origin: "script" as const };
 const errorPayload = { phase: "onToolError" as const, call, attempt: 1, error: { message: "boom" }, ...common };
 const afterPayload = { phase: "afterToolCall" as const, call, attempt: 1, result: { v: 1 }, durationMs: 1, ...common };

@@ -24,7 +24,7 @@ export function writeFiles(files: Record<string, string>): string {
 }
 
 /** The ids and times every ctx and payload carries. */
-const common = {
+export const common = {
   sessionId: "s1",
   inferenceId: "i1",
   traceId: "t1",
