@@ -41,3 +41,31 @@ export async function launchBrowser(): Promise<Browser> {
     },
   };
 }
+
+/** What the tests read of a page's globals (evaluated in the browser: the tests' own types have no DOM). */
+export interface InPage {
+  document: { addEventListener(type: string, listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
+  __reportViolation(what: string): void;
+  __pwned?: string;
+}
+
+/** A new page that records every Content-Security-Policy violation it meets in `violations`. */
+export async function pageRecordingViolations(browser: Browser): Promise<Page & { violations: string[] }> {
+  const page = (await browser.newPage()) as Page & { violations: string[] };
+  page.violations = [];
+  await page.exposeFunction("__reportViolation", (what: string) => page.violations.push(what));
+  await page.addInitScript(() => {
+    const inPage = globalThis as unknown as InPage;
+    inPage.document.addEventListener("securitypolicyviolation", (event) =>
+      inPage.__reportViolation(`${event.violatedDirective} ${event.blockedURI}`),
+    );
+  });
+  return page;
+}
+
+/** Signs the inspector in with a tenant's key, as a person does, and waits for its navigation. */
+export async function signIn(page: Page, key: string): Promise<void> {
+  await page.getByLabel("API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("navigation", { name: "Main" }).waitFor();
+}

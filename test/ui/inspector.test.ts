@@ -3,7 +3,7 @@ import type { Page } from "playwright-core";
 import { writeFixture } from "../server/fixture.js";
 import { api, readEvents, startServe, type ServeProcess } from "../server/serve-process.js";
 import { startOpenAIServer } from "../helpers/openai-server.js";
-import { launchBrowser, type Browser } from "./browser.js";
+import { launchBrowser, pageRecordingViolations, signIn, type Browser, type InPage } from "./browser.js";
 
 /*
  * The web inspector end to end: the real `hookbox serve` child process, Debian's Chromium driven by
@@ -57,40 +57,19 @@ afterAll(async () => {
   expect(server.stderr()).not.toContain("acme-key");
 });
 
-/** What the test reads of a page's globals and elements (evaluated in the browser). */
-interface InPage {
-  document: { addEventListener(type: string, listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
-  __reportViolation(what: string): void;
-  __pwned?: string;
-}
 interface InPageElement {
   dataset: Record<string, string | undefined>;
 }
 
 /** A page that records CSP violations and every request URL, signed in with `key`. */
 async function openInspector(key?: string): Promise<Page & { violations: string[] }> {
-  const page = (await browser.newPage()) as Page & { violations: string[] };
-  page.violations = [];
-  await page.exposeFunction("__reportViolation", (what: string) => page.violations.push(what));
-  await page.addInitScript(() => {
-    // Runs in the page: the test's own types have no DOM, so the page's globals are described here.
-    const page = globalThis as unknown as InPage;
-    page.document.addEventListener("securitypolicyviolation", (event) => {
-      page.__reportViolation(`${event.violatedDirective} ${event.blockedURI}`);
-    });
-  });
+  const page = await pageRecordingViolations(browser);
   page.on("request", (request) => {
     for (const secret of ["acme-key", "globex-key", "stream-key"]) if (request.url().includes(secret)) keysSeenInUrls.push(request.url());
   });
   await page.goto(`${server.url}/ui/`);
   if (key) await signIn(page, key);
   return page;
-}
-
-async function signIn(page: Page, key: string) {
-  await page.getByLabel("API key").fill(key);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
 }
 
 async function expectNothingRan(page: Page & { violations: string[] }) {

@@ -7,7 +7,7 @@ import type { Page } from "playwright-core";
 import { writeFixture } from "../server/fixture.js";
 import { api, readEvents, startServe, type ServeProcess } from "../server/serve-process.js";
 import { startOpenAIServer } from "../helpers/openai-server.js";
-import { launchBrowser, type Browser } from "./browser.js";
+import { launchBrowser, pageRecordingViolations, signIn, type Browser, type InPage } from "./browser.js";
 
 /*
  * What the inspector shows of a run besides its calls and decisions, in Debian's Chromium against a real
@@ -132,27 +132,11 @@ afterAll(async () => {
   await new Promise((resolve) => partner?.close(resolve));
 });
 
-interface InPage {
-  document: { addEventListener(type: string, listener: (event: { violatedDirective: string; blockedURI: string }) => void): void };
-  __reportViolation(what: string): void;
-  __pwned?: string;
-}
-
-/** A signed-in page that records CSP violations (evaluated in the browser: the test's types have no DOM). */
+/** A signed-in page that records CSP violations. */
 async function signedIn(key: string): Promise<Page & { violations: string[] }> {
-  const page = (await browser.newPage()) as Page & { violations: string[] };
-  page.violations = [];
-  await page.exposeFunction("__reportViolation", (what: string) => page.violations.push(what));
-  await page.addInitScript(() => {
-    const inPage = globalThis as unknown as InPage;
-    inPage.document.addEventListener("securitypolicyviolation", (event) =>
-      inPage.__reportViolation(`${event.violatedDirective} ${event.blockedURI}`),
-    );
-  });
+  const page = await pageRecordingViolations(browser);
   await page.goto(`${server.url}/ui/`);
-  await page.getByLabel("API key").fill(key);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByRole("navigation", { name: "Main" }).waitFor();
+  await signIn(page, key);
   return page;
 }
 
