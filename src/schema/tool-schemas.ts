@@ -10,7 +10,9 @@ export type ArgsCheck = { valid: true } | { valid: false; issue: ErrorObject | u
  * The tool schemas of one owner (a tenant's runtime, a tenant's sandbox): its own ajv instance, so an `$id`
  * or a compiled schema of one tenant is never seen by another. Schemas are checked against the rules
  * (schema-rules.ts) and ajv's meta-schema when a tool is registered, and compiled on their first use,
- * so loading a script with many tools stays cheap. Patterns run on RE2, `uniqueItems` in linear time;
+ * so loading a script with many tools stays cheap. The meta-schema check runs on one ajv instance shared by all
+ * owners: it reads the schema as data and registers nothing, and compiling the meta-schema for each tenant's
+ * instance was most of a tenant's build. Patterns run on RE2, `uniqueItems` in linear time;
  * ajv logs nothing (its warnings would quote the schema), `format` is an annotation.
  */
 export class ToolSchemas {
@@ -19,19 +21,8 @@ export class ToolSchemas {
   private readonly compiled = new WeakMap<object, ValidateFunction>();
 
   private get ajv(): Ajv {
-    if (this.ajvInstance === undefined) {
-      const ajv = new Ajv({
-        strict: false,
-        allErrors: false,
-        logger: false,
-        addUsedSchema: false,
-        validateFormats: false,
-        code: { regExp: linearRegExpEngine },
-      });
-      ajv.removeKeyword("uniqueItems");
-      ajv.addKeyword(linearUniqueItems);
-      this.ajvInstance = ajv;
-    }
+    // Schemas reach `compile` only after `problem` checked them against the meta-schema (with the shared instance).
+    this.ajvInstance ??= newAjv({ validateSchema: false });
     return this.ajvInstance;
   }
 
@@ -41,8 +32,9 @@ export class ToolSchemas {
     const broken = schemaRuleProblem(text ?? JSON.stringify(schema), schema);
     if (broken !== undefined) return broken;
     try {
-      if (this.ajv.validateSchema(schema) !== true) {
-        const issue = this.ajv.errors?.[0];
+      const meta = metaSchemaChecker();
+      if (meta.validateSchema(schema) !== true) {
+        const issue = meta.errors?.[0];
         return `is not a valid JSON Schema: ${issue ? `${issue.instancePath || "(root)"} ${issue.message ?? "is invalid"}` : "refused by the meta-schema"}`;
       }
     } catch (error) {
@@ -78,9 +70,34 @@ export class ToolSchemas {
   private validator(schema: object): ValidateFunction {
     let validate = this.compiled.get(schema);
     if (validate === undefined) {
+      const problem = this.problem(schema);
+      if (problem !== undefined) throw new Error(`the schema ${problem}`);
       validate = this.ajv.compile(schema);
       this.compiled.set(schema, validate);
     }
     return validate;
   }
+}
+
+let sharedMetaChecker: Ajv | undefined;
+
+/** The instance that checks schemas against the meta-schema, for every owner (see ToolSchemas). */
+function metaSchemaChecker(): Ajv {
+  sharedMetaChecker ??= newAjv({ validateSchema: true });
+  return sharedMetaChecker;
+}
+
+function newAjv({ validateSchema }: { validateSchema: boolean }): Ajv {
+  const ajv = new Ajv({
+    strict: false,
+    allErrors: false,
+    logger: false,
+    addUsedSchema: false,
+    validateFormats: false,
+    validateSchema,
+    code: { regExp: linearRegExpEngine },
+  });
+  ajv.removeKeyword("uniqueItems");
+  ajv.addKeyword(linearUniqueItems);
+  return ajv;
 }

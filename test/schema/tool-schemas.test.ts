@@ -73,3 +73,20 @@ describe("ToolSchemas", () => {
     expect(other.check(two, { a: 1 }).valid).toBe(false);
   });
 });
+
+describe("ToolSchemas: the meta-schema check shared by every owner", () => {
+  it("a schema is checked against the meta-schema before it is compiled, even when check() meets it first", () => {
+    const schema = { type: "object", properties: { a: { minimum: "3" } } };
+    const outcome = new ToolSchemas().check(schema, { a: 1 });
+    expect(outcome.valid).toBe(false);
+    expect(outcome).toMatchObject({ problem: expect.stringContaining("is not a valid JSON Schema") });
+  });
+
+  it("one owner's invalid schema does not change what another owner's check reports", () => {
+    const bad = new ToolSchemas();
+    expect(bad.problem({ type: "object", required: "a" })).toMatch(/^is not a valid JSON Schema: \/required/);
+    const good = new ToolSchemas();
+    expect(good.problem({ type: "object", required: ["a"] })).toBeUndefined();
+    expect(good.check({ type: "object", required: ["a"] }, {}).valid).toBe(false);
+  });
+});
