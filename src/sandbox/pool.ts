@@ -74,6 +74,8 @@ export interface PoolStats {
   workerRestarts: { "killed-overdue": number; "killed-memory": number; crashed: number };
   /** Tenants (owners) running apart in the quarantine worker after a breach. */
   quarantinedTenants: number;
+  /** The launched process id (as `launchedPid` of `workers()`) of the started worker kept for the next growth, if any. */
+  spareWorkerPid: number | undefined;
 }
 
 export interface WorkerInfo {
@@ -212,6 +214,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         tenantsPerWorker: shared.map((worker) => ({ cordon: supervisor.cordon(worker), role: worker.role, tenants: worker.tenants.size })),
         workerRestarts: { ...workerRestarts },
         quarantinedTenants: [...standings.values()].filter((standing) => standing.quarantined).length,
+        spareWorkerPid: supervisor.sparePid(),
       };
     },
     async close(): Promise<void> {

@@ -64,6 +64,10 @@ export interface Assignment {
  * before the cap; a busy group still grows, bounded by maxLiveIsolates).
  * A `process-per-tenant` tenant gets a worker of its own (at quarantine priority once it broke a limit),
  * which exits when the tenant leaves it.
+ * Once a group has grown past its base count, one spare worker of normal priority is kept started: the next
+ * growth of any group takes it, so the tenant that fills a worker does not wait for a process to boot (a
+ * walled start costs 0.1-0.9 s). It leaves when a grown worker leaves or when the pool makes room instead of
+ * growing (its memory reached), so a pool that no longer grows keeps none.
  */
 export class Supervisor {
   /** Shared workers by group (`normal:<cordon>` or `quarantine:<cordon>`). */
@@ -72,6 +76,8 @@ export class Supervisor {
   private readonly cordonOf = new Map<WorkerProcess, string>();
   private readonly retiring = new Set<WorkerProcess>();
   private readonly dedicated = new Set<WorkerProcess>();
+  /** A started worker no group holds yet (see the class comment). */
+  private spare: WorkerProcess | undefined;
   private closed = false;
 
   constructor(private readonly options: SupervisorOptions) {}
@@ -94,7 +100,10 @@ export class Supervisor {
       let open = this.open(group);
       // A full group grows, but not past the memory the pool's workers were given: there it makes room.
       if (open.length === 0 && this.liveCount(group) >= this.baseCount(role) && this.sharedRssBytes() >= this.memoryBudgetBytes())
-        if (this.options.makeRoom(group)) open = this.open(group);
+        if (this.options.makeRoom(group)) {
+          open = this.open(group);
+          this.dropSpare("the pool reached its memory: it makes room instead of growing");
+        }
       // An empty slot gets a fresh worker before any live worker gets crowded.
       worker =
         this.liveCount(group) < this.baseCount(role) || open.length === 0
@@ -119,6 +128,7 @@ export class Supervisor {
     const group = this.groups.get(this.groupOf.get(worker) ?? "");
     if (group !== undefined && worker.tenants.size === 0 && worker.inFlight === 0 && this.liveCount(group) > this.baseCount(worker.role)) {
       worker.kill({ reason: "retired", detail: "its group has more workers than it needs" });
+      this.dropSpare("a grown worker left: the pool no longer needs a spare");
       return;
     }
     this.reapIfDone(worker);
@@ -143,8 +153,13 @@ export class Supervisor {
     this.reapIfDone(worker);
   }
 
+  /** The spare worker's process id, if one is kept (diagnostics and tests). */
+  sparePid(): number | undefined {
+    return this.spare?.alive ? this.spare.pid : undefined;
+  }
+
   workers(): WorkerProcess[] {
-    // A retiring process-per-tenant worker is in two sets: list it once.
+    // A retiring process-per-tenant worker is in two sets: list it once. The spare serves no tenant: not listed.
     const all = new Set([...[...this.groups.values()].flat(), ...this.retiring, ...this.dedicated]);
     return [...all].filter((worker) => worker.alive);
   }
@@ -152,6 +167,7 @@ export class Supervisor {
   async close(): Promise<void> {
     this.closed = true;
     const workers = this.workers();
+    if (this.spare?.alive) workers.push(this.spare);
     for (const worker of workers) {
       worker.child.ref(); // keep the host alive until the exit is observed
       worker.kill({ reason: "closed", detail: "the sandbox pool was closed" });
@@ -163,6 +179,11 @@ export class Supervisor {
     if (worker.retiring && worker.tenants.size === 0 && worker.inFlight === 0) {
       worker.kill({ reason: "retired", detail: `over the RSS budget (${Math.round(worker.rssBytes / 1048576)} MB)` });
     }
+  }
+
+  private dropSpare(detail: string): void {
+    this.spare?.kill({ reason: "retired", detail });
+    this.spare = undefined;
   }
 
   private group(role: WorkerRole, cordon: string): WorkerProcess[] {
@@ -200,9 +221,17 @@ export class Supervisor {
   }
 
   private join(group: WorkerProcess[], role: WorkerRole, cordon: string): WorkerProcess {
-    const worker = this.spawn(role, cordon);
+    const growing = this.liveCount(group) >= this.baseCount(role);
+    const spare = this.spare;
+    let worker: WorkerProcess;
+    if (growing && role === "normal" && spare?.alive && !spare.retiring) {
+      this.spare = undefined;
+      this.cordonOf.set(spare, cordon);
+      worker = spare;
+    } else worker = this.spawn(role, cordon);
     group.push(worker);
     this.groupOf.set(worker, `${role}:${cordon}`);
+    if (growing && this.spare === undefined) this.spare = this.spawn("normal", DEFAULT_CORDON);
     return worker;
   }
 
@@ -221,6 +250,7 @@ export class Supervisor {
       // measured limit: the host's kill names the call to blame; the kernel's catches what grows between samples.
       memoryBytes: memoryLimitBytes(this.options.rssBudgetBytes) + CGROUP_MEMORY_MARGIN,
       onExit: (worker, exit) => {
+        if (this.spare === worker) this.spare = undefined;
         this.retiring.delete(worker);
         this.dedicated.delete(worker);
         const group = this.groups.get(this.groupOf.get(worker) ?? "");

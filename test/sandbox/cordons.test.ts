@@ -57,6 +57,25 @@ describe("maxTenantsPerWorker", () => {
     expect(pool.workers()[0].tenants.sort()).toEqual(["default-0", "default-1"]);
   });
 
+  it("a pool that grows keeps one started spare worker, and its next growth takes it instead of waiting for a boot", async () => {
+    const pool = newPool({ workers: 1, maxTenantsPerWorker: 1 });
+    await served(await tenantRun(pool, "default-0"));
+    expect(pool.stats().spareWorkerPid).toBeUndefined(); // within its base count, a pool keeps no spare
+    await served(await tenantRun(pool, "default-1")); // the first growth boots a worker, and a spare beside it
+    const spare = pool.stats().spareWorkerPid;
+    expect(spare).toBeTypeOf("number");
+    expect(pool.workers().map((worker) => worker.launchedPid)).not.toContain(spare);
+    await served(await tenantRun(pool, "default-2"));
+    const taker = pool.workers().find((worker) => worker.tenants.includes("default-2"))!;
+    expect(taker.launchedPid).toBe(spare);
+    expect(pool.stats().spareWorkerPid).toBeTypeOf("number");
+    expect(pool.stats().spareWorkerPid).not.toBe(spare);
+    // A grown worker that empties leaves, and the spare with it: a pool that stops growing keeps none.
+    pool.drop!("default-2");
+    await expect.poll(() => pool.stats().spareWorkerPid, { timeout: 5000 }).toBeUndefined();
+    await expect.poll(() => pool.workers().length, { timeout: 5000 }).toBe(2);
+  });
+
   it("a full cordon past the pool's memory makes room (its least recently used idle tenant goes) instead of growing", async () => {
     // workers x workerRssBudgetMb = 100 MB: two walled workers (~55 MB each) already hold that much.
     const pool = newPool({ workers: 1, maxTenantsPerWorker: 2, workerRssBudgetMb: 100 });
