@@ -49,6 +49,9 @@ export const MODULES = {
   "capabilities-kv-model": {
     mutate: ["src/capabilities/kv.ts", "src/capabilities/guard-model.ts", "src/capabilities/broker.ts", "src/capabilities/requests.ts"],
     tests: [
+      "test/capabilities/kv-broker.test.ts",
+      "test/capabilities/capability-requests.test.ts",
+      "test/capabilities/guard-broker.test.ts",
       "test/capabilities/guard-budget.test.ts",
       "test/capabilities/redteam-capabilities.test.ts",
       "test/capabilities/refusal-flood.test.ts",
