@@ -57,6 +57,16 @@ export const MODULES = {
       "test/capabilities/guard-broker.test.ts",
     ],
   },
+  // The rest of src/capabilities/: a tenant's grants and limits, the brokers of its runs, and the guard model's
+  // summaries of what leaves a run's context (also reached in-process by the library's context-window tests).
+  "capabilities-rest": {
+    mutate: ["src/capabilities/grants.ts", "src/capabilities/tenant-capabilities.ts", "src/capabilities/context-summary.ts"],
+    tests: [
+      "test/capabilities/tenant-capabilities.test.ts",
+      "test/capabilities/context-summary.test.ts",
+      "test/session/context-window.test.ts",
+    ],
+  },
   // The wall's syscall filter (its BPF assembler and program), run by the interpreter of test/wall/seccomp-filter.test.ts:
   // the rest of the wall is host code whose effects only a walled process shows, in tests that spawn one per case.
   "wall-filter": {
