@@ -140,6 +140,15 @@ describe("a capability request's shape", () => {
     expect(parseCapabilityRequest(JSON.stringify(request), 10_000_000)).toEqual(request);
   });
 
+  it.each(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"])("accepts the method %s in either case", (method) => {
+    for (const spelled of [method, method.toLowerCase()])
+      expect(parseCapabilityRequest(JSON.stringify({ kind: "fetch", url: "u", method: spelled }), 1000)).toEqual({
+        kind: "fetch",
+        url: "u",
+        method: spelled,
+      });
+  });
+
   it("a request longer than the limit is CAPABILITY_QUOTA naming both lengths; one at the limit is read", () => {
     const text = JSON.stringify({ kind: "kv", op: "get", key: "abc" });
     expect(parseCapabilityRequest(text, text.length)).toEqual({ kind: "kv", op: "get", key: "abc" });

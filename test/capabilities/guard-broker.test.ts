@@ -4,6 +4,7 @@ import { generateWithGuard, mostGuardUsage } from "../../src/capabilities/guard-
 import { DEFAULT_CAPABILITY_LIMITS, type CapabilityLimits } from "../../src/capabilities/grants.js";
 import { parseEgress } from "../../src/capabilities/egress.js";
 import { Response } from "undici";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { ScriptedModel, type ScriptedStep } from "../../src/engine/scripted.js";
 import { UsageMeter } from "../../src/loop/usage-meter.js";
 import type { CapabilityEvent } from "../../src/events/types.js";
@@ -107,6 +108,27 @@ describe("generateWithGuard: one guard inference", () => {
     expect(await refusal(generateWithGuard(model, { prompt: "p" }, options()))).toEqual({
       code: "CAPABILITY_FAILED",
       message: "ctx.model.generate: the guard model failed: scripted model ran out of steps: inference 2 but the file has 1",
+    });
+  });
+});
+
+describe("generateWithGuard: a model that fails without an Error", () => {
+  it("is CAPABILITY_FAILED quoting what it threw", async () => {
+    const failing = (thrown: unknown): LanguageModelV4 => ({
+      specificationVersion: "v4",
+      provider: "test",
+      modelId: "failing",
+      supportedUrls: {},
+      doGenerate: () => Promise.reject(thrown),
+      doStream: () => Promise.reject(thrown),
+    });
+    expect(await refusal(generateWithGuard(failing(undefined), { prompt: "p" }, options()))).toEqual({
+      code: "CAPABILITY_FAILED",
+      message: "ctx.model.generate: the guard model failed: undefined",
+    });
+    expect(await refusal(generateWithGuard(failing(null), { prompt: "p" }, options()))).toEqual({
+      code: "CAPABILITY_FAILED",
+      message: "ctx.model.generate: the guard model failed: null",
     });
   });
 });
@@ -290,6 +312,21 @@ describe("the run's broker: guard calls in flight hold their budget", () => {
     expect(await run.generate({ prompt: "p" })).toMatchObject({ text: "OK" });
   });
 
+  it("a guard model that cannot be made fails the call; its event says CAPABILITY_FAILED", async () => {
+    const events: CapabilityEvent[] = [];
+    const broker = new RunCapabilities({
+      tenant: "broken-guard",
+      limits: DEFAULT_CAPABILITY_LIMITS,
+      emit: (event) => events.push(event),
+      signal: never,
+      guardModel: () => {
+        throw new Error("no API key");
+      },
+    });
+    await expect(broker.serve({ script: "s", text: JSON.stringify({ kind: "model", prompt: "p" }) })).rejects.toThrow("no API key");
+    expect(events).toMatchObject([{ kind: "model", ok: false, errorCode: "CAPABILITY_FAILED" }]);
+  });
+
   it("without a guard model granted: CAPABILITY_DENIED, and the call still counts", async () => {
     const events: CapabilityEvent[] = [];
     const broker = new RunCapabilities({
@@ -366,6 +403,86 @@ describe("the run's broker: ctx.fetch's event", () => {
       message: `ctx.fetch: ${long.slice(0, 2000)} is denied: tenant closed grants no egress`,
     });
     expect(events[0]).toMatchObject({ ok: false, method: "POST", url: long.slice(0, 512), errorCode: "CAPABILITY_DENIED" });
+  });
+
+  it("a request's text may be its maxRequestBytes and 64 KiB more (the body's own bound is checked after); past that it is refused unread", async () => {
+    const run = fetchRun(() => new Response("ok"), { maxRequestBytes: 1000 });
+    const request = (bodyChars: number) => ({ url: "https://partner.test/api/a", method: "POST", body: "b".repeat(bodyChars) });
+    const textLength = (bodyChars: number) => JSON.stringify({ kind: "fetch", ...request(bodyChars) }).length;
+    expect(await refusal(run.fetch(request(2000)))).toEqual({
+      code: "CAPABILITY_QUOTA",
+      message: "ctx.fetch: the request body exceeds 1000 bytes",
+    });
+    const atLimit = 2000 + (1000 + 64 * 1024 - textLength(2000));
+    expect((await refusal(run.fetch(request(atLimit)))).message).toBe("ctx.fetch: the request body exceeds 1000 bytes");
+    expect(await refusal(run.fetch(request(atLimit + 1)))).toEqual({
+      code: "CAPABILITY_QUOTA",
+      message: `a capability request of ${1000 + 64 * 1024 + 1} characters exceeds the ${1000 + 64 * 1024}-character limit`,
+    });
+    expect(run.sent).toEqual([]);
+  });
+
+  it("an event's durationMs is the time the request took", async () => {
+    const run = fetchRun(() => new Response("ok"));
+    const before = performance.now();
+    await run.fetch({ url: "https://partner.test/api/a" });
+    const took = performance.now() - before;
+    expect(run.events[0].durationMs).toBeGreaterThanOrEqual(0);
+    expect(run.events[0].durationMs).toBeLessThanOrEqual(Math.ceil(took));
+  });
+
+  it("an entry's header secrets come from the environment the broker is given, else the process's", async () => {
+    const withSecret = parseEgress(
+      [{ url: "https://guard.test/v1/", headers: { authorization: { env: "HOOKBOX_TEST_GUARD_KEY", prefix: "Bearer " } } }],
+      "egress",
+    );
+    const sent: (string | null)[] = [];
+    const transport = async (_url: URL, init: { headers: Headers }) => (sent.push(init.headers.get("authorization")), new Response("ok"));
+    const request = JSON.stringify({ kind: "fetch", url: "https://guard.test/v1/check" });
+    const given = new RunCapabilities({
+      tenant: "env",
+      egress: withSecret,
+      limits: DEFAULT_CAPABILITY_LIMITS,
+      emit: () => {},
+      signal: never,
+      env: { HOOKBOX_TEST_GUARD_KEY: "from-given" },
+      fetchTransport: transport,
+    });
+    await given.serve({ script: "s", text: request });
+    process.env.HOOKBOX_TEST_GUARD_KEY = "from-process";
+    try {
+      const inherited = new RunCapabilities({
+        tenant: "env",
+        egress: withSecret,
+        limits: DEFAULT_CAPABILITY_LIMITS,
+        emit: () => {},
+        signal: never,
+        fetchTransport: transport,
+      });
+      await inherited.serve({ script: "s", text: request });
+    } finally {
+      delete process.env.HOOKBOX_TEST_GUARD_KEY;
+    }
+    expect(sent).toEqual(["Bearer from-given", "Bearer from-process"]);
+  });
+
+  it("names resolve through the broker's resolver, and a non-public answer is refused naming the entry", async () => {
+    const asked: string[] = [];
+    const broker = new RunCapabilities({
+      tenant: "dns",
+      egress,
+      limits: DEFAULT_CAPABILITY_LIMITS,
+      emit: () => {},
+      signal: never,
+      resolveHost: async (hostname) => (asked.push(hostname), [{ address: "169.254.169.254", family: 4 }]),
+    });
+    const denied = await refusal(
+      broker.serve({ script: "s", text: JSON.stringify({ kind: "fetch", url: "https://partner.test/api/meta" }) }),
+    );
+    expect(denied.code).toBe("CAPABILITY_DENIED");
+    expect(denied.message).toContain("resolves to an address the egress entry https://partner.test/api/ does not allow");
+    expect(denied.message).not.toContain("169.254");
+    expect(asked).toEqual(["partner.test"]);
   });
 
   it("maxFetchesPerRun counts every call, refused ones included", async () => {

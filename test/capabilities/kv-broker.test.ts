@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { RunCapabilities, type RunCapabilitiesOptions } from "../../src/capabilities/broker.js";
 import { DEFAULT_CAPABILITY_LIMITS, KV_MAX_VALUE_BYTES, type CapabilityLimits } from "../../src/capabilities/grants.js";
-import { KV_ENTRY_OVERHEAD_BYTES } from "../../src/store/kv.js";
+import { KV_ENTRY_OVERHEAD_BYTES, type KvStore } from "../../src/store/kv.js";
 import { openStore } from "../../src/store/open.js";
 import type { Store } from "../../src/store/types.js";
 import type { CapabilityEvent } from "../../src/events/types.js";
@@ -226,11 +226,55 @@ describe("ctx.kv through a run's broker, on a SQLite file", () => {
     await kv.call({ op: "set", key: "k2", value: "x" });
     await kv.refusal({ op: "incr", key: "k2" });
     for (const event of kv.events) expect(event.durationMs).toBeGreaterThanOrEqual(0);
-    expect(kv.events.map(({ durationMs: _, ...event }) => event)).toEqual([
+    expect(kv.events.map(({ durationMs: _, ...event }) => event)).toStrictEqual([
       { type: "capability", kind: "kv", script: "writer", ok: true, op: "set", key: "k1" },
       { type: "capability", kind: "kv", script: "reader", ok: true, op: "list" },
       { type: "capability", kind: "kv", script: "policy", ok: true, op: "set", key: "k2" },
       { type: "capability", kind: "kv", script: "policy", ok: false, op: "incr", key: "k2", errorCode: "CAPABILITY_INVALID" },
+    ]);
+  });
+
+  it("what reaches the store: an expiry only with ttlMs, a cursor only when given, the tenant's quota and one clock", async () => {
+    const writes: Record<string, unknown>[] = [];
+    const recording: KvStore = {
+      ...store.kv,
+      get: (tenant, key, nowMs) => store.kv.get(tenant, key, nowMs),
+      delete: (tenant, key, nowMs) => store.kv.delete(tenant, key, nowMs),
+      usedBytes: (tenant) => store.kv.usedBytes(tenant),
+      set: (tenant, key, value, options) => (writes.push({ op: "set", ...options }), store.kv.set(tenant, key, value, options)),
+      incr: (tenant, key, by, options) => (writes.push({ op: "incr", by, ...options }), store.kv.incr(tenant, key, by, options)),
+      compareAndSet: (tenant, key, expected, value, options) => (
+        writes.push({ op: "compareAndSet", expected, ...options }),
+        store.kv.compareAndSet(tenant, key, expected, value, options)
+      ),
+      list: (tenant, options) => (writes.push({ op: "list", ...options }), store.kv.list(tenant, options)),
+    };
+    const broker = new RunCapabilities({
+      tenant: "recorded",
+      kv: recording,
+      limits: { ...DEFAULT_CAPABILITY_LIMITS, kvQuotaBytes: 4321 },
+      emit: () => {},
+      signal: new AbortController().signal,
+      now: () => 7000,
+    });
+    const call = (request: object) => broker.serve({ script: "s", text: JSON.stringify({ kind: "kv", ...request }) });
+    await call({ op: "set", key: "a", value: 1 });
+    await call({ op: "set", key: "b", value: 1, ttlMs: 30 });
+    await call({ op: "incr", key: "c" });
+    await call({ op: "incr", key: "d", by: 2, ttlMs: 40 });
+    await call({ op: "compareAndSet", key: "e", expected: null, value: 1 });
+    await call({ op: "compareAndSet", key: "e", expected: { y: 1, x: [2] }, value: 2, ttlMs: 50 });
+    await call({ op: "list" });
+    await call({ op: "list", prefix: "a", cursor: "a" });
+    expect(writes).toStrictEqual([
+      { op: "set", quotaBytes: 4321, nowMs: 7000 },
+      { op: "set", quotaBytes: 4321, nowMs: 7000, expiresMs: 7030 },
+      { op: "incr", by: 1, quotaBytes: 4321, nowMs: 7000 },
+      { op: "incr", by: 2, quotaBytes: 4321, nowMs: 7000, expiresMs: 7040 },
+      { op: "compareAndSet", expected: null, quotaBytes: 4321, nowMs: 7000 },
+      { op: "compareAndSet", expected: '{"y":1,"x":[2]}', quotaBytes: 4321, nowMs: 7000, expiresMs: 7050 },
+      { op: "list", prefix: "", limit: 100, nowMs: 7000 },
+      { op: "list", prefix: "a", limit: 100, nowMs: 7000, after: "a" },
     ]);
   });
 });
