@@ -84,6 +84,22 @@ describe("summaryInput: the left-out messages as the guard model reads them", ()
     expect(summaryInput(undefined, dropped, header.length + line.length)).toBe(
       `${header}\n(later messages of this part are not shown: too long)`,
     );
+    // Room for both lines exactly, each counted with its newline.
+    const second = "user: bbbbbbbbbb";
+    expect(summaryInput(undefined, dropped.slice(0, 2), header.length + line.length + second.length + 2)).toBe(
+      `${header}\n${line}\n${second}`,
+    );
+    expect(summaryInput(undefined, dropped.slice(0, 2), header.length + line.length + second.length + 1)).toBe(
+      `${header}\n${line}\n(later messages of this part are not shown: too long)`,
+    );
+    // The summary so far counts too, with the newlines around it.
+    const previous = "Summary so far:\nP\n";
+    expect(summaryInput("P", dropped.slice(0, 1), previous.length + 1 + header.length + line.length + 1)).toBe(
+      `${previous}\n${header}\n${line}`,
+    );
+    expect(summaryInput("P", dropped.slice(0, 1), previous.length + header.length + line.length + 1)).toBe(
+      `${previous}\n${header}\n(later messages of this part are not shown: too long)`,
+    );
     // Later messages are not tried once one did not fit, even a short one.
     expect(summaryInput(undefined, dropped, header.length + line.length + 5)).not.toContain("user: c");
   });
@@ -143,6 +159,20 @@ describe("guardSummarizer: a summary by the tenant's guard model", () => {
     // The messages it is shown: at least 4000 characters' worth, else eight times the room of the summary.
     expect(textOf(guard.model.calls[0])[1][1]).toBe(summaryInput(undefined, dropped, 4000));
     expect(guard.made()).toBe(1);
+  });
+
+  it("shows the guard model eight times the summary's room of messages, and never less than 4000 characters", async () => {
+    // Eleven messages of 406 characters: 4,466 characters in all.
+    const many = Array.from({ length: 11 }, (_, index) => block("user", { text: `${index}`.padEnd(400, ".") }));
+    const guard = summarizer([{ text: "a" }, { text: "b" }]);
+    const signal = new AbortController().signal;
+    await guard.summarize({ dropped: many, maxChars: 600 }, signal);
+    await guard.summarize({ dropped: many, maxChars: 30 }, signal);
+    const [wide, narrow] = guard.model.calls.map((call) => textOf(call)[1][1]);
+    expect(wide).toBe(summaryInput(undefined, many, 4800));
+    expect(wide).not.toContain("not shown");
+    expect(narrow).toBe(summaryInput(undefined, many, 4000));
+    expect(narrow).toContain("(later messages of this part are not shown: too long)");
   });
 
   it("holds what it may spend while in flight: refused when the run's budget has no room, and gives it back after", async () => {
