@@ -72,7 +72,7 @@ export class Deployments {
 
   /** The tenant's current deployment (the first one, of the config's scripts, is made on first use). */
   async current(tenant: string): Promise<DeploymentRecord> {
-    const last = (await this.options.store.listDeployments(tenant)).at(-1);
+    const last = await this.options.store.currentDeployment(tenant);
     if (last) return this.noteCurrent(last);
     // Concurrent first uses of a tenant make one first deployment, not one each.
     let first = this.firsts.get(tenant);

@@ -66,6 +66,11 @@ export class MemoryPolicyTables implements PolicyTables {
     return structuredClone(this.deployments.get(tenant) ?? []);
   }
 
+  async currentDeployment(tenant: string): Promise<DeploymentRecord | undefined> {
+    const current = this.deployments.get(tenant)?.at(-1);
+    return current && structuredClone(current);
+  }
+
   /** A run write's hook chain record (charged by the store with the rest of its write). */
   addHookCall(runId: string, call: HookCallWrite): void {
     const list = this.hookCalls.get(runId) ?? [];

@@ -87,6 +87,8 @@ export interface PolicyStore {
   getDeployment(tenant: string, id: string): Promise<DeploymentRecord | undefined>;
   /** The tenant's deployments, oldest first; the last is the current one. */
   listDeployments(tenant: string): Promise<DeploymentRecord[]>;
+  /** The tenant's current deployment (its last), read alone: a run's start costs the same after 10 or 10,000 deployments. */
+  currentDeployment(tenant: string): Promise<DeploymentRecord | undefined>;
 
   /** Charged to the run's tenant: over `maxTenantBytes` it is refused with STORE_QUOTA and nothing is kept. */
   recordHookCall(call: Omit<HookCallRecord, "index">, options?: WriteOptions): Promise<void>;

@@ -119,6 +119,12 @@ export class SqlitePolicyTables implements PolicyTables {
     return (this.statements.listDeployments.all(tenant) as DeploymentRow[]).map(toDeployment);
   }
 
+  async currentDeployment(tenant: string): Promise<DeploymentRecord | undefined> {
+    this.settle();
+    const row = this.statements.currentDeployment.get(tenant) as DeploymentRow | undefined;
+    return row && toDeployment(row);
+  }
+
   async listHookCalls(runId: string): Promise<HookCallRecord[]> {
     this.settle();
     return (this.statements.listHookCalls.all(runId) as HookCallRow[]).map(toHookCall);

@@ -30,6 +30,9 @@ export abstract class WithPolicyTables implements PolicyTables {
   listDeployments(tenant: string): Promise<DeploymentRecord[]> {
     return this.policy.listDeployments(tenant);
   }
+  currentDeployment(tenant: string): Promise<DeploymentRecord | undefined> {
+    return this.policy.currentDeployment(tenant);
+  }
   listHookCalls(runId: string): Promise<HookCallRecord[]> {
     return this.policy.listHookCalls(runId);
   }

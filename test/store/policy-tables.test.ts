@@ -58,6 +58,21 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
     });
   });
 
+  it("reads a tenant's current deployment alone: its last by number, whatever the ids and times", async () => {
+    store = await open();
+    expect(await store.currentDeployment("acme")).toBeUndefined();
+    const deploy = (id: string, tenant: string, createdMs: number) =>
+      store.createDeployment({ id, tenant, scripts: [{ name: "policy", version: createdMs }], shadow: [], fromConfig: false, createdMs });
+    await deploy("z1", "acme", 30);
+    await deploy("g1", "globex", 5);
+    await deploy("m2", "acme", 20);
+    expect(await store.currentDeployment("acme")).toEqual((await store.listDeployments("acme")).at(-1));
+    await deploy("a3", "acme", 10);
+    expect(await store.currentDeployment("acme")).toMatchObject({ id: "a3", number: 3, scripts: [{ name: "policy", version: 10 }] });
+    expect(await store.currentDeployment("globex")).toMatchObject({ id: "g1", number: 1 });
+    expect(await store.currentDeployment("initech")).toBeUndefined();
+  });
+
   it("keeps each tenant's deployment history in order, and runs with the deployment they used", async () => {
     store = await open();
     const first = await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });

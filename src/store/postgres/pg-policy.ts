@@ -120,6 +120,13 @@ export class PgPolicyTables implements PolicyTables {
     );
   }
 
+  async currentDeployment(tenant: string): Promise<DeploymentRecord | undefined> {
+    await this.settle();
+    const row = (await this.db.query<DeploymentRow>("SELECT * FROM deployments WHERE tenant = $1 ORDER BY number DESC LIMIT 1", [tenant]))
+      .rows[0];
+    return row && toDeployment(row);
+  }
+
   async listHookCalls(runId: string): Promise<HookCallRecord[]> {
     await this.settle();
     return (await this.db.query<HookCallRow>("SELECT * FROM hook_calls WHERE run_id = $1 ORDER BY idx", [runId])).rows.map(toHookCall);
