@@ -22,7 +22,12 @@ export function openDatabase(file: string): Db {
   try {
     checkIdentity(db, file);
     // NORMAL in WAL: a killed process loses nothing committed; only a power cut can lose the last commits.
-    db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000");
+    // A checkpoint (copying the WAL into the file, with an fsync) every 10,000 pages rather than 1,000: pages
+    // that commits rewrite (a run's event page, the quota row) are copied once per checkpoint, and the event
+    // loop stops for it a tenth as often; the WAL file grows to about 40 MB.
+    db.exec(
+      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 10000; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000",
+    );
     migrate(db, file);
     return db;
   } catch (error) {

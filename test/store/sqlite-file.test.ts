@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DatabaseSync } from "node:sqlite";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
 import { deadPid, event, run, session, tempDir, turn } from "./helpers.js";
@@ -71,6 +71,19 @@ describe("sqlite store file", () => {
     expect(await status("parent-legacy")).toBe("running");
     expect(await status("parent-reused")).toBe("interrupted");
     await second.close();
+  });
+
+  it("checkpoints its WAL every 10,000 pages, not SQLite's default 1,000", async () => {
+    const file = join(tempDir(), "s.db");
+    const store = openStore(file);
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    // About 6 MB in 60 commits: past the 4 MB at which SQLite's default would checkpoint and start the WAL over.
+    for (let seq = 1; seq <= 60; seq++)
+      await store.appendEvent("r1", event("r1", seq, { type: "log", script: "s", level: "info", message: "x".repeat(100_000) }));
+    expect(statSync(`${file}-wal`).size).toBeGreaterThan(5_500_000);
+    expect(await store.listEvents("r1")).toHaveLength(60);
+    await store.close();
   });
 
   it("refuses a file that is not a database, naming it", () => {
