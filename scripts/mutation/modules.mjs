@@ -36,6 +36,8 @@ export const MODULES = {
       "test/capabilities/config.test.ts",
       "test/capabilities/egress-addresses.test.ts",
       "test/capabilities/egress-paths.test.ts",
+      "test/capabilities/egress-rules.test.ts",
+      "test/capabilities/fetch.test.ts",
     ],
   },
   "capabilities-fetch": {
@@ -44,6 +46,8 @@ export const MODULES = {
       "test/capabilities/egress-paths.test.ts",
       "test/capabilities/egress-secrets.test.ts",
       "test/capabilities/egress-addresses.test.ts",
+      "test/capabilities/fetch.test.ts",
+      "test/capabilities/egress-secret-values.test.ts",
     ],
   },
   // Only in-process tests: requests.ts's zod schemas are built at import, so most of its mutants are static and each
