@@ -124,7 +124,7 @@ describe("parseEgress", () => {
   });
 
   it("an entry naming a non-public address literally needs an allowance covering it", () => {
-    const why = "names a non-public address; add \"allowPrivate\": true (or a list of CIDRs covering it) to the entry to allow it";
+    const why = 'names a non-public address; add "allowPrivate": true (or a list of CIDRs covering it) to the entry to allow it';
     for (const url of ["http://127.0.0.1:8080/", "http://[::1]/", "http://2130706433/", "http://10.1.2.3/", "http://[fe80::1]/"])
       expect(thrown(() => one(url)).message, url).toBe(`egress[0]: "${url}" ${why}`);
     expect(thrown(() => one({ url: "http://10.2.0.1/", allowPrivate: ["10.1.0.0/16"] })).message).toContain(why);
@@ -297,7 +297,9 @@ describe("checkedAddresses", () => {
 
   it("a resolver's code that is not a string is not quoted", async () => {
     const odd: ResolveHost = () => Promise.reject(Object.assign(new Error("x"), { code: 42 }));
-    const error = (await rejection(checkedAddresses(new URL("http://partner.internal/x"), one("http://partner.internal/"), odd, signal))) as {
+    const error = (await rejection(
+      checkedAddresses(new URL("http://partner.internal/x"), one("http://partner.internal/"), odd, signal),
+    )) as {
       message: string;
     };
     expect(error.message).toBe("ctx.fetch: http://partner.internal/x failed: its host did not resolve (no address)");

@@ -82,25 +82,27 @@ function entries(): EgressEntry[] {
   ];
 }
 
-function deps(overrides: Partial<FetchDeps> & { limits?: Partial<CapabilityLimits> } = {}): FetchDeps {
+type Overrides = Partial<Omit<FetchDeps, "limits">> & { limits?: Partial<CapabilityLimits> };
+
+function deps({ limits, ...overrides }: Overrides = {}): FetchDeps {
   return {
     rules: parseEgress(entries(), "egress"),
     env: { PARTNER_KEY: `${SECRET}\r\n` },
     signal: new AbortController().signal,
     resolve,
     ...overrides,
-    limits: { ...DEFAULT_CAPABILITY_LIMITS, ...overrides.limits },
+    limits: { ...DEFAULT_CAPABILITY_LIMITS, ...limits },
   };
 }
 
-async function send(request: FetchRequest, overrides?: Parameters<typeof deps>[0]) {
+async function send(request: FetchRequest, overrides?: Overrides) {
   seen.length = 0;
   const urls: string[] = [];
   const answer = await brokeredFetch(request, deps(overrides), (url) => urls.push(url));
   return { answer, urls, seen: [...seen] };
 }
 
-async function refusal(request: FetchRequest, overrides?: Parameters<typeof deps>[0]) {
+async function refusal(request: FetchRequest, overrides?: Overrides) {
   seen.length = 0;
   const urls: string[] = [];
   const error = await brokeredFetch(request, deps(overrides), (url) => urls.push(url)).then(
@@ -208,9 +210,14 @@ describe("brokeredFetch: the egress list and redirects", () => {
   });
 
   it("follows a redirect inside the list, each hop with its own entry's headers only; onUrl learns each URL", async () => {
-    const { answer, urls, seen } = await send({ url: `${base()}/api/status/302?to=${encodeURIComponent(`http://open.test:${port}/open/echo`)}` });
+    const { answer, urls, seen } = await send({
+      url: `${base()}/api/status/302?to=${encodeURIComponent(`http://open.test:${port}/open/echo`)}`,
+    });
     expect(answer.status).toBe(200);
-    expect(urls).toEqual([`${base()}/api/status/302?to=${encodeURIComponent(`http://open.test:${port}/open/echo`)}`, `http://open.test:${port}/open/echo`]);
+    expect(urls).toEqual([
+      `${base()}/api/status/302?to=${encodeURIComponent(`http://open.test:${port}/open/echo`)}`,
+      `http://open.test:${port}/open/echo`,
+    ]);
     expect(seen.map((request) => request.headers.authorization)).toEqual([`Bearer ${SECRET}`, undefined]);
   });
 
@@ -317,7 +324,10 @@ describe("brokeredFetch: the answer", () => {
       { url: `http://open.test:${closedPort}/open/x` },
       { rules: parseEgress([{ url: `http://open.test:${closedPort}/open/`, allowPrivate: true }], "egress") },
     );
-    expect(error).toMatchObject({ code: "CAPABILITY_FAILED", message: `ctx.fetch: http://open.test:${closedPort}/open/x failed: ECONNREFUSED` });
+    expect(error).toMatchObject({
+      code: "CAPABILITY_FAILED",
+      message: `ctx.fetch: http://open.test:${closedPort}/open/x failed: ECONNREFUSED`,
+    });
   });
 
   it("a failure without a code says the connection failed", async () => {
