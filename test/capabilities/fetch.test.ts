@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { getDefaultAutoSelectFamily, setDefaultAutoSelectFamily, type AddressInfo } from "node:net";
 import { Response } from "undici";
 import { brokeredFetch, type FetchDeps, type FetchRequest, type FetchTransport } from "../../src/capabilities/fetch.js";
 import { parseEgress } from "../../src/capabilities/egress.js";
@@ -207,6 +207,16 @@ describe("brokeredFetch: the egress list and redirects", () => {
     expect(seen).toEqual([]);
     // The same name allowed: the connection goes to the checked 127.0.0.1, though nothing else resolves open.test.
     expect((await send({ url: `http://open.test:${port}/open/x` })).answer).toMatchObject({ status: 200, body: "at /open/x" });
+  });
+
+  it("connects to the checked address with Node's address family autoselection off too (one address asked for)", async () => {
+    const before = getDefaultAutoSelectFamily();
+    setDefaultAutoSelectFamily(false);
+    try {
+      expect((await send({ url: `http://open.test:${port}/open/x` })).answer).toMatchObject({ status: 200, body: "at /open/x" });
+    } finally {
+      setDefaultAutoSelectFamily(before);
+    }
   });
 
   it("follows a redirect inside the list, each hop with its own entry's headers only; onUrl learns each URL", async () => {
