@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseAddress, parseCidr } from "../../src/capabilities/addresses.js";
-import { checkedAddresses, type ResolveHost } from "../../src/capabilities/egress-connect.js";
+import { addressAllowed, classifyAddress, parseAddress, parseCidr } from "../../src/capabilities/addresses.js";
+import { checkedAddresses, systemResolver, type ResolveHost } from "../../src/capabilities/egress-connect.js";
 import { EgressEntrySchema, denied, matchEgress, parseEgress, parseRequestUrl } from "../../src/capabilities/egress.js";
 import type { EgressEntry } from "../../src/capabilities/grants.js";
 import { isHookboxError } from "../../src/errors.js";
@@ -126,7 +126,14 @@ describe("parseEgress", () => {
   it("an entry naming a non-public address literally needs an allowance covering it", () => {
     const why = 'names a non-public address; add "allowPrivate": true (or a list of CIDRs covering it) to the entry to allow it';
     for (const url of ["http://127.0.0.1:8080/", "http://[::1]/", "http://2130706433/", "http://10.1.2.3/", "http://[fe80::1]/"])
-      expect(thrown(() => one(url)).message, url).toBe(`egress[0]: "${url}" ${why}`);
+      expect(
+        thrown(() => one(url)),
+        url,
+      ).toMatchObject({
+        code: "CONFIG",
+        message: `egress[0]: "${url}" ${why}`,
+        details: { field: "egress[0]" },
+      });
     expect(thrown(() => one({ url: "http://10.2.0.1/", allowPrivate: ["10.1.0.0/16"] })).message).toContain(why);
     expect(one({ url: "http://10.1.2.3/", allowPrivate: ["10.1.0.0/16"] }).hostname).toBe("10.1.2.3");
     expect(one({ url: "http://[::1]/", allowPrivate: true }).hostname).toBe("[::1]");
@@ -206,7 +213,45 @@ describe("matchEgress", () => {
   });
 });
 
+describe("the address classifier at the edges of its IPv6 rules", () => {
+  // Public addresses that share some bytes with a special block (2001::/23, 2001:db8::/32, 3fff::/20, 6to4's
+  // 2002::/16 with a private IPv4 inside): a rule that checks only some of the block's bytes refuses them.
+  it.each([
+    "2a02:100::1",
+    "3001:100::1",
+    "2a00:10b8::1",
+    "2a00:db8::1",
+    "3001:db8::1",
+    "2003:db8::1",
+    "2aff:1::1",
+    "3fef:1::1",
+    "2003:a00:1::1",
+    "2a02:a00:1::1",
+    "2a00:a00:1::1",
+    "2002:800:808::1",
+    "2002:100:1::1",
+    "64:ff9b::8.0.8.8",
+    "64:ff9b::1.0.0.1",
+  ])("%s is public", (text) => {
+    expect(classifyAddress(parseAddress(text)!)).toBe("public");
+  });
+
+  it("an IPv6 form carrying an IPv4 address of an allowed network is allowed; of another network, not", () => {
+    const allowance = [parseCidr("10.1.0.0/16")!];
+    for (const text of ["10.1.2.3", "::ffff:10.1.2.3", "64:ff9b::10.1.2.3", "2002:a01:203::1", "::10.1.2.3"])
+      expect(addressAllowed(parseAddress(text)!, allowance), text).toBe(true);
+    for (const text of ["10.2.0.1", "::ffff:10.2.0.1", "64:ff9b::10.2.0.1", "2002:a02:1::1", "::10.2.0.1", "::1"])
+      expect(addressAllowed(parseAddress(text)!, allowance), text).toBe(false);
+  });
+});
+
 describe("the address parser", () => {
+  it("drops an IPv6 zone after a dotted quad too", () => {
+    expect(parseAddress("::ffff:1.2.3.4%eth0")).toEqual(parseAddress("1.2.3.4"));
+    expect(parseAddress("1::1]")).toBeUndefined();
+    expect(parseCidr("1::]/0")).toBeUndefined();
+  });
+
   it("takes a bracketed address and an IPv6 zone, nothing half-bracketed and no zone on IPv4", () => {
     expect(parseAddress("[::1]")).toEqual(parseAddress("::1"));
     expect(parseAddress("fe80::1%eth0")).toEqual(parseAddress("fe80::1"));
@@ -293,6 +338,23 @@ describe("checkedAddresses", () => {
     const reason = new Error("the run ended");
     run.abort(reason);
     expect(await waiting).toBe(reason);
+  });
+
+  it("a long URL is cut at 2000 characters in a resolver failure", async () => {
+    const url = new URL(`http://partner.internal/${"a".repeat(3000)}`);
+    const cut = url.href.slice(0, 2000);
+    const failing: ResolveHost = () => Promise.reject(Object.assign(new Error("x"), { code: "ENOTFOUND" }));
+    expect(((await rejection(checkedAddresses(url, one("http://partner.internal/"), failing, signal))) as Error).message).toBe(
+      `ctx.fetch: ${cut} failed: its host did not resolve (ENOTFOUND)`,
+    );
+    expect(((await rejection(checkedAddresses(url, one("http://partner.internal/"), table([]), signal))) as Error).message).toBe(
+      `ctx.fetch: ${cut} failed: its host resolved to no address`,
+    );
+  });
+
+  it("the system resolver answers each address with its family", async () => {
+    expect(await systemResolver("127.0.0.1")).toEqual([{ address: "127.0.0.1", family: 4 }]);
+    expect(await systemResolver("::1")).toEqual([{ address: "::1", family: 6 }]);
   });
 
   it("a resolver's code that is not a string is not quoted", async () => {
