@@ -157,6 +157,16 @@ describe("brokeredFetch: what is sent", () => {
     expect(long.error.message).toBe(`ctx.fetch: header "${"a".repeat(100)}" is not a valid header`);
   });
 
+  it("a script's Content-Length that lies about its body is dropped: the body arrives whole, as one request", async () => {
+    const { answer, seen } = await send({ url: `${base()}/api/echo`, method: "POST", body: "abcdef", headers: { "Content-Length": "1" } });
+    expect(seen.map((request) => [request.method, request.path, request.body])).toEqual([["POST", "/api/echo", "abcdef"]]);
+    expect(JSON.parse(answer.body)).toMatchObject({ body: "abcdef", headers: { "content-length": "6" } });
+  });
+
+  it("an answer without a body (a HEAD's) is the empty string", async () => {
+    expect((await send({ url: `${base()}/api/echo`, method: "HEAD" })).answer).toMatchObject({ status: 200, body: "" });
+  });
+
   it("the method defaults to GET and is upper-cased; the body goes with it", async () => {
     const get = await send({ url: `${base()}/api/echo` });
     expect(get.seen[0]).toMatchObject({ method: "GET", body: "" });
@@ -298,6 +308,9 @@ describe("brokeredFetch: the egress list and redirects", () => {
       message: `ctx.fetch: ${base()}${chain(3)}: more than 2 redirects`,
     });
     expect(three.seen).toHaveLength(3);
+    const long = `${base()}/api/status/302?to=/api/echo&pad=${"a".repeat(3000)}`;
+    const cut = await refusal({ url: long }, { limits: { maxRedirects: 0 } });
+    expect(cut.error.message).toBe(`ctx.fetch: ${long.slice(0, 2000)}: more than 0 redirects`);
   });
 });
 
