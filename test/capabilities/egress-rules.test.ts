@@ -3,7 +3,7 @@ import { addressAllowed, classifyAddress, parseAddress, parseCidr } from "../../
 import { checkedAddresses, systemResolver, type ResolveHost } from "../../src/capabilities/egress-connect.js";
 import { EgressEntrySchema, denied, matchEgress, parseEgress, parseRequestUrl } from "../../src/capabilities/egress.js";
 import type { EgressEntry } from "../../src/capabilities/grants.js";
-import { isHookboxError } from "../../src/errors.js";
+import { thrownHookboxError } from "../helpers/thrown.js";
 
 /*
  * The egress list's rules one by one, in the test's own process (src/capabilities/egress.ts, the parsing half
@@ -11,16 +11,6 @@ import { isHookboxError } from "../../src/errors.js";
  * refused and with which message, which entry a URL is under, and which addresses a request may connect to.
  * The classes of inputs (every address, every URL spelling): egress.property.test.ts.
  */
-
-function thrown(run: () => unknown): { code: string; message: string; details: Record<string, unknown> } {
-  try {
-    run();
-  } catch (error) {
-    expect(isHookboxError(error), String(error)).toBe(true);
-    return error as { code: string; message: string; details: Record<string, unknown> };
-  }
-  throw new Error("expected a throw");
-}
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -110,7 +100,11 @@ describe("parseEgress", () => {
       'egress[0].allowPrivate[1]: "10.0.0.1/8" is not a network in CIDR notation (10.0.0.0/8, fd00::/8; no bits set past the prefix)',
     ],
   ])("refuses %j: CONFIG %s", (entry, message) => {
-    expect(thrown(() => parseEgress([entry], "egress"))).toMatchObject({ code: "CONFIG", message, details: { field: "egress[0]" } });
+    expect(thrownHookboxError(() => parseEgress([entry], "egress"))).toMatchObject({
+      code: "CONFIG",
+      message,
+      details: { field: "egress[0]" },
+    });
   });
 
   it("a header name made of token characters only is accepted", () => {
@@ -118,7 +112,7 @@ describe("parseEgress", () => {
   });
 
   it("names the index of the bad entry among good ones", () => {
-    expect(thrown(() => parseEgress(["https://a.example/", "https://b.example/", "nope"], "tenant acme: egress")).message).toBe(
+    expect(thrownHookboxError(() => parseEgress(["https://a.example/", "https://b.example/", "nope"], "tenant acme: egress")).message).toBe(
       'tenant acme: egress[2]: "nope" is not a URL',
     );
   });
@@ -127,14 +121,14 @@ describe("parseEgress", () => {
     const why = 'names a non-public address; add "allowPrivate": true (or a list of CIDRs covering it) to the entry to allow it';
     for (const url of ["http://127.0.0.1:8080/", "http://[::1]/", "http://2130706433/", "http://10.1.2.3/", "http://[fe80::1]/"])
       expect(
-        thrown(() => one(url)),
+        thrownHookboxError(() => one(url)),
         url,
       ).toMatchObject({
         code: "CONFIG",
         message: `egress[0]: "${url}" ${why}`,
         details: { field: "egress[0]" },
       });
-    expect(thrown(() => one({ url: "http://10.2.0.1/", allowPrivate: ["10.1.0.0/16"] })).message).toContain(why);
+    expect(thrownHookboxError(() => one({ url: "http://10.2.0.1/", allowPrivate: ["10.1.0.0/16"] })).message).toContain(why);
     expect(one({ url: "http://10.1.2.3/", allowPrivate: ["10.1.0.0/16"] }).hostname).toBe("10.1.2.3");
     expect(one({ url: "http://[::1]/", allowPrivate: true }).hostname).toBe("[::1]");
     expect(one("http://8.8.8.8/").hostname).toBe("8.8.8.8");
@@ -144,11 +138,13 @@ describe("parseEgress", () => {
 
 describe("parseRequestUrl", () => {
   it("a URL that is not absolute is CAPABILITY_INVALID quoting at most 200 characters of it", () => {
-    expect(thrown(() => parseRequestUrl("/v1/x"))).toMatchObject({
+    expect(thrownHookboxError(() => parseRequestUrl("/v1/x"))).toMatchObject({
       code: "CAPABILITY_INVALID",
       message: 'ctx.fetch: "/v1/x" is not an absolute URL',
     });
-    expect(thrown(() => parseRequestUrl(`/${"a".repeat(300)}`)).message).toBe(`ctx.fetch: "/${"a".repeat(199)}" is not an absolute URL`);
+    expect(thrownHookboxError(() => parseRequestUrl(`/${"a".repeat(300)}`)).message).toBe(
+      `ctx.fetch: "/${"a".repeat(199)}" is not an absolute URL`,
+    );
   });
 
   it.each([
@@ -161,7 +157,7 @@ describe("parseRequestUrl", () => {
     ["https://x.example/v1/a%5cb", "an encoded slash or backslash in the path is never allowed"],
     ["https://x.example/v1/a%5Cb", "an encoded slash or backslash in the path is never allowed"],
   ])("refuses %s: %s", (raw, why) => {
-    const error = thrown(() => parseRequestUrl(raw));
+    const error = thrownHookboxError(() => parseRequestUrl(raw));
     expect(error.code).toBe("CAPABILITY_DENIED");
     expect(error.message).toMatch(new RegExp(`^ctx\\.fetch: .* is denied: ${why}$`));
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkEgressSecrets, headerValue, redactSecrets, secretHeaders } from "../../src/capabilities/egress-secrets.js";
 import { parseEgress } from "../../src/capabilities/egress.js";
-import { isHookboxError } from "../../src/errors.js";
+import { thrownHookboxError } from "../helpers/thrown.js";
 
 /*
  * The values of an egress entry's secret headers (src/capabilities/egress-secrets.ts) in the test's own process:
@@ -22,16 +22,6 @@ const rules = parseEgress(
   "egress",
 );
 const guard = rules[1]!;
-
-function thrown(run: () => unknown): { code: string; message: string; details: Record<string, unknown> } {
-  try {
-    run();
-  } catch (error) {
-    expect(isHookboxError(error), String(error)).toBe(true);
-    return error as { code: string; message: string; details: Record<string, unknown> };
-  }
-  throw new Error("expected a throw");
-}
 
 describe("headerValue", () => {
   it.each([
@@ -80,7 +70,7 @@ describe("checkEgressSecrets (at start)", () => {
   });
 
   it("an unusable value is a CONFIG error naming the entry's place, the header and the variable, never the value", () => {
-    const error = thrown(() =>
+    const error = thrownHookboxError(() =>
       checkEgressSecrets(rules, { GUARD_KEY: SECRET, GUARD_TENANT: `${SECRET}\nX-Injected: yes` }, "tenant acme: egress"),
     );
     expect(error).toMatchObject({
@@ -110,7 +100,7 @@ describe("secretHeaders (at a request)", () => {
     [{ GUARD_KEY: `${SECRET}\u0007`, GUARD_TENANT: "acme" }, "whose value cannot be sent: it contains a control character"],
   ])("%j: CAPABILITY_FAILED naming the entry and the variable, never the value", (env, why) => {
     const secrets: string[] = [];
-    const error = thrown(() => secretHeaders(guard, env, secrets));
+    const error = thrownHookboxError(() => secretHeaders(guard, env, secrets));
     expect(error.code).toBe("CAPABILITY_FAILED");
     expect(error.message).toContain(
       `ctx.fetch: the egress entry https://guard.example.com/v1/ adds header "authorization" from environment variable GUARD_KEY, ${why}`,
