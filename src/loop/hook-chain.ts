@@ -63,7 +63,9 @@ export const MAX_ARGUMENT_PASSES = 4;
 
 /** What a failing hook leads to, by its script's onHookError policy. */
 type HookFailure =
-  { policy: "fail-open" } | { policy: "fail-closed"; error: ToolErrorInfo } | { policy: "abort-run"; reason: string; errorCode: string };
+  | { policy: "fail-open" }
+  | { policy: "fail-closed"; error: ToolErrorInfo & { code: string } }
+  | { policy: "abort-run"; reason: string; errorCode: string };
 
 /**
  * Runs the lifecycle hooks of every provider in load order. Rewrites accumulate (each hook sees the
@@ -238,7 +240,7 @@ export class HookChain {
         return {
           kind: "deny",
           reason,
-          errorCode: failure.policy === "abort-run" ? failure.errorCode : (failure.error.code ?? "SCRIPT_ERROR"),
+          errorCode: failure.policy === "abort-run" ? failure.errorCode : failure.error.code,
         };
       }
       this.decided(provider, "beforeRun", undefined, decision, trace);
@@ -273,7 +275,7 @@ export class HookChain {
         if (failure.policy === "fail-open") continue;
         if (failure.policy === "abort-run") return { kind: "abort", reason: failure.reason, errorCode: failure.errorCode };
         // fail-closed: an answer the policy could not check is not delivered as completed.
-        return { kind: "failed", reason: failure.error.message, errorCode: failure.error.code ?? "SCRIPT_ERROR" };
+        return { kind: "failed", reason: failure.error.message, errorCode: failure.error.code };
       }
       this.decided(provider, "beforeFinish", undefined, decision, trace);
       if (!decision) continue;
@@ -341,7 +343,7 @@ export class HookChain {
     hook: HookName,
     callId: string | undefined,
     decision: unknown,
-    trace?: Trace,
+    trace: Trace,
     recheck = false,
   ): void {
     this.emitDecision(provider, hook, callId, decision === undefined ? { action: "none" } : (decision as JsonObject), trace, recheck);
@@ -352,10 +354,10 @@ export class HookChain {
     hook: HookName,
     callId: string | undefined,
     decision: JsonObject,
-    trace: Trace | undefined,
+    trace: Trace,
     recheck: boolean,
   ): void {
-    if (trace) trace.decision = decision;
+    trace.decision = decision;
     this.events.emit({
       type: "hook-decision",
       hook,
@@ -374,7 +376,7 @@ export class HookChain {
     hook: HookName,
     callId: string | undefined,
     error: unknown,
-    trace?: Trace,
+    trace: Trace,
     recheck = false,
   ): HookFailure {
     const code = error instanceof HookboxError ? error.code : "SCRIPT_ERROR";
@@ -386,7 +388,7 @@ export class HookChain {
       if (!this.options.shadow) this.events.emit({ type: "log", script: provider.name, level: "warn", message: `fail-open: ${message}` });
       return { policy };
     }
-    if (trace) trace.failed = true;
+    trace.failed = true;
     if (policy === "abort-run") return { policy, reason: message, errorCode: code };
     return { policy, error: { message, code } };
   }

@@ -65,7 +65,8 @@ describe("hook-decision events", () => {
   it("leave out what a provider and chain do not have, and a run hook's has no call id", async () => {
     const { chain, events } = chainOf([provider("p", { beforeRun: () => undefined })]);
     await chain.beforeRun({ phase: "beforeRun", prompt: "hi", ...common } as never);
-    expect(events).toEqual([{ type: "hook-decision", hook: "beforeRun", script: "p", decision: { action: "none" } }]);
+    // Strictly: a key present as undefined is there for a library reader, who gets the event object itself.
+    expect(events).toStrictEqual([{ type: "hook-decision", hook: "beforeRun", script: "p", decision: { action: "none" } }]);
   });
 });
 
@@ -221,6 +222,27 @@ describe("decisions that accumulate", () => {
       reason: "a: no",
       errorCode: "RUN_DENIED",
     });
+  });
+
+  it("onToolError: an abort ends the chain at once, its reason naming the script", async () => {
+    const { chain } = chainOf([
+      provider("a", { onToolError: () => ({ action: "abort", reason: "give up" }) }),
+      provider("b", { onToolError: () => ({ action: "retry" }) }),
+    ]);
+    expect(await chain.onToolError(errorPayload as never)).toEqual({ kind: "abort", reason: "a: give up" });
+  });
+
+  it("beforeToolCall: arguments equal as JSON to what a hook let through are not put before it again", async () => {
+    const { chain, events } = chainOf([
+      provider("a", { beforeToolCall: () => ({ action: "proceed", args: { q: 2 } }) }),
+      // The same arguments, as another object: nothing new for "a" to check.
+      provider("b", { beforeToolCall: () => ({ action: "proceed", args: { q: 2 } }) }),
+    ]);
+    expect(await chain.beforeToolCall(beforePayload("lookup", { q: 1 }))).toEqual({ kind: "proceed", args: { q: 2 } });
+    expect(events.map((event) => [(event as { script: string }).script, (event as { recheck?: boolean }).recheck])).toEqual([
+      ["a", undefined],
+      ["b", undefined],
+    ]);
   });
 
   it("beforeFinish: the first continue or abort ends the chain, naming its script", async () => {
