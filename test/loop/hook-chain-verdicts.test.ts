@@ -51,8 +51,12 @@ const onToolError = { phase: "onToolError" as const, call, attempt: 3, error: { 
 const beforeRun = { phase: "beforeRun" as const, prompt: "hi", ...common };
 const beforeFinish = (continues: number) => ({ phase: "beforeFinish" as const, text: "t", continues, ...common });
 
-/** The one verdict an evaluation reported, without its payload (compared by identity apart). */
-function only(verdicts: ChainVerdict[], payload: unknown): Omit<ChainVerdict, "payload"> {
+type Hook = "beforeToolCall" | "afterToolCall" | "onToolError" | "beforeRun" | "beforeFinish";
+
+/** The one verdict of `hook` on `payload` with a single hook answering `decision`, without its payload (checked by identity). */
+async function verdictOf(hook: Hook, decision: unknown, payload: object): Promise<Omit<ChainVerdict, "payload">> {
+  const { chain, verdicts } = chainOf([provider("a", { [hook]: () => decision })]);
+  await (chain[hook] as (payload: never) => Promise<unknown>)(payload as never);
   expect(verdicts).toHaveLength(1);
   const { payload: given, ...rest } = verdicts[0]!;
   expect(given).toBe(payload);
@@ -61,58 +65,39 @@ function only(verdicts: ChainVerdict[], payload: unknown): Omit<ChainVerdict, "p
 
 describe("the verdict of each evaluation", () => {
   it("is reported once, under the call's id and attempt and the hook's name, with the last decision, on an active chain", async () => {
-    const before = chainOf([provider("a", { beforeToolCall: () => ({ action: "deny", reason: "no" }) })]);
-    await before.chain.beforeToolCall(beforeToolCall as never);
-    expect(only(before.verdicts, beforeToolCall)).toEqual({
-      hook: "beforeToolCall",
+    const reported = (hook: Hook, verdict: string, decision: object) => ({
+      hook,
       callId: "call-7",
       attempt: 3,
-      verdict: "deny",
-      decision: { action: "deny", reason: "no" },
+      verdict,
+      decision,
       shadow: false,
     });
-    const after = chainOf([provider("a", { afterToolCall: () => ({ result: { v: 2 } }) })]);
-    await after.chain.afterToolCall(afterToolCall as never);
-    expect(only(after.verdicts, afterToolCall)).toEqual({
-      hook: "afterToolCall",
-      callId: "call-7",
-      attempt: 3,
-      verdict: "rewrite",
-      decision: { result: { v: 2 } },
-      shadow: false,
-    });
-    const error = chainOf([provider("a", { onToolError: () => ({ action: "retry", backoffMs: 5 }) })]);
-    await error.chain.onToolError(onToolError as never);
-    expect(only(error.verdicts, onToolError)).toEqual({
-      hook: "onToolError",
-      callId: "call-7",
-      attempt: 3,
-      verdict: "retry",
-      decision: { action: "retry", backoffMs: 5 },
-      shadow: false,
-    });
+    const deny = { action: "deny", reason: "no" };
+    expect(await verdictOf("beforeToolCall", deny, beforeToolCall)).toEqual(reported("beforeToolCall", "deny", deny));
+    const rewrite = { result: { v: 2 } };
+    expect(await verdictOf("afterToolCall", rewrite, afterToolCall)).toEqual(reported("afterToolCall", "rewrite", rewrite));
+    const retry = { action: "retry", backoffMs: 5 };
+    expect(await verdictOf("onToolError", retry, onToolError)).toEqual(reported("onToolError", "retry", retry));
   });
 
   it("of run hooks is reported under the call id `run`: beforeRun as attempt 1, each beforeFinish as continues + 1", async () => {
-    const run = chainOf([provider("a", { beforeRun: () => ({ prompt: "rewritten" }) })]);
-    await run.chain.beforeRun(beforeRun as never);
-    expect(only(run.verdicts, beforeRun)).toEqual({
+    const prompt = { prompt: "rewritten" };
+    expect(await verdictOf("beforeRun", prompt, beforeRun)).toEqual({
       hook: "beforeRun",
       callId: "run",
       attempt: 1,
       verdict: "rewrite",
-      decision: { prompt: "rewritten" },
+      decision: prompt,
       shadow: false,
     });
-    const finish = chainOf([provider("a", { beforeFinish: () => ({ action: "continue", message: "more" }) })]);
-    const payload = beforeFinish(2);
-    await finish.chain.beforeFinish(payload as never);
-    expect(only(finish.verdicts, payload)).toEqual({
+    const more = { action: "continue", message: "more" };
+    expect(await verdictOf("beforeFinish", more, beforeFinish(2))).toEqual({
       hook: "beforeFinish",
       callId: "run",
       attempt: 3,
       verdict: "continue",
-      decision: { action: "continue", message: "more" },
+      decision: more,
       shadow: false,
     });
   });
