@@ -7,6 +7,9 @@ const module = MODULES[name];
 if (!module) throw new Error(`HOOKBOX_MUTATION_MODULE must be one of ${Object.keys(MODULES).join(", ")} (got ${name})`);
 // Read by vitest.mutation.config.ts in the test runner processes Stryker starts (they inherit the environment).
 process.env.HOOKBOX_MUTATION_TESTS = module.tests.join(",");
+// A module whose tests start bubblewrap sets longer bounds (modules.mjs): a test slowed by a loaded machine must
+// neither fail on vitest's timeout nor pass Stryker's, or its mutant would count as killed when nothing detected it.
+process.env.HOOKBOX_MUTATION_TEST_TIMEOUT_MS = String(module.testTimeoutMs ?? 30_000);
 
 export default {
   testRunner: "vitest",
@@ -19,7 +22,7 @@ export default {
   // A module's static mutants (in code run once at import, such as constant tables) each need a fresh test
   // process for every test: modules.mjs says which modules skip them, and docs/security.md counts them apart.
   ignoreStatic: module.ignoreStatic ?? false,
-  timeoutMS: 20_000,
+  timeoutMS: module.timeoutMS ?? 20_000,
   timeoutFactor: 2,
   reporters: ["clear-text", "json", "progress-append-only"],
   jsonReporter: { fileName: `reports/mutation/${name}.json` },

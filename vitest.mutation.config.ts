@@ -10,7 +10,7 @@ if (!tests?.length) throw new Error("vitest.mutation.config.ts: HOOKBOX_MUTATION
 export default defineConfig({
   test: {
     include: tests,
-    testTimeout: 30_000,
+    testTimeout: Number(process.env.HOOKBOX_MUTATION_TEST_TIMEOUT_MS ?? 30_000),
     hookTimeout: 60_000,
     pool: "forks",
     maxWorkers: 1,

@@ -77,5 +77,53 @@ export const MODULES = {
     mutate: ["src/sandbox/wall/seccomp/bpf.ts", "src/sandbox/wall/seccomp/filter.ts"],
     tests: ["test/wall/seccomp-filter.test.ts", "test/wall/seccomp.test.ts"],
   },
+  // The rest of the wall, scoped: each part with the fast tests of the value it builds (in the test's own process) and,
+  // as the end-to-end guard, the real-bubblewrap tests that launch through it in-process (slower; a slow bwrap start
+  // must not count as a kill, hence the longer timeouts).
+  "wall-args": {
+    mutate: [
+      "src/sandbox/wall/bwrap-args.ts",
+      "src/sandbox/wall/limits.ts",
+      "src/sandbox/wall/inner-layer.ts",
+      "src/sandbox/wall/inherited-fds.ts",
+    ],
+    tests: ["test/wall/launch-args.test.ts", "test/wall/inside.test.ts"],
+    timeoutMS: 60_000,
+    testTimeoutMs: 120_000,
+  },
+  "wall-view": {
+    mutate: ["src/sandbox/wall/view.ts"],
+    tests: ["test/wall/view.test.ts", "test/wall/inside.test.ts"],
+    timeoutMS: 60_000,
+    testTimeoutMs: 120_000,
+  },
+  // The launcher with a stand-in bwrap that reports what it got, and real process trees: no bubblewrap start, so the
+  // default timeouts. The real-bwrap tests that launch through it (inside.test.ts, worker-death.test.ts) took 10 s to
+  // minutes a mutant here (a pool retries a broken launch until the test's timeout); they guard it in npm test.
+  "wall-launcher": {
+    mutate: ["src/sandbox/wall/launcher.ts", "src/sandbox/wall/process-tree.ts", "src/sandbox/wall/probe-run.ts"],
+    tests: ["test/wall/launcher.test.ts", "test/wall/process-tree.test.ts"],
+  },
+  // The worker's cgroup and the doctor's checks of the wall in depth (which read it). native.test.ts's bombs (a
+  // fork bomb and a 2.5 GB memory bomb per run) stay the end-to-end guard in npm test, not here.
+  "wall-cgroup": {
+    mutate: ["src/sandbox/wall/cgroup.ts", "src/sandbox/wall/doctor-depth.ts"],
+    tests: ["test/wall/cgroup.test.ts", "test/wall/launcher.test.ts"],
+    timeoutMS: 60_000,
+    testTimeoutMs: 120_000,
+  },
+  // The doctor and the wall's mode, through the library (doctor.test.ts and modes.test.ts drive the CLI's dist/);
+  // runDoctor starts the real walled probe.
+  "wall-doctor": {
+    mutate: ["src/sandbox/wall/doctor-checks.ts", "src/sandbox/wall/mode.ts"],
+    tests: ["test/wall/doctor-library.test.ts", "test/wall/mode-unavailable.test.ts"],
+    timeoutMS: 60_000,
+    testTimeoutMs: 120_000,
+  },
+  // The rest of the filter's folder: where this host's program is written, and which architectures have one.
+  "wall-filter-file": {
+    mutate: ["src/sandbox/wall/seccomp/filter-file.ts", "src/sandbox/wall/seccomp/syscalls.ts"],
+    tests: ["test/wall/filter-file.test.ts", "test/wall/seccomp.test.ts"],
+  },
   wall: { mutate: ["src/sandbox/wall/**/*.ts"], tests: ["test/wall/*.test.ts"] },
 };

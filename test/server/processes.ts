@@ -42,6 +42,15 @@ export async function waitUntil(condition: () => boolean, timeoutMs: number, wha
   }
 }
 
+/** The program a process runs (its argv[0], from /proc/PID/cmdline); "" once it is gone. */
+export function programOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0];
+  } catch {
+    return "";
+  }
+}
+
 /** CPU ticks (user + system, 1/100 s) a process has used, from /proc/PID/stat; 0 once it is gone. */
 export function cpuTicks(pid: number): number {
   try {

@@ -20,7 +20,7 @@ import type { ResourceLimits } from "./limits.js";
  * both handled; the process joins before bwrap runs (launcher.ts), so nothing of it ever runs outside.
  */
 
-type Controller = "memory" | "pids";
+export type Controller = "memory" | "pids";
 const CONTROLLERS: Controller[] = ["memory", "pids"];
 const ROOT = "/sys/fs/cgroup";
 
@@ -84,11 +84,11 @@ function detect(): CgroupSupport {
   return { ok: true, version: existsSync(join(ROOT, "cgroup.controllers")) ? 2 : 1, hierarchies };
 }
 
-/** cgroup v2: the host's cgroup must hand memory and pids to its children. */
-function unified(lines: string[]): Hierarchy[] | CgroupSupport {
+/** cgroup v2: the host's cgroup must hand memory and pids to its children (`root`: where the hierarchy is mounted). */
+export function unified(lines: string[], root = ROOT): Hierarchy[] | CgroupSupport {
   const path = lines.find((line) => line.startsWith("0::"))?.slice(3);
   if (path === undefined) return { ok: false, reason: "no cgroup v2 entry in /proc/self/cgroup" };
-  const parent = join(ROOT, path);
+  const parent = join(root, path);
   const control = join(parent, "cgroup.subtree_control");
   const enabled = () => safely(() => readFileSync(control, "utf8").trim().split(/\s+/)) ?? [];
   // Enabling works where the host's cgroup holds no process of its own (the root of a container's cgroup
@@ -103,12 +103,12 @@ function unified(lines: string[]): Hierarchy[] | CgroupSupport {
   return [{ parent, controllers: CONTROLLERS.filter((name) => on.includes(name)) }];
 }
 
-/** cgroup v1: one hierarchy per controller, each mounted at /sys/fs/cgroup/<controller>. */
-function perController(lines: string[]): Hierarchy[] | CgroupSupport {
+/** cgroup v1: one hierarchy per controller, each mounted at /sys/fs/cgroup/<controller> (`root` for /sys/fs/cgroup). */
+export function perController(lines: string[], root = ROOT): Hierarchy[] | CgroupSupport {
   const hierarchies: Hierarchy[] = [];
   for (const controller of CONTROLLERS) {
     const line = lines.find((entry) => entry.split(":")[1]?.split(",").includes(controller));
-    const mount = join(ROOT, controller);
+    const mount = join(root, controller);
     if (line === undefined || !existsSync(join(mount, "cgroup.procs"))) {
       return { ok: false, reason: `no ${controller} cgroup hierarchy at ${mount}` };
     }
@@ -137,7 +137,8 @@ export function workerCgroup(limits: ResourceLimits): WorkerCgroup | undefined {
   return { procsFiles: dirs.map((dir) => join(dir, "cgroup.procs")), dirs, remove: () => removeWhenEmpty(dirs) };
 }
 
-function settings(version: 1 | 2, controllers: Controller[], limits: ResourceLimits): [string, string][] {
+/** The files a worker cgroup's limits are written to, and their values, per cgroup version and controller. */
+export function settings(version: 1 | 2, controllers: Controller[], limits: ResourceLimits): [string, string][] {
   const out: [string, string][] = [];
   if (controllers.includes("memory")) {
     if (version === 2) out.push(["memory.max", String(limits.memoryBytes)], ["memory.swap.max", "0"]);
@@ -161,7 +162,7 @@ function removeWhenEmpty(dirs: string[], attempts = 50): void {
 }
 
 /** Cgroups a host that is gone left behind (it was killed before it could remove them). */
-function removeStale(parent: string): void {
+export function removeStale(parent: string): void {
   for (const entry of safely(() => readdirSync(parent)) ?? []) {
     const owner = /^hookbox-(\d+)-/.exec(entry)?.[1];
     if (owner === undefined || Number(owner) === process.pid || isAlive(Number(owner))) continue;

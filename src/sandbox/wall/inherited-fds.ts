@@ -9,11 +9,14 @@ import { closeSync, readdirSync, readFileSync } from "node:fs";
 
 export const CLOSE_FDS_FLAG = "--hookbox-close-fds=";
 
-/** The host's descriptors at or above `from` that a child would inherit (no O_CLOEXEC). */
-export function inheritedFds(from: number): number[] {
+/**
+ * The descriptors at or above `from` that a child would inherit (no O_CLOEXEC): the host's own, or those of
+ * process `pid` (how a test shows it on a process whose descriptors it arranged).
+ */
+export function inheritedFds(from: number, pid: number | "self" = "self"): number[] {
   let entries: string[];
   try {
-    entries = readdirSync("/proc/self/fd");
+    entries = readdirSync(`/proc/${pid}/fd`);
   } catch {
     return [];
   }
@@ -22,7 +25,7 @@ export function inheritedFds(from: number): number[] {
     const fd = Number(entry);
     if (fd < from) continue;
     try {
-      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))?.[1];
+      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/${pid}/fdinfo/${fd}`, "utf8"))?.[1];
       if (flags !== undefined && (parseInt(flags, 8) & 0o2000000) === 0) inherited.push(fd);
     } catch {
       // closed meanwhile (the directory listing's own descriptor, for one)

@@ -110,7 +110,8 @@ function commandLauncher(spec: CommandLauncher): Launcher {
           encoding: "utf8",
           timeout: options.timeoutMs,
           killSignal: "SIGKILL",
-          stdio: withExtraFds(["ignore", "pipe", "pipe"], plan.extraFds),
+          // The request's stdio, so the descriptors after it are where the plan counted them (the filter's).
+          stdio: withExtraFds(request.stdio, plan.extraFds),
           env: plan.env,
         });
       } finally {

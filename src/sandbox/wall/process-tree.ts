@@ -61,7 +61,7 @@ export function processTree(pid: number, limit: number): number[] {
 }
 
 /** Without /proc/PID/task/PID/children (CONFIG_PROC_CHILDREN), the parent field of every process's stat. */
-function scanForChildren(pid: number): number[] {
+export function scanForChildren(pid: number): number[] {
   const children: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

@@ -103,7 +103,7 @@ function nativePackages(entry: string): NativePackages {
  * node-gyp-build tells glibc from musl by looking for /etc/alpine-release, which the wall hides and the
  * permission model refuses to look for: tell it which the host picked (it reads LIBC first).
  */
-function nativeLibc(addon: string): Record<string, string> {
+export function nativeLibc(addon: string): Record<string, string> {
   return { LIBC: /\.musl\.node$/.test(addon) ? "musl" : "glibc" };
 }
 
