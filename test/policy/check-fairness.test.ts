@@ -12,9 +12,11 @@ let server: ServeProcess;
 const SLOW_UPLOADS = 8;
 
 beforeAll(async () => {
+  // Each upload also loads in a throwaway sandbox under the tenant's CPU limit: 2 s, not 200 ms, so a load slowed
+  // by a loaded machine is not refused (400) in a test about the order of type-checks.
   const fixture = writeFixture([
-    { name: "acme", key: "acme-key", steps: twoToolSteps, limits: { maxUploadsInFlight: SLOW_UPLOADS } },
-    { name: "globex", key: "globex-key", steps: twoToolSteps },
+    { name: "acme", key: "acme-key", steps: twoToolSteps, limits: { maxUploadsInFlight: SLOW_UPLOADS, cpuMs: 2000 } },
+    { name: "globex", key: "globex-key", steps: twoToolSteps, limits: { cpuMs: 2000 } },
   ]);
   server = await startServe({ config: fixture.config, store: fixture.store });
 }, 60_000);
