@@ -22,12 +22,9 @@ export const MODULES = {
     mutate: ["src/store/quota.ts"],
     tests: ["test/store/store-contract.test.ts", "test/store/sqlite-file.test.ts", "test/session/*.test.ts"],
   },
-  capabilities: {
-    mutate: ["src/capabilities/**/*.ts"],
-    tests: ["test/capabilities/*.test.ts", "test/policy/shadow-capabilities.test.ts"],
-  },
-  // The same files in scoped runs, each with only the test files that reach them in the test's own process:
-  // ctx.fetch's address and URL rules and its connection, ctx.fetch itself with its secrets, ctx.kv and ctx.model.
+  // src/capabilities/ in four scoped runs that together mutate every file, each with only the test files that reach
+  // its files in the test's own process: ctx.fetch's address and URL rules and its connection, ctx.fetch itself with
+  // its secrets, ctx.kv and ctx.model, and the rest.
   "capabilities-egress": {
     mutate: ["src/capabilities/addresses.ts", "src/capabilities/egress.ts", "src/capabilities/egress-connect.ts"],
     tests: [
@@ -125,5 +122,4 @@ export const MODULES = {
     mutate: ["src/sandbox/wall/seccomp/filter-file.ts", "src/sandbox/wall/seccomp/syscalls.ts"],
     tests: ["test/wall/filter-file.test.ts", "test/wall/seccomp.test.ts"],
   },
-  wall: { mutate: ["src/sandbox/wall/**/*.ts"], tests: ["test/wall/*.test.ts"] },
 };
