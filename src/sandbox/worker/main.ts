@@ -21,6 +21,8 @@ import { ScriptContext } from "./script-context.js";
 import type { RuntimeOpCall } from "../wire/guest-ops.js";
 import { PollPolicy } from "../wire/poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
+import { IsolateReserve } from "./isolate-reserve.js";
+import { warmRuntimeCode } from "./runtime-warm-up.js";
 import { closeInheritedFds } from "../wall/inherited-fds.js";
 
 // Before anything else: descriptors the host holds without close-on-exec must not stay open in here.
@@ -47,6 +49,7 @@ function readRuntime(): string {
 }
 
 const tenants = new Map<string, TenantIsolate>();
+const isolates = new IsolateReserve();
 /** Each tenant's limits, as last sent by the host (it sends them only when they change). */
 const tenantLimits = new Map<string, WorkerLimits>();
 const calls = new Map<number, WorkerCall>();
@@ -63,7 +66,7 @@ function limitsFor(message: LoadMessage | CallMessage): WorkerLimits {
 function tenantFor(name: string, limits: WorkerLimits): TenantIsolate {
   let tenant = tenants.get(name);
   if (tenant === undefined) {
-    tenant = new TenantIsolate(name, code, RUNTIME_HASH);
+    tenant = new TenantIsolate(name, { code, runtimeHash: RUNTIME_HASH, isolates });
     tenants.set(name, tenant);
   }
   tenant.prepare(limits);
@@ -306,3 +309,5 @@ pipe.on("end", () => process.kill(process.pid, "SIGKILL"));
 pipe.on("error", () => process.kill(process.pid, "SIGKILL"));
 watchParent();
 writeFrame(pipe, encodeFrame({ type: "ready" }));
+// In the first idle moment: the runtime's code cache, made from a run of it (runtime-warm-up.ts).
+setImmediate(() => warmRuntimeCode({ code, runtimeHash: RUNTIME_HASH }));

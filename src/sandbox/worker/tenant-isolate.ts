@@ -1,7 +1,15 @@
-import ivm from "isolated-vm";
+import type ivm from "isolated-vm";
 import type { WorkerLimits } from "../wire/protocol.js";
 import type { CodeCache } from "./code-cache.js";
 import { Failure } from "./failure.js";
+import type { IsolateReserve } from "./isolate-reserve.js";
+
+export interface TenantIsolateOptions {
+  code: CodeCache;
+  runtimeHash: string;
+  /** Where fresh isolates come from (one may be made ahead). */
+  isolates: IsolateReserve;
+}
 
 /**
  * One tenant's isolate in this worker (memory limit per tenant), its compiled scripts and the contexts
@@ -15,22 +23,21 @@ export class TenantIsolate {
   /** runId -> script name -> context. */
   readonly runs = new Map<string, Map<string, { release(): void }>>();
 
+  private readonly code: CodeCache;
+
   constructor(
     readonly name: string,
-    private readonly code: CodeCache,
-    private readonly runtimeHash: string,
-  ) {}
+    private readonly options: TenantIsolateOptions,
+  ) {
+    this.code = options.code;
+  }
 
   /** Makes sure an isolate with this memory limit exists. */
   prepare(limits: WorkerLimits): void {
     if (this.isolate !== undefined && !this.isolate.isDisposed && this.memoryMb === limits.memoryMb) return;
     this.dispose();
     this.memoryMb = limits.memoryMb;
-    this.isolate = new ivm.Isolate({
-      memoryLimit: Math.max(8, limits.memoryMb),
-      // After a catastrophic V8 error the process is unreliable: die at once, the supervisor replaces us.
-      onCatastrophicError: () => process.kill(process.pid, "SIGKILL"),
-    });
+    this.isolate = this.options.isolates.take(this.name, limits.memoryMb);
   }
 
   requireIsolate(): ivm.Isolate {
@@ -63,7 +70,7 @@ export class TenantIsolate {
   }
 
   runtimeScript(): ivm.Script {
-    this.runtime ??= this.code.compile(this.requireIsolate(), this.runtimeHash);
+    this.runtime ??= this.code.compile(this.requireIsolate(), this.options.runtimeHash);
     return this.runtime;
   }
 
