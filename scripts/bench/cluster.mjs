@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startPgServer } from "../postgres-server.mjs";
+import { readSseMessages } from "../sse-messages.mjs";
 import { newSession, percentile, round, startServe, timedRuns, warmUp, writeTenant } from "./http-workload.mjs";
 
 const LEASE_MS = 2000;
@@ -43,22 +44,7 @@ async function throughput(pg, nodes, { clients, runsPerClient }) {
 async function followRun(url, runId, onEvent) {
   const response = await fetch(`${url}/v1/runs/${runId}/events`, { headers });
   if (response.status !== 200) throw new Error(`stream of ${runId}: ${response.status} ${await response.text()}`);
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of response.body) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let end;
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const data = buffer
-        .slice(0, end)
-        .split("\n")
-        .filter((line) => line.startsWith("data: "))
-        .map((line) => line.slice(6))
-        .join("\n");
-      buffer = buffer.slice(end + 2);
-      if (data) onEvent(JSON.parse(data));
-    }
-  }
+  await readSseMessages(response.body, ({ data }) => onEvent(JSON.parse(data)));
 }
 
 /** One takeover: a paused run's owner killed with SIGKILL, the run finished by the other server; ms. */

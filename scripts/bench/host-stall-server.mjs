@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { readSseMessages } from "../sse-messages.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const MiB = 1024 * 1024;
@@ -57,7 +58,8 @@ const tenants = {
   },
   limited: {
     steps: [{ toolCalls: calls(1, "record", {}) }, { text: "hi" }],
-    limits: { maxIterations: 3, pauseTimeoutMs: 60_000, maxEventStreams: 8 },
+    // The paused run must outlast every attack before the stream cap's (a pause that times out ends the run).
+    limits: { maxIterations: 3, pauseTimeoutMs: 3_600_000, maxEventStreams: 8 },
   },
   buggy: { steps: [{ toolCalls: calls(20, "stray", {}) }, { text: "done" }] },
 };
@@ -144,19 +146,8 @@ async function readStream(url, key, runId, { keepOpen } = {}) {
     signal: controller.signal,
   });
   if (keepOpen) return { status: response.status, close: () => controller.abort() };
-  let text = "";
-  for await (const chunk of response.body) text += Buffer.from(chunk).toString("utf8");
-  const data = (block) =>
-    block
-      .split("\n")
-      .filter((line) => line.startsWith("data: "))
-      .map((line) => line.slice(6))
-      .join("\n");
-  const events = text
-    .split("\n\n")
-    .map(data)
-    .filter(Boolean)
-    .map((json) => JSON.parse(json));
+  const events = [];
+  await readSseMessages(response.body, ({ data }) => events.push(JSON.parse(data)));
   return { status: response.status, events };
 }
 
@@ -228,7 +219,7 @@ const attacks = {
     );
     const refused = streams.filter((s) => s.status === 429).length;
     for (const stream of streams) stream.close();
-    if (refused === 0) throw new Error("no stream was refused");
+    if (refused === 0) throw new Error(`no stream was refused: ${JSON.stringify(streams.map((s) => s.status))} ${state.limitedRun}`);
   },
   "host tool with a stray rejection (20 calls)": async (url) => expectFinal(await runToEnd(url, "buggy"), undefined),
 };

@@ -1,6 +1,7 @@
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { openApiDocument } from "../../src/server/openapi.js";
 import { isInspectorPath } from "../../src/server/inspector.js";
+import { SseMessages } from "../../scripts/sse-messages.mjs";
 
 /*
  * Every answer the tests get from a hookbox server is checked against the OpenAPI document the server serves.
@@ -85,24 +86,11 @@ export function checkStreamEvent(data: unknown): void {
 
 /** Passes an SSE body through, checking each message's `data:` as it goes by; a breach errors the stream. */
 function checkedEventStream(body: ReadableStream<Uint8Array>, where: string): ReadableStream<Uint8Array> {
-  const decoder = new TextDecoder();
-  let buffer = "";
+  const sse = new SseMessages();
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
-        // Only the new text is searched for a message's end: a big event arriving in many chunks is scanned once.
-        const searchFrom = Math.max(0, buffer.length - 1);
-        buffer += decoder.decode(chunk, { stream: true });
-        let end = buffer.indexOf("\n\n", searchFrom);
-        for (; end >= 0; end = buffer.indexOf("\n\n")) {
-          const data = buffer
-            .slice(0, end)
-            .split("\n")
-            .filter((line) => line.startsWith("data: "))
-            .map((line) => line.slice(6))
-            .join("\n");
-          buffer = buffer.slice(end + 2);
-          if (!data) continue;
+        for (const { data } of sse.push(chunk)) {
           try {
             checkStreamEvent(JSON.parse(data));
           } catch (error) {

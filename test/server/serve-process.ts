@@ -3,6 +3,7 @@ import { afterEach } from "vitest";
 import { hookboxBin, repoRoot } from "../helpers/cli.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { checkAnswersOf } from "./response-check.js";
+import { SseMessages } from "../../scripts/sse-messages.mjs";
 
 export interface ServeProcess {
   url: string;
@@ -152,26 +153,10 @@ export async function readEvents(
     await response.text();
     return { messages, status: response.status, ended: true };
   }
-  const decoder = new TextDecoder();
-  let buffer = "";
+  const sse = new SseMessages();
   try {
     for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      // Only the new text is searched for a message's end: a big event arriving in many chunks is scanned once.
-      const searchFrom = Math.max(0, buffer.length - 1);
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let end = buffer.indexOf("\n\n", searchFrom); end >= 0; end = buffer.indexOf("\n\n")) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split("\n")
-          .filter((l) => l.startsWith("data: "))
-          .map((l) => l.slice(6))
-          .join("\n");
-        if (!data) continue;
-        const id = block
-          .split("\n")
-          .find((l) => l.startsWith("id: "))
-          ?.slice(4);
+      for (const { id, data } of sse.push(chunk)) {
         const event = JSON.parse(data) as HookboxEvent;
         const message = { ...(id !== undefined ? { id } : {}), event };
         messages.push(message);
