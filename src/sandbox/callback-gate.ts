@@ -2,6 +2,21 @@ import { HookboxError, isHookboxError } from "../errors.js";
 import type { DoneMessage } from "./wire/protocol.js";
 import type { WorkerProcess } from "./worker-process.js";
 
+/**
+ * How many of a tenant's messages may be at its worker at once. The worker runs them one after another, in
+ * the order sent; more than one saves the host <-> worker round trip between them (the worker starts the next
+ * as soon as it answers one), and a resume that arrives meanwhile waits behind at most this many.
+ */
+export const PIPELINE_DEPTH = 4;
+
+/**
+ * A tenant pipelines only while its last message used at most this much guest CPU (its reply's `cpuMs`): a
+ * tenant of long segments sends one at a time, so the tenants it shares a worker with wait for one of its
+ * segments at a time, not PIPELINE_DEPTH of them. (CPU, not wall time: a loaded machine stretches the wall
+ * time of every message alike.)
+ */
+export const PIPELINE_SEGMENT_MS = 5;
+
 /** What the gate needs of a callback: whether it ended, and the worker its messages go to. */
 export interface GateCall {
   finished: boolean;
@@ -22,33 +37,59 @@ export interface GateTask<Call extends GateCall = GateCall> {
 export interface GateOwner<Call extends GateCall = GateCall> {
   /** Names the tenant in errors. */
   readonly tenant: string;
-  /** The worker for the next message, assigning one if needed; throws if there is none. */
+  /** The worker for the next message when nothing is in flight, assigning one if needed; throws if there is none. */
   workerForNext(): WorkerProcess;
+  /** Whether another message may follow those in flight to `worker` (the tenant is staying there). */
+  mayPipelineTo(worker: WorkerProcess): boolean;
   /** A message's reply came back; `call`: the call the message was for (none for a load or a coverage read). */
   onDone(done: DoneMessage, call: Call | undefined): void;
-  /** The gate opened again after a message to `worker` (replied or lost). */
+  /** A message to `worker` ended (replied, refused or lost). */
   onReleased(worker: WorkerProcess): void;
 }
 
+/** A message at the worker, and how it ended once it has (handled in the order sent). */
+interface Sent<Call extends GateCall> {
+  task: GateTask<Call>;
+  worker: WorkerProcess;
+  outcome?: { done: DoneMessage } | { error: HookboxError };
+}
+
 /**
- * A tenant's callback gate: at most one message that runs the tenant's code is at its worker at a time, so
- * its callbacks run one at a time, in order. Resumes of awaiting callbacks go to the front of the line.
+ * A tenant's callback gate. Messages that run the tenant's code go to its worker in queue order, up to
+ * PIPELINE_DEPTH at once and all to the same worker, which runs them one at a time in that order: so the
+ * tenant's callbacks run one at a time, in order. Resumes of awaiting callbacks go to the front of the line.
+ * Once a message's bound breach is known, the worker refuses the tenant's messages sent behind it (nothing of
+ * them ran) and they come back to the front of the line, to be sent where placement now says.
  */
 export class CallbackGate<Call extends GateCall = GateCall> {
-  private busy = false;
   private readonly queue: GateTask<Call>[] = [];
-  /** The message at the worker now, if any. */
-  inFlight: GateTask<Call> | undefined;
+  /** Messages at the worker, in the order sent (the order their replies come). */
+  private readonly sent: Sent<Call>[] = [];
+  /** Messages sent back (refused, or lost before they started), in the order sent: they go again before the queue. */
+  private readonly sentBack: GateTask<Call>[] = [];
+  /** Whether the tenant's last reply allows more than one message at the worker (PIPELINE_SEGMENT_MS). */
+  private shortSegments = true;
 
   constructor(private readonly owner: GateOwner<Call>) {}
 
-  get isOpen(): boolean {
-    return !this.busy;
+  /** Nothing of the tenant is at its worker. */
+  get idle(): boolean {
+    return this.sent.length === 0;
   }
 
   /** Messages waiting for the gate. */
   get waiting(): number {
-    return this.queue.length;
+    return this.queue.length + this.sentBack.length;
+  }
+
+  /** Whether a first message of `call` (which may be sent again if its worker dies before starting it) is at a worker. */
+  hasRetryableInFlight(call: Call): boolean {
+    return this.sent.some((sent) => sent.task.retryable === true && sent.task.call === call);
+  }
+
+  /** The call of the oldest message at the worker: the one running there, if any runs. */
+  get running(): Call | undefined {
+    return this.sent[0]?.task.call;
   }
 
   enqueue(task: GateTask<Call>, front = false): void {
@@ -58,48 +99,72 @@ export class CallbackGate<Call extends GateCall = GateCall> {
   }
 
   private pump(): void {
-    while (!this.busy) {
-      const task = this.queue.shift();
+    while (this.sent.length < PIPELINE_DEPTH) {
+      const line = this.sentBack.length > 0 ? this.sentBack : this.queue;
+      const task = line[0];
       if (task === undefined) return;
-      if (task.call?.finished) continue;
-      let worker: WorkerProcess;
-      try {
-        worker = this.owner.workerForNext();
-      } catch (error) {
-        task.fail(new HookboxError("SANDBOX_CRASHED", `tenant ${this.owner.tenant}: no sandbox worker: ${(error as Error).message}`));
+      if (task.call?.finished) {
+        line.shift();
         continue;
       }
-      this.busy = true;
-      this.inFlight = task;
-      const release = () => {
-        this.busy = false;
-        this.inFlight = undefined;
-        this.owner.onReleased(worker);
-        this.pump();
-      };
-      task.send(worker).then(
-        (done) => {
-          try {
-            this.owner.onDone(done, task.call);
-          } finally {
-            release();
-          }
-        },
-        (error: unknown) => {
-          try {
-            const hookboxError = isHookboxError(error) ? error : new HookboxError("SANDBOX_CRASHED", String(error));
-            if (task.retryable && task.call !== undefined && hookboxError.details.started === false && !task.call.finished) {
-              // Its worker died (another tenant's fault) before running it: nothing ran, send it again.
-              task.call.worker = undefined;
-              this.queue.unshift(task);
-              return;
-            }
-            task.fail(hookboxError);
-          } finally {
-            release();
-          }
-        },
+      let worker: WorkerProcess;
+      if (this.sent.length > 0) {
+        // Behind messages in flight only to their worker, and only while the tenant stays there.
+        worker = this.sent[this.sent.length - 1]!.worker;
+        if (!this.shortSegments || !this.owner.mayPipelineTo(worker)) return;
+        line.shift();
+      } else {
+        line.shift();
+        try {
+          worker = this.owner.workerForNext();
+        } catch (error) {
+          task.fail(new HookboxError("SANDBOX_CRASHED", `tenant ${this.owner.tenant}: no sandbox worker: ${(error as Error).message}`));
+          continue;
+        }
+      }
+      const sent: Sent<Call> = { task, worker };
+      this.sent.push(sent);
+      let reply: Promise<DoneMessage>;
+      try {
+        reply = task.send(worker);
+      } catch (error) {
+        reply = Promise.reject(error as Error);
+      }
+      reply.then(
+        (done) => this.ended(sent, { done }),
+        (error: unknown) => this.ended(sent, { error: isHookboxError(error) ? error : new HookboxError("SANDBOX_CRASHED", String(error)) }),
       );
     }
+  }
+
+  /** Handles ended messages in the order sent, whatever order their promises settled in. */
+  private ended(sent: Sent<Call>, outcome: NonNullable<Sent<Call>["outcome"]>): void {
+    sent.outcome = outcome;
+    while (this.sent[0]?.outcome !== undefined) {
+      const head = this.sent.shift()!;
+      try {
+        this.handle(head.task, head.outcome!);
+      } finally {
+        this.owner.onReleased(head.worker);
+      }
+    }
+    this.pump();
+  }
+
+  private handle(task: GateTask<Call>, outcome: NonNullable<Sent<Call>["outcome"]>): void {
+    if ("done" in outcome) {
+      this.shortSegments = (outcome.done.cpuMs ?? 0) <= PIPELINE_SEGMENT_MS;
+      return this.owner.onDone(outcome.done, task.call);
+    }
+    const { error } = outcome;
+    const call = task.call;
+    if (call?.finished) return;
+    if (error.details.refused === true || (task.retryable && call !== undefined && error.details.started === false)) {
+      // Nothing of it ran: refused behind a breach, or its worker died (another tenant's fault) before it started.
+      if (task.retryable && call !== undefined) call.worker = undefined;
+      this.sentBack.push(task);
+      return;
+    }
+    task.fail(error);
   }
 }

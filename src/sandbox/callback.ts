@@ -35,7 +35,7 @@ export interface Callback extends CallbackRequest, GateCall {
   readonly depth: number;
   /** The payload's `result`, sent apart (call-args.ts), until the callback ends. */
   lazy?: LazyResult;
-  /** Its requests to the host (next(), a capability) whose answers have not gone back to the worker yet. */
+  /** Its requests to the host (next(), a capability) whose answers the worker has not replied to yet. */
   awaitingHost: number;
   resolve(reply: CallReply): void;
   reject(error: HookboxError): void;

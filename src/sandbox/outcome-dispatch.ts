@@ -90,9 +90,13 @@ export class OutcomeDispatch {
             if (worker !== callback.worker)
               throw new HookboxError("SANDBOX_CRASHED", "the sandbox worker changed under an awaiting callback");
             const resume = { type: "resume" as const, tenant, callId: callback.callId, requestId, op, ok, value };
-            // From here the worker holds the answer: the reply to this resume settles the callback or asks again.
-            callback.awaitingHost--;
-            return callback.run.charged(worker.exec(resume, this.options.segmentBudgetMs()));
+            // Once the worker answers the resume, it holds the answer: that reply settles the callback or asks again
+            // (or the callback still awaits other answers). A refused resume still awaits the host: it is sent again.
+            const reply = worker.exec(resume, this.options.segmentBudgetMs()).then((done) => {
+              callback.awaitingHost--;
+              return done;
+            });
+            return callback.run.charged(reply);
           },
           fail: (error) => callbacks.fail(callback, error),
         },

@@ -68,6 +68,16 @@ export class TenantPlacement {
     return this.used(this.current);
   }
 
+  /**
+   * Whether a message may follow those in flight to `worker` (callback-gate.ts): only while the tenant stays
+   * there. When it should move, the gate waits until nothing of the tenant is in flight, then asks workerForNext.
+   */
+  mayPipelineTo(worker: WorkerProcess): boolean {
+    if (this.current !== worker || !worker.alive || this.shouldMove(worker)) return false;
+    this.used(worker);
+    return true;
+  }
+
   /** A message to `worker` ended: the idle clock starts now, not when the message started. */
   messageEnded(worker: WorkerProcess): void {
     this.supervisor.checkBudget(worker);

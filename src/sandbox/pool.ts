@@ -94,6 +94,8 @@ export interface WorkerInfo {
   retiring: boolean;
   /** Mean time the worker spent per exec message, ms (diagnostics). */
   meanWorkerMs: number;
+  /** Exec messages sent to it and not answered yet, whichever tenants' (several of one tenant's: callback-gate.ts). */
+  inFlight: number;
 }
 
 export interface SupervisedSandboxPool extends SandboxPool {
@@ -201,6 +203,7 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         rssBytes: worker.rssBytes,
         retiring: worker.retiring,
         meanWorkerMs: worker.replies ? worker.workerMsTotal / worker.replies : 0,
+        inFlight: worker.inFlight,
       }));
     },
     stats(): PoolStats {

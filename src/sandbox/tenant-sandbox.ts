@@ -45,7 +45,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
   private readonly resultUse = new ResultUse();
   private readonly gate = new CallbackGate<Callback>(this);
   private readonly callbacks = new CallbacksInFlight(() => {
-    if (this.gate.isOpen) this.leaveIfIdle();
+    this.leaveIfIdle();
   });
   /** Open runs by id: where the worker's log lines go. */
   private readonly runs = new Map<string, SandboxRunImpl>();
@@ -243,13 +243,14 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
   onWorkerLost(worker: WorkerProcess, exit: WorkerExit): void {
     const { ours, culprit } = this.placement.workerLost(worker, exit);
     if (!ours) return;
-    const inFlight = this.gate.inFlight;
+    // The watchdog blames the oldest message at the worker: the one that was running.
+    const running = this.gate.running;
     for (const callback of this.callbacks.all()) {
       if (callback.worker !== worker) continue;
       // The in-flight first message of a call is settled by its own rejection (it may be retried).
-      if (inFlight?.retryable && inFlight.call === callback) continue;
+      if (this.gate.hasRetryableInFlight(callback)) continue;
       const error =
-        culprit && callback === inFlight?.call
+        culprit && callback === running
           ? culpritError(exit, `${callback.script}: ${describeCall(callback)}`, { script: callback.script })
           : new HookboxError(
               "SANDBOX_CRASHED",
@@ -261,12 +262,12 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
   }
 
   onWorkerRetiring(worker: WorkerProcess): void {
-    if (this.placement.worker === worker && this.callbacks.size === 0) this.placement.leave();
+    if (this.placement.worker === worker && this.callbacks.size === 0 && this.gate.idle) this.placement.leave();
   }
 
   /** Evictable: disposes the isolate (a process-per-tenant worker exits) unless a callback is in flight or queued. */
   evictIfIdle(): boolean {
-    if (!this.gate.isOpen || this.gate.waiting > 0 || this.callbacks.size > 0) return false;
+    if (!this.gate.idle || this.gate.waiting > 0 || this.callbacks.size > 0) return false;
     this.placement.leave();
     return true;
   }
@@ -281,12 +282,17 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
     return this.placement.workerForNext();
   }
 
+  /** GateOwner: whether another message may follow those in flight to `worker`. */
+  mayPipelineTo(worker: WorkerProcess): boolean {
+    return this.placement.mayPipelineTo(worker);
+  }
+
   /** GateOwner: a reply came back. */
   onDone(done: DoneMessage, call?: Callback): void {
     this.dispatch.onDone(done, call);
   }
 
-  /** GateOwner: the gate opened again after a message to `worker`. */
+  /** GateOwner: a message to `worker` ended. */
   onReleased(worker: WorkerProcess): void {
     this.placement.messageEnded(worker);
     this.leaveIfIdle();
@@ -294,7 +300,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
 
   /** A tenant leaves a retiring worker (or a normal one, once quarantined) as soon as nothing of it runs there. */
   private leaveIfIdle(): void {
-    if (this.callbacks.size === 0) this.placement.moveIfDue();
+    if (this.callbacks.size === 0 && this.gate.idle) this.placement.moveIfDue();
   }
 
   /** Built once per `limits` object (pool.tenant() replaces it, never mutates it): this is on every call's path. */

@@ -85,6 +85,7 @@ const DoneMessageSchema = z.object({
     ])
     .optional(),
   coverage: z.array(z.object({ script: z.string(), text: z.string() })).optional(),
+  refused: z.literal(true).optional(),
   breach: z.enum(["SANDBOX_TIMEOUT", "SANDBOX_MEMORY"]).optional(),
   cpuMs: count.optional(),
   isolates: count.optional(),

@@ -29,6 +29,8 @@ interface PendingExec {
   tenant: string;
   budgetMs: number;
   sentAt: number;
+  /** The tenant's breaches here the host had seen when it sent the message (a refusal must be behind a later one). */
+  breaches: number;
   resolve: (done: DoneMessage) => void;
   reject: (error: HookboxError) => void;
 }
@@ -95,6 +97,10 @@ export class WorkerProcess {
   private readonly queue: PendingExec[] = [];
   /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
   private readonly limitsSent = new Map<string, WorkerLimits>();
+  /** Bound breaches per tenant reported in this worker's replies (exec messages carry the count: wire/protocol.ts). */
+  private readonly breachesSeen = new Map<string, number>();
+  /** Frames not yet written: those sent in one tick go in one write (flushed in a microtask). */
+  private outgoing: Buffer[] = [];
   private headClockFrom = 0;
   private readonly deadline = new ReplyDeadline(() => this.overdue());
   private exit: WorkerExit | undefined;
@@ -180,8 +186,24 @@ export class WorkerProcess {
 
   send(message: BundleMessage | CloseRunMessage | DropTenantMessage): void {
     if (!this.alive) return;
-    if (message.type === "drop-tenant") this.limitsSent.delete(message.tenant);
-    writeFrame(this.pipe, encodeFrame(message));
+    if (message.type === "drop-tenant") {
+      this.limitsSent.delete(message.tenant);
+      this.breachesSeen.delete(message.tenant);
+    }
+    this.write(encodeFrame(message));
+  }
+
+  /** Queues a frame; the frames of one tick are written together, in order, after it. */
+  private write(frame: Buffer): void {
+    this.outgoing.push(frame);
+    if (this.outgoing.length === 1) queueMicrotask(() => this.flush());
+  }
+
+  private flush(): void {
+    const frames = this.outgoing;
+    this.outgoing = [];
+    if (!this.alive) return;
+    writeFrame(this.pipe, frames.length === 1 ? frames[0]! : Buffer.concat(frames));
   }
 
   ensureBundle(bundle: { hash: string; code: string; filename: string }): void {
@@ -201,12 +223,14 @@ export class WorkerProcess {
       if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
       else if (message.limits !== undefined) this.limitsSent.set(message.tenant, message.limits);
     }
+    const breaches = this.breachesSeen.get(body.tenant) ?? 0;
+    if (breaches > 0) message.breaches = breaches;
     return new Promise<DoneMessage>((resolve, reject) => {
-      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), resolve, reject };
+      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), breaches, resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       this.memory?.sent();
-      writeFrame(this.pipe, encodeFrame(message));
+      this.write(encodeFrame(message));
       expectReply(this.awaitedPipe, this.replyPolling.beginWait());
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
@@ -252,6 +276,10 @@ export class WorkerProcess {
       this.brokeProtocol(`a reply to message ${message.seq}, ${head === undefined ? "when none was due" : `when ${head.seq} was due`}`);
       return;
     }
+    const breaches = this.breachesSeen.get(head.tenant) ?? 0;
+    if (message.refused && head.breaches >= breaches)
+      return this.brokeProtocol(`it refused message ${message.seq}, sent after every breach of tenant ${head.tenant} it reported`);
+    if (message.breach !== undefined) this.breachesSeen.set(head.tenant, breaches + 1);
     this.queue.shift();
     this.replyPolling.endWait(performance.now() - this.headClockFrom);
     this.lastIsolates = message.isolates ?? 0;
@@ -263,7 +291,15 @@ export class WorkerProcess {
       this.setBusy(false);
       stopAwaiting(this.awaitedPipe);
     }
-    head.resolve(message);
+    if (message.refused)
+      head.reject(
+        new HookboxError("SANDBOX_CRASHED", `sandbox worker ${this.pid ?? "?"} refused the message: it was sent behind a breach`, {
+          worker: this.pid,
+          started: false,
+          refused: true,
+        }),
+      );
+    else head.resolve(message);
   }
 
   /**

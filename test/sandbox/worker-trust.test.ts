@@ -174,6 +174,16 @@ describe("the reports the host believes, and what a lie costs", () => {
     expect(await honest.call()).toBeUndefined();
   });
 
+  it("a refusal: only of a message sent behind a breach the worker reported; one without is a breach, not a loop of resends", async () => {
+    const pool = hostilePool();
+    const honest = await openAs(pool, "honest");
+    const liar = await openAs(pool, "liar");
+    const error = await rejection(liar.call("refuse"));
+    expect(error.code).toBe("SANDBOX_CRASHED");
+    expect(error.message).toContain("it broke the protocol: it refused message");
+    expect(await honest.call()).toBeUndefined();
+  });
+
   it("a failed call's error: a worker's codes only (CANCELLED breaks the protocol), its text clipped", async () => {
     const pool = hostilePool();
     const liar = await openAs(pool, "liar");

@@ -7,7 +7,21 @@ import type { SandboxLimits } from "../api.js";
  * Every message that can make guest code run (load, call, resume) is an "exec message" ("run" means an LLM run only): the worker answers
  * each with exactly one `done` reply, in order. That lets the supervisor watch the head of the line and
  * kill the worker when a reply is overdue. Guest data crosses as JSON text made inside the isolate.
+ *
+ * A tenant may have several exec messages at the worker at once (callback-gate.ts); the worker still runs
+ * them one at a time, in order. Each carries `breaches`: how many of the tenant's bound breaches on this
+ * worker the host had seen when it sent it. A message sent before the host saw the tenant's latest breach is
+ * refused, unstarted (`done.refused`), so nothing queued behind a breach runs before the host has moved the
+ * tenant.
  */
+
+/** What every exec message carries. */
+interface ExecFields {
+  seq: number;
+  tenant: string;
+  /** The tenant's breaches on this worker the host had seen (absent: none). */
+  breaches?: number;
+}
 
 export type CallKind = "middleware" | "tool" | "hook";
 
@@ -25,19 +39,15 @@ export interface BundleMessage {
   filename: string;
 }
 
-export interface LoadMessage {
+export interface LoadMessage extends ExecFields {
   type: "load";
-  seq: number;
-  tenant: string;
   /** Sent only when it differs from the last limits this worker got for the tenant (they rarely change). */
   limits?: WorkerLimits;
   bundleHash: string;
 }
 
-export interface CallMessage {
+export interface CallMessage extends ExecFields {
   type: "call";
-  seq: number;
-  tenant: string;
   /** As for LoadMessage: only when changed. */
   limits?: WorkerLimits;
   runId: string;
@@ -52,10 +62,8 @@ export interface CallMessage {
   lazy?: string;
 }
 
-export interface ResumeMessage {
+export interface ResumeMessage extends ExecFields {
   type: "resume";
-  seq: number;
-  tenant: string;
   callId: number;
   requestId: number;
   /** Which kind of request this answers (capability requests have their own per-callback bound). */
@@ -70,10 +78,8 @@ export interface ResumeMessage {
  * src/testing/coverage/instrument.ts) and resets each one's decision site. Guest code may run (the runtime reads
  * what the bundle left in its context), so it is an exec message with its own `done` reply.
  */
-export interface CoverageMessage {
+export interface CoverageMessage extends ExecFields {
   type: "coverage";
-  seq: number;
-  tenant: string;
   runId: string;
 }
 
@@ -125,6 +131,8 @@ export interface DoneMessage {
    * instrumented bundle kept (`{"counts": [...], "site": n}`), or "null" when the bundle kept none. Guest data.
    */
   coverage?: { script: string; text: string }[];
+  /** Not run: it was sent before the host saw the tenant's latest breach on this worker (nothing else is set). */
+  refused?: true;
   /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
   breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";
   /** Guest CPU time this message used, ms (usage accounting; the limits are enforced in the worker). */

@@ -54,6 +54,8 @@ const isolates = new IsolateReserve();
 const tenantLimits = new Map<string, WorkerLimits>();
 const calls = new Map<number, WorkerCall>();
 const limiters = new Map<string, LogLimiter>();
+/** Bound breaches reported per tenant: a message sent before the host saw the latest one is refused (wire/protocol.ts). */
+const breaches = new Map<string, number>();
 let collector: Collector | undefined;
 
 function limitsFor(message: LoadMessage | CallMessage): WorkerLimits {
@@ -229,7 +231,15 @@ function onMessage(message: HostMessage): void {
       tenants.delete(message.tenant);
       tenantLimits.delete(message.tenant);
       limiters.delete(message.tenant);
+      breaches.delete(message.tenant);
       return;
+  }
+  const breachesSeen = message.breaches ?? 0;
+  if (breachesSeen < (breaches.get(message.tenant) ?? 0)) {
+    // Sent behind a breach the host had not seen yet: it decides again where this runs, if anywhere.
+    writeFrame(pipe, encodeFrame({ type: "done", seq: message.seq, outcomes: [], logs: [], refused: true } satisfies DoneMessage));
+    repliedAt = performance.now();
+    return;
   }
   const startedAt = performance.now();
   const sink: Collector = { outcomes: [], logs: [] };
@@ -254,6 +264,7 @@ function onMessage(message: HostMessage): void {
   if (sink.cpuMs !== undefined) reply.cpuMs = sink.cpuMs;
   reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;
+  if (reply.breach !== undefined) breaches.set(message.tenant, (breaches.get(message.tenant) ?? 0) + 1);
   writeFrame(pipe, encodeFrame(reply));
   repliedAt = performance.now();
 }
