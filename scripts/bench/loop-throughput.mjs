@@ -14,11 +14,25 @@ export default defineScript({
   },
 });`;
 
-export async function measureLoopToolCallsPerSecond({ dist, concurrentRuns = 8, iterations = 10, callsPerIteration = 10, rounds = 3 }) {
+const NO_HOOKS = `export default { name: "bench-policy", hooks: {} };`;
+
+/**
+ * `hooks: false`: the same workload through a script without hooks (scripts/bench/loop-floor.mjs). `onMeasure`:
+ * called as the measured rounds start and end (`end` gets what `start` returned), to count their CPU.
+ */
+export async function measureLoopToolCallsPerSecond({
+  dist,
+  concurrentRuns = 8,
+  iterations = 10,
+  callsPerIteration = 10,
+  rounds = 3,
+  hooks = true,
+  onMeasure = { start: () => undefined, end: () => {} },
+}) {
   const { createSandboxPool, createTenantRuntime } = await import(join(dist, "index.js"));
   const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-loop-"));
   const script = join(dir, "policy.ts");
-  writeFileSync(script, POLICY);
+  writeFileSync(script, hooks ? POLICY : NO_HOOKS);
   const steps = [];
   for (let i = 0; i < iterations; i++) {
     steps.push({ toolCalls: Array.from({ length: callsPerIteration }, (_, j) => ({ id: `c${i}_${j}`, name: "echo", args: { n: j } })) });
@@ -49,9 +63,11 @@ export async function measureLoopToolCallsPerSecond({ dist, concurrentRuns = 8, 
   };
   try {
     await oneRound(); // warm-up: workers, isolates, bundles
+    const measuring = onMeasure.start();
     const started = performance.now();
     for (let i = 0; i < rounds; i++) await oneRound();
     const seconds = (performance.now() - started) / 1000;
+    onMeasure.end(measuring);
     return (rounds * concurrentRuns * iterations * callsPerIteration) / seconds;
   } finally {
     await pool.close();
