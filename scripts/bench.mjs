@@ -351,7 +351,7 @@ if (json) {
     cold_start_after_evict_ms_p50: "<= 3",
     replay_calls_per_s: ">= 1000 (10,000 calls in < 10 s)",
     serve_healthz_ms_10000_tenants: "<= 5000",
-    serve_first_run_ms_10000_tenants: `<= 2 x warm (${round(results.serve_warm_run_ms_10000_tenants * 2)})`,
+    serve_tenant_first_run_ms_10000_tenants: `<= 2 x warm (${round(results.serve_warm_run_ms_10000_tenants * 2)})`,
     policy_cases_per_s: ">= 200 (1,000 cases in < 5 s, the CLI end to end)",
     cluster_runs_per_s: `3 servers on one PostgreSQL (no goal; one server on SQLite: ${results.http_runs_per_s})`,
     cluster_takeover_ms: `<= lease + 5000 (${results.cluster_lease_ms + 5000})`,

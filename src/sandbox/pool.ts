@@ -104,6 +104,12 @@ export interface SupervisedSandboxPool extends SandboxPool {
   stats(): PoolStats;
   /** The wall the workers run in. */
   readonly wall: WallKind;
+  /**
+   * Disposes the tenant's isolate now, as idle eviction would, unless something of it runs: its loaded scripts stay,
+   * and its next call re-creates the isolate (a cold start). True if it went. `hookbox serve` does this to the
+   * tenants it builds ahead of their first request, so they hold no isolate (nor a worker's room) until they run.
+   */
+  evictIfIdle(tenant: string): boolean;
 }
 
 const livePools = new Set<Supervisor>();
@@ -184,6 +190,9 @@ export function createSandboxPool(options: SandboxPoolOptions = {}): SupervisedS
         if (given?.cordon !== undefined) tenant.cordon = given.cordon;
       }
       return tenant;
+    },
+    evictIfIdle(name: string): boolean {
+      return tenants.get(name)?.evictIfIdle() ?? false;
     },
     drop(name: string): void {
       tenants.get(name)?.release();

@@ -1,11 +1,13 @@
 import { HookboxError } from "../errors.js";
 import type { TenantRuntime } from "../host/types.js";
 import type { ConfigRuntimes } from "../policy/deployments.js";
+import type { BackgroundTurns } from "./background-turns.js";
 
 /*
  * The tenants' runtimes of `hookbox serve` (docs/server.md, "Start-up"). The server listens first; then each
  * tenant's runtime (its scripts bundled and loaded, its host tools, its models) is built in the background, one
- * after another in config order, and on a tenant's first request ahead of that queue. A tenant whose runtime
+ * after another in config order, each in its turn (background-turns.ts: requests come first), and on a tenant's
+ * first request ahead of that queue. A tenant whose runtime
  * does not build answers its own requests with TENANT_UNAVAILABLE (503, naming what failed) and is tried again
  * on a request once `retryAfterMs` has passed (a script fixed on disk comes back without a restart); the other
  * tenants are served meanwhile. `buildAll` is the strict start: every tenant built, or the first failure.
@@ -21,6 +23,13 @@ export interface LazyRuntimesOptions {
   retryAfterMs?: number;
   /** A runtime a tenant already has, built or being built (a reload keeps those of tenants whose config is unchanged). */
   kept?(tenant: string): TenantRuntime | Promise<TenantRuntime> | undefined;
+  /** When each background build may start (default: one right after another). */
+  turns?: Pick<BackgroundTurns, "step">;
+  /**
+   * Told each tenant the background built, before any request needed it: what its runtime holds for a run to use
+   * at once (its isolate) may go until a request comes.
+   */
+  builtAhead?(tenant: string): void;
 }
 
 type State =
@@ -39,6 +48,8 @@ export interface TenantsStatus {
 
 export class LazyRuntimes implements ConfigRuntimes {
   private readonly states = new Map<string, State>();
+  /** The tenant the background builds now, and whether a request waits for it too (its runtime is then kept whole). */
+  private ahead: { tenant: string; wanted: boolean } | undefined;
   private readonly retryAfterMs: number;
   private warming = false;
   private stopped = false;
@@ -67,21 +78,36 @@ export class LazyRuntimes implements ConfigRuntimes {
     const state = this.states.get(tenant);
     if (!state) throw new HookboxError("CONFIG", `tenant ${tenant} is not configured`);
     if (state.kind === "ready") return state.runtime;
-    if (state.kind === "building") return this.awaitBuild(tenant, state.runtime);
+    if (state.kind === "building") {
+      if (this.ahead?.tenant === tenant) this.ahead.wanted = true;
+      return this.awaitBuild(tenant, state.runtime);
+    }
     if (state.kind === "failed" && Date.now() - state.at < this.retryAfterMs) throw this.unavailableError(tenant, state);
     return this.awaitBuild(tenant, this.start(tenant));
   }
 
-  /** Builds every tenant not yet built, one after another, in the background; requests are served between two. */
+  /** Builds every tenant not yet built, one after another, in the background, each in its turn (`turns`). */
   warmAll(): void {
     if (this.warming) return;
     this.warming = true;
+    const turns = this.options.turns ?? { step: (work: () => Promise<void>) => work() };
     void (async () => {
       for (const tenant of this.options.tenants) {
         if (this.stopped) return;
         const state = this.states.get(tenant)!;
-        if (state.kind === "waiting") await this.start(tenant).catch(() => undefined);
-        else if (state.kind === "building") await state.runtime.catch(() => undefined);
+        if (state.kind === "building") await state.runtime.catch(() => undefined);
+        if (state.kind !== "waiting") continue;
+        await turns.step(async () => {
+          // A request may have started it meanwhile, or a reload stopped this queue.
+          if (this.stopped || this.states.get(tenant)!.kind !== "waiting") return;
+          this.ahead = { tenant, wanted: false };
+          const built = await this.start(tenant).then(
+            () => true,
+            () => false,
+          );
+          if (built && !this.stopped && !this.ahead?.wanted) this.options.builtAhead?.(tenant);
+          this.ahead = undefined;
+        });
         await new Promise((resolve) => setImmediate(resolve));
       }
     })();

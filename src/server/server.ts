@@ -19,6 +19,7 @@ import { LiveConfig, tenantRemoved } from "./live-config.js";
 import { ServerMetrics } from "./metrics.js";
 import { buildTenantRuntime, buildTenantRuntimes, checkTenantSecrets, unchangedTenants } from "./tenant-runtimes.js";
 import { LazyRuntimes } from "./lazy-runtimes.js";
+import { BackgroundTurns } from "./background-turns.js";
 import { RetentionSweeper } from "./retention.js";
 
 export interface RunningServer {
@@ -65,8 +66,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
   };
   const strict = options.strict ?? false;
-  // Without --strict: the runtimes of the config in force, built after listening (a reload makes new ones).
+  // Without --strict: the runtimes of the config in force, built after listening (a reload makes new ones), each
+  // build in its turn: requests first, and a tenant built ahead of its first request holds no isolate until then.
   let lazy: LazyRuntimes | undefined;
+  const turns = new BackgroundTurns({ runsInFlight: () => manager.liveRunCount });
+  const supervised = pool && "evictIfIdle" in pool ? (pool as SupervisedSandboxPool) : undefined;
   const lazyFor = (next: ServerConfig, previous?: LiveConfig): LazyRuntimes => {
     if (!pool) throw new HookboxError("CONFIG", "this server was started without a sandbox pool: it cannot build tenants");
     const unchanged = previous ? unchangedTenants(previous.current, next) : new Set<string>();
@@ -76,6 +80,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       build: (name) =>
         buildTenantRuntime(next, name, { pool, kv: store.kv, onHookTimed: (tenant, hook, ms) => metrics.observeHook(tenant, hook, ms) }),
       kept: (name) => (unchanged.has(name) ? (before instanceof LazyRuntimes ? before.peek(name) : before?.get(name)) : undefined),
+      turns,
+      ...(supervised ? { builtAhead: (name: string) => void supervised.evictIfIdle(name) } : {}),
       onFailure: (tenant, error) =>
         process.stderr.write(
           `hookbox serve: tenant ${tenant} is unavailable (its runs answer 503 TENANT_UNAVAILABLE until it loads): ${error.message}\n`,
@@ -156,7 +162,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     const instance = serve(
       {
         // The web inspector's files at /ui/ (and / sends there); everything else is the API.
-        fetch: (request, env) => (isInspectorPath(new URL(request.url).pathname) ? inspector.fetch(request, env) : app.fetch(request, env)),
+        fetch: (request, env) =>
+          turns.during(() => (isInspectorPath(new URL(request.url).pathname) ? inspector.fetch(request, env) : app.fetch(request, env))),
         port: options.port,
         hostname: options.host ?? config.host,
         serverOptions: timeoutOptions(connections),

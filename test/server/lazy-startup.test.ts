@@ -165,4 +165,57 @@ describe("serve start-up", () => {
       await server.stop();
     }
   }, 120_000);
+
+  it("builds every tenant while a run stays in flight and its stream open; a tenant built ahead holds no isolate until its first run", async () => {
+    const asking = `import { defineScript } from "hookbox";
+export default defineScript({ hooks: { beforeToolCall(p) { if (p.call.args.ask) return { action: "ask", reason: "record?" }; } } });
+`;
+    const askingSteps = [{ toolCalls: [{ id: "c1", name: "record", args: { id: "c1", ask: true } }] }, { text: "done" }];
+    const others = Array.from({ length: 30 }, (_, i) => ({
+      name: `t${i}`,
+      key: `t${i}-key`,
+      steps: [{ toolCalls: [{ id: "c1", name: "record", args: { id: "c1" } }] }, { text: `t${i} done` }],
+      scripts: { "policy.ts": asking },
+    }));
+    const fixture = writeFixture([{ name: "acme", key: "acme-key", steps: askingSteps, scripts: { "policy.ts": asking } }, ...others], {
+      server: { adminKeys: [{ sha256: createHash("sha256").update("admin-key").digest("hex") }] },
+    });
+    const server = await startServe(fixture);
+    const liveIsolates = async () => {
+      const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: "Bearer admin-key" } })).text();
+      return Number(/^hookbox_sandbox_live_isolates (\d+)$/m.exec(metrics)![1]);
+    };
+    try {
+      // A run that stays in flight (it waits for an approval) with its SSE stream held open all along.
+      const acme = api(server.url, "acme-key");
+      const { body: session } = await acme.request("POST", "/v1/sessions", {});
+      const { body: started } = await acme.request("POST", `/v1/sessions/${session.sessionId}/runs`, { prompt: "go" });
+      const asked = await readEvents(server.url, "acme-key", started.runId, { stopWhen: (m) => m.event.type === "approval.requested" });
+      const pauseId = (asked.messages.at(-1)!.event as { pauseId: string }).pauseId;
+      const held = readEvents(server.url, "acme-key", started.runId);
+
+      // The server is never idle meanwhile, yet the background keeps its share and builds every tenant.
+      const deadline = performance.now() + 90_000;
+      while ((await health(server)).tenants.ready < 31) {
+        expect(performance.now()).toBeLessThan(deadline);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      // Only acme, which ran, holds an isolate: the 30 tenants built ahead of any request hold none.
+      expect(await liveIsolates()).toBe(1);
+      const t7 = api(server.url, "t7-key");
+      const { body: other } = await t7.request("POST", "/v1/sessions", {});
+      const { body: otherRun } = await t7.request("POST", `/v1/sessions/${other.sessionId}/runs`, { prompt: "go" });
+      expect((await readEvents(server.url, "t7-key", otherRun.runId)).messages.at(-1)!.event).toMatchObject({
+        type: "run-finished",
+        status: "completed",
+        text: "t7 done",
+      });
+      expect(await liveIsolates()).toBe(2);
+
+      expect((await acme.request("POST", `/v1/runs/${started.runId}/approvals/${pauseId}`, { decision: "approve" })).status).toBe(200);
+      expect((await held).messages.at(-1)!.event).toMatchObject({ type: "run-finished", status: "completed", text: "done" });
+    } finally {
+      await server.stop();
+    }
+  }, 150_000);
 });
