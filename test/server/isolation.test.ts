@@ -3,7 +3,7 @@ import { afterEach, expect, it } from "vitest";
 import { loadServerConfig } from "../../src/server/config.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
 import { descendants, waitUntil } from "./processes.js";
-import { startServe, type ServeProcess } from "./serve-process.js";
+import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
 
 const policy = `export default { hooks: { beforeToolCall(p) { return { action: "proceed" }; } } };`;
 const names = ["acme", "globex", "initech"];
@@ -68,9 +68,20 @@ it.each([
   expect(() => loadServerConfig(fixture(edit).config)).toThrowError(message);
 });
 
+/** One run of the tenant to its end: its hooks place it on a worker. */
+async function runOnce(server: ServeProcess, name: string): Promise<void> {
+  const client = api(server.url, `${name}-key`);
+  const { body: session } = await client.request("POST", "/v1/sessions", {});
+  const { body: run } = await client.request("POST", `/v1/sessions/${session.sessionId}/runs`, { prompt: "go" });
+  const events = (await readEvents(server.url, `${name}-key`, run.runId)).messages.map((message) => message.event);
+  expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
+}
+
 it("hookbox serve starts a worker process per process-per-tenant tenant; shared tenants share the pool's two", async () => {
   serve = await startServe(fixture((c) => (c.tenants[0].isolation = c.tenants[1].isolation = "process-per-tenant")));
-  // Loading at start-up placed every tenant: acme and globex alone, initech in a shared worker.
+  // A tenant built at start-up holds no isolate until it runs (docs/server.md, "Start-up"); once each has run,
+  // acme and globex are alone in a process each, and initech is in a shared worker.
+  for (const name of names) await runOnce(serve, name);
   await waitUntil(() => sandboxWorkers(serve!).length === 3, 10_000, "three sandbox workers");
   await serve.stop();
   serve = await startServe(fixture(() => undefined));
