@@ -234,6 +234,52 @@ export const MIGRATIONS: Migration[] = [
       "each run's ownership epoch (its lease's fencing token): a resume takes the next one, and a write of an older one is refused",
     sql: `ALTER TABLE runs ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 9,
+    description:
+      "fewer pages a write: all-time usage in the tenant's stored-bytes row, a run's tokens and cost on its row, the ledger one b-tree by tenant and time",
+    // Each transaction rewrites every page it changes: the tenant's bytes and usage totals now share a row, a
+    // run's usage rides on the runs row its seq update writes anyway, and the ledger is keyed by what
+    // `since` reads (no rowid table beside an index). Rows of the old ledger keep their order: their seq is
+    // minus their old row number (the event they came from was not recorded).
+    sql: `
+      ALTER TABLE tenant_usage ADD COLUMN runs INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tenant_usage ADD COLUMN inferences INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tenant_usage ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tenant_usage ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tenant_usage ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+      ALTER TABLE tenant_usage ADD COLUMN tool_calls INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE tenant_usage ADD COLUMN sandbox_cpu_ms REAL NOT NULL DEFAULT 0;
+      INSERT INTO tenant_usage (tenant, bytes, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms)
+      SELECT tenant, 0, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms FROM usage_totals WHERE true
+      ON CONFLICT (tenant) DO UPDATE SET runs = excluded.runs, inferences = excluded.inferences, input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens, cost_usd = excluded.cost_usd, tool_calls = excluded.tool_calls, sandbox_cpu_ms = excluded.sandbox_cpu_ms;
+      DROP TABLE usage_totals;
+      ALTER TABLE runs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE runs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE runs ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;
+      UPDATE runs SET input_tokens = spent.input_tokens, output_tokens = spent.output_tokens, cost_usd = spent.cost_usd
+      FROM (SELECT run_id, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, sum(cost_usd) AS cost_usd
+            FROM usage_ledger GROUP BY run_id) AS spent
+      WHERE spent.run_id = runs.id;
+      ALTER TABLE usage_ledger RENAME TO usage_ledger_8;
+      CREATE TABLE usage_ledger (
+        tenant TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        runs INTEGER NOT NULL,
+        inferences INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL,
+        tool_calls INTEGER NOT NULL,
+        sandbox_cpu_ms REAL NOT NULL,
+        PRIMARY KEY (tenant, at_ms, run_id, seq)
+      ) WITHOUT ROWID;
+      INSERT INTO usage_ledger SELECT tenant, at_ms, run_id, -rowid, runs, inferences, input_tokens, output_tokens, cost_usd, tool_calls, sandbox_cpu_ms FROM usage_ledger_8;
+      DROP TABLE usage_ledger_8;
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -1,12 +1,12 @@
 import { overQuota, quotaError } from "./quota.js";
-import { usageColumns, type UsageDelta } from "./usage.js";
+import { NO_USAGE, usageColumns, type UsageDelta } from "./usage.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 
 /**
  * What the writes of one group-commit transaction add up to. Each write charges its bytes (known from the
  * texts it writes) as its last step: a tenant's stored total is read once per transaction, checked against
- * each write's quota in memory, and written back once with one update; the same for the all-time usage
- * totals. The transaction holds SQLite's write lock, so no other process changes them in between.
+ * each write's quota in memory, and written back once with one update, together with the all-time usage
+ * totals (the same row). The transaction holds SQLite's write lock, so no other process changes them in between.
  */
 export class SqliteBatch {
   private readonly before = new Map<string, number>();
@@ -32,10 +32,11 @@ export class SqliteBatch {
     else for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += delta[key];
   }
 
-  /** Writes the totals back (once per tenant), at the end of the transaction. */
+  /** Writes the totals back (one row per tenant, bytes and usage together), at the end of the transaction. */
   finish(): void {
-    for (const [tenant, bytes] of this.added) this.statements.addTenantBytes.run(tenant, bytes);
-    for (const [tenant, delta] of this.usage) this.statements.addUsageTotals.run(tenant, ...usageColumns(delta));
+    for (const tenant of new Set([...this.added.keys(), ...this.usage.keys()])) {
+      this.statements.addTenantTotals.run(tenant, this.added.get(tenant) ?? 0, ...usageColumns(this.usage.get(tenant) ?? NO_USAGE));
+    }
   }
 
   private storedBefore(tenant: string): number {

@@ -1,7 +1,7 @@
 import { HookboxError } from "../errors.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 import type { SqliteBatch } from "./sqlite-batch.js";
-import { usageColumns, usageDelta } from "./usage.js";
+import { totalsOf, usageColumns, usageDelta } from "./usage.js";
 import { pauseChange } from "./pause-events.js";
 import { leaseLostError, runStatusChange } from "./interrupted.js";
 import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
@@ -74,7 +74,20 @@ function applyEvents(
       throw new HookboxError("STORE", `events of one write must be consecutive (seq ${event.seq})`, { runId });
   });
   const finished = events.filter(({ event }) => event.type === "inference-finished").length;
-  if (s.advanceSeq.run(last.seq, finished, first.inferenceId, runId, first.seq - 1, epoch ?? null).changes !== 1) {
+  const deltas = events.map(({ event }) => usageDelta(event));
+  const run = totalsOf(deltas.filter((delta) => delta !== undefined));
+  const advanced = s.advanceSeq.run(
+    last.seq,
+    finished,
+    first.inferenceId,
+    runId,
+    first.seq - 1,
+    epoch ?? null,
+    run.inputTokens,
+    run.outputTokens,
+    run.costUsd,
+  );
+  if (advanced.changes !== 1) {
     if (epoch !== undefined) checkEpoch(s, runId, epoch);
     const row = s.runLastSeq.get(runId) as { last_seq: number } | undefined;
     throw new HookboxError(
@@ -84,12 +97,12 @@ function applyEvents(
     );
   }
   let bytes = 0;
-  for (const { event, json } of events) {
+  for (const [i, { event, json }] of events.entries()) {
     s.insertEvent.run(runId, event.seq, event.type, json);
-    const delta = usageDelta(event);
+    const delta = deltas[i];
     bytes += json.length + ledgerRowBytes(delta);
     if (delta) {
-      s.insertUsage.run(tenant, runId, event.timestampMs, ...usageColumns(delta));
+      s.insertUsage.run(tenant, event.timestampMs, runId, event.seq, ...usageColumns(delta));
       spent.push(delta);
     }
     const pause = pauseChange(event);

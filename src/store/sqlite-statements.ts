@@ -32,8 +32,10 @@ const SQL = {
   // One update for a write's events: they follow the committed seq, or nothing of the write is kept. A run
   // created before the loop named its inference id takes it from its first event.
   // With an epoch (?6), only its owner's writes are kept.
-  advanceSeq:
-    "UPDATE runs SET last_seq = ?1, iterations = iterations + ?2, inference_id = CASE WHEN inference_id = '' THEN ?3 ELSE inference_id END WHERE id = ?4 AND last_seq = ?5 AND (?6 IS NULL OR epoch = ?6)",
+  // The run's own tokens and cost (what a resumed run's budget starts from) ride on the same update (?7-?9).
+  advanceSeq: `UPDATE runs SET last_seq = ?1, iterations = iterations + ?2, inference_id = CASE WHEN inference_id = '' THEN ?3 ELSE inference_id END,
+      input_tokens = input_tokens + ?7, output_tokens = output_tokens + ?8, cost_usd = cost_usd + ?9
+    WHERE id = ?4 AND last_seq = ?5 AND (?6 IS NULL OR epoch = ?6)`,
   finishRun:
     "UPDATE runs SET status = ?, reason = ?, error_code = ?, iterations = ?, finished_ms = ?, owner_pid = NULL, owner_instance = NULL WHERE id = ?",
   listEvents: "SELECT seq, type, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?",
@@ -74,16 +76,15 @@ const SQL = {
   insertHookCall: `INSERT INTO hook_calls (run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
     VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM hook_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
   runningRuns: "SELECT * FROM runs WHERE status = 'running'",
-  insertUsage: `INSERT INTO usage_ledger (tenant, run_id, at_ms, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  addUsageTotals: `INSERT INTO usage_totals (tenant, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (tenant) DO UPDATE SET ${USAGE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`,
-  usageTotals: `SELECT ${USAGE_COLUMNS.map((column, i) => `${column} AS ${USAGE_NAMES[i]}`).join(", ")} FROM usage_totals WHERE tenant = ?`,
+  insertUsage: `INSERT INTO usage_ledger (tenant, at_ms, run_id, seq, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  usageTotals: `SELECT ${USAGE_COLUMNS.map((column, i) => `${column} AS ${USAGE_NAMES[i]}`).join(", ")} FROM tenant_usage WHERE tenant = ?`,
   usageSince: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`,
-  usageOfRun: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE run_id = ?`,
+  usageOfRun: "SELECT input_tokens AS inputTokens, output_tokens AS outputTokens, cost_usd AS costUsd FROM runs WHERE id = ?",
   tenantBytes: "SELECT bytes FROM tenant_usage WHERE tenant = ?",
   allTenantBytes: "SELECT tenant, bytes FROM tenant_usage",
-  addTenantBytes:
-    "INSERT INTO tenant_usage (tenant, bytes) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET bytes = bytes + excluded.bytes",
+  // A tenant's stored bytes and all-time usage share one row: one update per transaction and tenant.
+  addTenantTotals: `INSERT INTO tenant_usage (tenant, bytes, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (tenant) DO UPDATE SET bytes = bytes + excluded.bytes, ${USAGE_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")}`,
   savepoint: "SAVEPOINT hookbox_write",
   release: "RELEASE hookbox_write",
   rollbackTo: "ROLLBACK TO hookbox_write",

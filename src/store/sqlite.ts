@@ -5,7 +5,7 @@ import { openDatabase, storeError } from "./open-database.js";
 import { isOwnerAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
 import { interruptedEvent, notResumable, resumedEvent } from "./interrupted.js";
-import { runUsageOf, totalsOf, type UsageDelta, type UsageTotals } from "./usage.js";
+import { totalsOf, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../host/usage.js";
 import { SqliteKv } from "./sqlite-kv.js";
 import { inTransaction, type SqliteDatabase } from "./sqlite-driver.js";
@@ -300,14 +300,15 @@ export class SqliteStore extends StoreBase implements Store {
 
   async usageTotals(tenant: string, sinceMs: number): Promise<UsageTotals> {
     this.settle();
-    // All time is a running total (kept with each ledger row); a period sums the ledger rows in it.
+    // All time is a running total (kept beside the tenant's stored bytes); a period sums the ledger rows in it.
     const row = sinceMs <= 0 ? this.statements.usageTotals.get(tenant) : this.statements.usageSince.get(tenant, sinceMs);
     return totalsOf(row ? [row as UsageDelta] : []);
   }
 
   async runUsage(runId: string): Promise<RunUsage> {
     this.settle();
-    return runUsageOf(totalsOf([this.statements.usageOfRun.get(runId) as UsageDelta]));
+    // Kept on the run's row, beside its seq (a run that is not stored has used nothing).
+    return (this.statements.usageOfRun.get(runId) as RunUsage | undefined) ?? { inputTokens: 0, outputTokens: 0, costUsd: 0 };
   }
 
   async tenantUsage(tenant: string): Promise<TenantUsage> {

@@ -32,16 +32,24 @@ export interface UsageDelta {
   sandboxCpuMs: number;
 }
 
-const none: UsageDelta = { runs: 0, inferences: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, toolCalls: 0, sandboxCpuMs: 0 };
+export const NO_USAGE: Readonly<UsageDelta> = {
+  runs: 0,
+  inferences: 0,
+  inputTokens: 0,
+  outputTokens: 0,
+  costUsd: 0,
+  toolCalls: 0,
+  sandboxCpuMs: 0,
+};
 
 /** undefined for events that use nothing. */
 export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
   switch (event.type) {
     case "run-started":
-      return { ...none, runs: 1 };
+      return { ...NO_USAGE, runs: 1 };
     case "inference-finished":
       return {
-        ...none,
+        ...NO_USAGE,
         inferences: 1,
         inputTokens: event.usage?.inputTokens ?? 0,
         outputTokens: event.usage?.outputTokens ?? 0,
@@ -49,20 +57,20 @@ export function usageDelta(event: HookboxEvent): UsageDelta | undefined {
       };
     case "tool-finished":
       // A provider-run call is the provider's work (and on its bill), not one the host executed.
-      return event.providerExecuted ? undefined : { ...none, toolCalls: 1 };
+      return event.providerExecuted ? undefined : { ...NO_USAGE, toolCalls: 1 };
     case "capability":
       // A script's guard-model call spends tokens like an inference of the run.
       return event.usage
-        ? { ...none, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
+        ? { ...NO_USAGE, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
         : undefined;
     case "context-trimmed":
       // A summary of what left the model's context is made by the tenant's guard model, on the run's budget.
       return event.usage
-        ? { ...none, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
+        ? { ...NO_USAGE, inputTokens: event.usage.inputTokens, outputTokens: event.usage.outputTokens, costUsd: event.usage.costUsd }
         : undefined;
     case "run-finished":
       // A run's sandbox CPU is reported once, when it ends (each process reports the part it ran).
-      return event.usage?.sandboxCpuMs ? { ...none, sandboxCpuMs: event.usage.sandboxCpuMs } : undefined;
+      return event.usage?.sandboxCpuMs ? { ...NO_USAGE, sandboxCpuMs: event.usage.sandboxCpuMs } : undefined;
     default:
       return undefined;
   }
@@ -74,7 +82,7 @@ export function usageColumns(u: UsageDelta): number[] {
 }
 
 export function totalsOf(deltas: Iterable<UsageDelta>): UsageTotals {
-  const sum = { ...none };
+  const sum = { ...NO_USAGE };
   for (const delta of deltas) for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += delta[key];
   return { ...sum, tokens: sum.inputTokens + sum.outputTokens };
 }
