@@ -146,7 +146,7 @@ function applySnapshot(
     );
   let appended = 0;
   for (const piece of snapshot.pieces) if ("append" in piece) appended += piece.append.length;
-  let next = appended > 0 ? (s.growLog.get(appended, sessionId) as { log_length: number }).log_length - appended : 0;
+  let next = appended > 0 ? (s.nextLogPosition.get(sessionId) as { next: number }).next : 0;
   let bytes = 0;
   const segments: LogSegment[] = [];
   for (const piece of snapshot.pieces) {

@@ -54,8 +54,10 @@ const SQL = {
       AND (?4 IS NULL OR r.started_ms >= ?4)
       AND (?5 IS NULL OR (r.started_ms, r.rowid) < (SELECT started_ms, rowid FROM runs WHERE id = ?5))
     ORDER BY r.started_ms DESC, r.rowid DESC LIMIT ?6`,
-  // A session's log: positions are handed out from sessions.log_length, in the write's transaction.
-  growLog: "UPDATE sessions SET log_length = log_length + ? WHERE id = ? RETURNING log_length",
+  // A session's log: a snapshot's new blocks go after its last position, in the write's transaction. Read from
+  // the log's own b-tree (whose last page the insert rewrites anyway), not kept in the session's row, so a
+  // snapshot does not rewrite the sessions page too; `log_length` stays as it was at creation.
+  nextLogPosition: "SELECT coalesce(max(pos) + 1, 0) AS next FROM session_log WHERE session_id = ?",
   insertLogBlock: "INSERT INTO session_log (session_id, pos, block) VALUES (?, ?, ?)",
   logBlocks: "SELECT block FROM session_log WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos",
   insertSnapshot:
