@@ -10,15 +10,17 @@
 // - loop_*: the bench itself, with the CPU time of the host and of its worker processes per tool call.
 // Floor: the host needs no_hooks + 2 x pipe_host per call and the worker 2 x pipe_child; they run in parallel
 // on this machine's cores, so calls/s <= 1e6 / each side's CPU and <= cores x 1e6 / their sum.
+// `--dist DIR`: another build (A/B, e.g. a `git archive` of another commit, built); `--loop-only`: the loop_* keys only.
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readFileSync, readdirSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { measureLoopToolCallsPerSecond } from "./loop-throughput.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
-const dist = join(root, "dist");
+const distArgument = process.argv.indexOf("--dist");
+const dist = resolve(distArgument > 0 ? process.argv[distArgument + 1] : join(root, "dist"));
 const round = (value) => Math.round(value * 10) / 10;
 
 /** The bench's hooks, as the bare worker runs them. */
@@ -192,6 +194,10 @@ async function loop(prefix, hooks) {
   };
 }
 
+if (process.argv.includes("--loop-only")) {
+  process.stdout.write(`${JSON.stringify({ dist, ...(await loop("loop", true)) })}\n`);
+  process.exit(0);
+}
 const noHooks = await loop("loop_no_hooks", false);
 const pipe = await pipeFloor();
 const bench = await loop("loop", true);
