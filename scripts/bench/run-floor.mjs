@@ -101,7 +101,9 @@ async function measureLevel(level, { clients, runsPerClient, warmUp }) {
 if (process.argv[2] === "--level") {
   const [, , , level, clients, runsPerClient, warmUp] = process.argv;
   const result = await measureLevel(level, { clients: Number(clients), runsPerClient: Number(runsPerClient), warmUp: Number(warmUp) });
-  process.send(result, () => process.exit(0));
+  // Started by hand (under perf, say), it prints its result.
+  if (process.send) process.send(result, () => process.exit(0));
+  else process.stdout.write(`${JSON.stringify(result)}\n`);
 } else {
   const { values } = parseArgs({
     options: {

@@ -1,9 +1,9 @@
 import type { Context } from "hono";
-import { streamSSE } from "hono/streaming";
 import type { SessionManager } from "../session/manager.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { StoredEventText } from "../store/types.js";
 import type { Redactor } from "./redact.js";
+import { SseBody } from "./sse-body.js";
 
 const HEARTBEAT_MS = 15_000;
 
@@ -22,14 +22,16 @@ export interface StreamRunEventsOptions {
  * One SSE message per event: `id:` is the event's seq, `data:` the event JSON (its `type` inside, so a
  * plain `onmessage` sees everything). A reconnect with `Last-Event-ID: N` gets seq N+1 onwards.
  * Text deltas of a streaming model come between them with no `id:` (docs/events.md, "Live text").
- * The stream ends after the run's final `run-finished`. Stored events are read a page at a time, and each
- * write waits for the connection, so a slow reader of a huge run holds one page, not the run.
+ * The stream ends after the run's final `run-finished`. Stored events are read a page at a time, and the
+ * writes wait for the connection once it falls behind (sse-body.ts), so a slow reader of a huge run holds a page
+ * and the body's high-water mark, not the run.
  */
 export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Response {
-  return streamSSE(c, async (stream) => {
-    const closed = new AbortController();
-    stream.onAbort(() => closed.abort());
-    const heartbeat = setInterval(() => void stream.write(": keep-alive\n\n").catch(() => closed.abort()), HEARTBEAT_MS);
+  const body = new SseBody();
+  const closed = new AbortController();
+  body.onCancel(() => closed.abort());
+  void (async () => {
+    const heartbeat = setInterval(() => void body.write(": keep-alive\n\n"), HEARTBEAT_MS);
     try {
       const pace = options.pace && ((chars: number) => options.pace!(chars, closed.signal));
       for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, {
@@ -38,14 +40,24 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
         ...(pace ? { pace } : {}),
       })) {
         // A text delta has no id: Last-Event-ID names stored events only.
-        if (item.seq === undefined) await stream.writeSSE({ data: item.json });
-        else await stream.writeSSE({ id: String(item.seq), data: redactEventText(item, options.redact) });
+        if (item.seq === undefined) await body.message(item.json);
+        else await body.message(redactEventText(item, options.redact), String(item.seq));
+        if (body.closed) break;
       }
+    } catch (error) {
+      // The reader gets the end of the stream; the operator gets the reason.
+      console.error(error);
     } finally {
       clearInterval(heartbeat);
+      body.close();
       options.onClose();
     }
-  });
+  })();
+  c.header("Transfer-Encoding", "chunked");
+  c.header("Content-Type", "text/event-stream");
+  c.header("Cache-Control", "no-cache");
+  c.header("Connection", "keep-alive");
+  return c.body(body.stream);
 }
 
 /**
