@@ -210,7 +210,8 @@ export function createApp({
     const traceparent = c.req.header("traceparent");
     const traced = traceparent && parseTraceparent(traceparent) ? { traceparent: traceparent.trim() } : {};
     const runOptions: RunOptions = { ...(options as RunOptions), ...traced };
-    const handle = await session.run(prompt, runOptions);
+    // The session was read just now to check its tenant: the run starts from that record, not a second read.
+    const handle = await manager.startRunOf(session.record, prompt, runOptions);
     return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
   });
 

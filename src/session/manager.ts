@@ -112,38 +112,49 @@ export class SessionManager {
   }
 
   async startRun(sessionId: string, prompt: string, options: RunOptions = {}): Promise<RunHandle> {
-    return this.runs.claim(sessionId, async () => {
-      const record = await this.requireSession(sessionId);
-      const runtime = await this.runtimeFor(record.tenant, record);
-      const history = await this.histories.load(sessionId);
-      const runId = newId("run");
-      const merged = mergeRunOptions(record.defaults, options);
-      const quota = this.quota(record.tenant);
-      const leaseTakenAt = performance.now();
-      await this.store.createRun(
-        {
-          id: runId,
-          sessionId,
-          inferenceId: "",
-          prompt,
-          options: merged,
-          status: "running",
-          iterations: 0,
-          startedMs: Date.now(),
-          lastSeq: 0,
-          ownerPid: process.pid,
-          ownerInstance: thisProcessInstance(),
-          ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
-        },
-        quota,
-      );
-      return this.runs.launch({
-        leaseTakenAt,
-        runtime,
-        request: { sessionId, runId, prompt, ...(history ? { history: history.turn } : {}), options: merged },
-        journal: new Map(),
-        persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0, epoch: 1 }),
-      });
+    return this.runs.claim(sessionId, async () => this.launchRun(await this.requireSession(sessionId), prompt, options));
+  }
+
+  /**
+   * @internal As startRun, for a session whose record the caller has just read (the server's route, which read it
+   * to check its tenant): it is not read again. A session deleted since is still refused (NOT_FOUND): the store
+   * checks that it exists in the transaction that records the run.
+   */
+  async startRunOf(record: SessionRecord, prompt: string, options: RunOptions = {}): Promise<RunHandle> {
+    return this.runs.claim(record.id, async () => this.launchRun(record, prompt, options));
+  }
+
+  private async launchRun(record: SessionRecord, prompt: string, options: RunOptions): Promise<RunHandle> {
+    const sessionId = record.id;
+    const runtime = await this.runtimeFor(record.tenant, record);
+    const history = await this.histories.load(sessionId);
+    const runId = newId("run");
+    const merged = mergeRunOptions(record.defaults, options);
+    const quota = this.quota(record.tenant);
+    const leaseTakenAt = performance.now();
+    await this.store.createRun(
+      {
+        id: runId,
+        sessionId,
+        inferenceId: "",
+        prompt,
+        options: merged,
+        status: "running",
+        iterations: 0,
+        startedMs: Date.now(),
+        lastSeq: 0,
+        ownerPid: process.pid,
+        ownerInstance: thisProcessInstance(),
+        ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
+      },
+      quota,
+    );
+    return this.runs.launch({
+      leaseTakenAt,
+      runtime,
+      request: { sessionId, runId, prompt, ...(history ? { history: history.turn } : {}), options: merged },
+      journal: new Map(),
+      persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0, epoch: 1 }),
     });
   }
 

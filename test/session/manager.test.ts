@@ -181,6 +181,28 @@ describe("SessionManager", () => {
     }
   });
 
+  it("startRunOf runs from the record its caller read, and a session deleted since that read is still NOT_FOUND", async () => {
+    dir = tempDir("hookbox-session-");
+    const file = join(dir, "store.db");
+    store = openStore(file);
+    const elsewhere = openStore(file);
+    const runtime = new FakeRuntime("acme", [{ text: "done" }]);
+    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    try {
+      const kept = (await manager.get((await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) })).id))!;
+      const handle = await manager.startRunOf(kept.record, "go", { tags: { run: "1" } });
+      await expect(handle.wait()).resolves.toMatchObject({ status: "completed" });
+      expect((await store.listRuns(kept.id)).map((run) => run.id)).toEqual([handle.runId]);
+
+      const read = (await manager.get((await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) })).id))!;
+      await new SessionManager({ store: elsewhere, runtimeFor: async () => runtime }).delete(read.id);
+      await expect(manager.startRunOf(read.record, "go")).rejects.toMatchObject({ code: "NOT_FOUND" });
+      expect(await store.listRuns(read.id)).toEqual([]);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it("merges per-run options over session defaults", async () => {
     const { manager, runtime } = setup([{ text: "x" }]);
     const session = await manager.create({
