@@ -2,7 +2,8 @@
 //   http_runs_per_s, http_run_p99_ms: 50 concurrent clients over loopback HTTP + SSE against a real
 //     `hookbox serve` (SQLite store file), each client: create a session, start a two-tool scripted run whose
 //     tools pass sandboxed beforeToolCall + afterToolCall hooks, read the SSE stream to run-finished.
-//   http_cpu_ms_per_run / http_worker_cpu_ms_per_run: serve's CPU per run / its sandbox workers' (procfs).
+//   http_cpu_ms_per_run / http_worker_cpu_ms_per_run: serve's CPU per run / its sandbox workers' (procfs), over the
+//     timed part, after 10 + 600 untimed runs (http-workload.mjs WARM_UP_RUNS: the steady state, V8 done compiling).
 //   *_in_memory: the same workload with `--store :memory:` (SQLite without a file: no WAL, no fsync).
 //   session_cpu_ratio_1000, session_store_growth_ratio_1000: scripts/bench/long-session.mjs (one session, 1010 runs).
 //   iteration_ms_ratio_1000: scripts/bench/long-run.mjs (one run of 1000 iterations).

@@ -4,12 +4,14 @@
 // http_cpu_ms_per_run by 10-20% between readings of the same code; side by side, a change of a few percent shows.
 // Rounds alternate which side starts first. Prints each round and the mean ratio B/A.
 // node scripts/bench/ab-serve.mjs --a DIR --b DIR [--rounds N] [--clients N] [--runs-per-client N] [--store memory|file]
+//   [--warm-up-runs N] (untimed runs after the first 10, default http-workload.mjs WARM_UP_RUNS, 600)
 // (DIR: a checkout with its dist built, e.g. `git worktree add /tmp/base main && (cd /tmp/base && npm ci && npm run build)`).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { WARM_UP_RUNS } from "./http-workload.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -19,16 +21,19 @@ const { values } = parseArgs({
     clients: { type: "string" },
     "runs-per-client": { type: "string" },
     store: { type: "string" },
+    "warm-up-runs": { type: "string" },
   },
 });
 if (!values.a || !values.b) {
   process.stderr.write(
-    "usage: node scripts/bench/ab-serve.mjs --a DIR --b DIR [--rounds N] [--clients N] [--runs-per-client N] [--store memory|file]\n",
+    "usage: node scripts/bench/ab-serve.mjs --a DIR --b DIR [--rounds N] [--clients N] [--runs-per-client N] [--store memory|file] [--warm-up-runs N]\n",
   );
   process.exit(2);
 }
 const clients = Number(values.clients ?? 50);
 const runsPerClient = Number(values["runs-per-client"] ?? 4);
+// After the first 10 runs, as bench-server.mjs waits (http-workload.mjs WARM_UP_RUNS): serve's steady state.
+const warmUpRuns = Number(values["warm-up-runs"] ?? WARM_UP_RUNS);
 
 /** A side's own workload and CPU reader, so each runs its own checkout's bin/hookbox.js. */
 async function side(dir) {
@@ -53,6 +58,13 @@ try {
         servers[name] = await sides[name].workload.startServe(dir, values.store === "memory" ? ":memory:" : join(dir, "bench.db"));
       }
       await Promise.all(order.map((name) => sides[name].workload.warmUp([servers[name].url], clients)));
+      // Both sides get the same steady-state warm-up, whatever their own http-workload.mjs does.
+      if (warmUpRuns > 0)
+        await Promise.all(
+          order.map((name) =>
+            sides[name].workload.timedRuns([servers[name].url], { clients, runsPerClient: Math.ceil(warmUpRuns / clients) }),
+          ),
+        );
       const before = Object.fromEntries(order.map((name) => [name, sides[name].treeCpuMs(servers[name].pid)]));
       const timed = Object.fromEntries(
         await Promise.all(

@@ -118,14 +118,15 @@ export async function oneRun(url, sessionId) {
 }
 
 /**
- * `clients` concurrent clients, each doing `runsPerClient` runs one after another, after a warm-up. Besides
+ * `clients` concurrent clients, each doing `runsPerClient` runs one after another, after a warm-up of
+ * WARM_UP_RUNS (the steady state). Besides
  * throughput and latency: serve's own CPU per run and its sandbox workers' (everything below it), measured
  * from procfs over the timed part only.
  */
 export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4, nodeArgs } = {}) {
   const server = await startServe(dir, store, { nodeArgs });
   try {
-    await warmUp([server.url], clients);
+    await warmUp([server.url], clients, { runs: WARM_UP_RUNS });
     const cpuBefore = treeCpuMs(server.pid);
     const timed = await timedRuns([server.url], { clients, runsPerClient });
     const cpuAfter = treeCpuMs(server.pid);
@@ -139,9 +140,21 @@ export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4
   }
 }
 
-/** Runs on every server before the timed part: the bundle cache and the JIT warm (up to 10 runs per server). */
-export async function warmUp(urls, clients) {
+/**
+ * Untimed runs before a CPU figure is taken (http_cpu_ms_per_run), after the first 10: serve's CPU per run goes
+ * on falling for some hundreds of runs of this workload while V8 compiles the request path (side by side, the
+ * same build read 7.1-8.3 ms a run after 10 runs, 5.7-6.2 after 200 more, and no lower after 1,400 than after 600:
+ * BENCHMARKS.md, "The floor under a run"). A steady-state figure waits those out; the timed part is unchanged.
+ */
+export const WARM_UP_RUNS = 600;
+
+/**
+ * Runs on every server before the timed part: up to 10 at once (the bundle cache, the workers' isolates), then
+ * `runs` more from the `clients` clients (each an equal share, one after another), so V8 has compiled the path.
+ */
+export async function warmUp(urls, clients, { runs = 0 } = {}) {
   await Promise.all(urls.flatMap((url) => Array.from({ length: Math.min(clients, 10) }, () => oneRun(url))));
+  if (runs > 0) await timedRuns(urls, { clients, runsPerClient: Math.ceil(runs / clients) });
 }
 
 /**

@@ -1,8 +1,8 @@
 // Where serve's CPU goes per run, counted on the CPU: Linux `perf record` samples `hookbox serve` (all its
 // threads, kernel included) over the timed part of the bench's HTTP workload (scripts/bench/http-workload.mjs),
-// after a warm-up and an untimed round for the JIT. Unlike profile-serve.mjs (V8's sampler, which counts a
-// descheduled thread where it stopped, so a syscall that wakes another process looks expensive on a loaded
-// machine), only time spent running is counted. Prints CPU ms per run, then each sample's owner: the nearest
+// after the bench's warm-up (http-workload.mjs WARM_UP_RUNS, so V8 has compiled the path). Unlike
+// profile-serve.mjs (V8's sampler, which counts a descheduled thread where it stopped, so a syscall that wakes
+// another process looks expensive on a loaded machine), only time spent running is counted. Prints CPU ms per run, then each sample's owner: the nearest
 // JS frame (a hookbox source file through dist's source maps, a Node module, a package), SQLite's native code
 // (its syscalls included) or the garbage collector; then hookbox functions by inclusive time.
 // node scripts/bench/profile-serve-cpu.mjs [--clients N] [--runs-per-client N] [--store memory|file] [--top N]
@@ -15,7 +15,7 @@ import { join, relative, dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
 import { SourceMap } from "node:module";
-import { round, startServe, timedRuns, warmUp, writeTenant } from "./http-workload.mjs";
+import { round, startServe, timedRuns, warmUp, WARM_UP_RUNS, writeTenant } from "./http-workload.mjs";
 import { treeCpuMs } from "./proc-cpu.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -82,8 +82,7 @@ try {
   server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"), {
     nodeArgs: ["--perf-basic-prof-only-functions"],
   });
-  await warmUp([server.url], clients);
-  await timedRuns([server.url], { clients, runsPerClient: 2 });
+  await warmUp([server.url], clients, { runs: WARM_UP_RUNS });
   const data = join(work, "perf.data");
   const recorder = spawn("perf", ["record", "-F", "999", "-g", "-p", String(server.pid), "-o", data], {
     stdio: ["ignore", "ignore", "pipe"],
