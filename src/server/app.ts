@@ -1,10 +1,10 @@
 import { Hono, type Context } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { SessionManager } from "../session/manager.js";
 import type { RunOptions } from "../host/types.js";
 import type { ServerConfig } from "./config.js";
 import { sha256Hex } from "./config.js";
 import { ApiError, errorResponse } from "./api-error.js";
+import { bodyLimit } from "./request-body.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody, readBody } from "./bodies.js";
 import type { TokenBucket } from "./rate-limit.js";
 import { LiveConfig } from "./live-config.js";
@@ -121,14 +121,7 @@ export function createApp({
     c.set("tenant", tenant);
     await next();
   });
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: config.maxBodyBytes,
-      onError: (c) =>
-        errorResponse(c, new ApiError(413, "BODY_TOO_LARGE", `the request body exceeds ${config.maxBodyBytes} bytes`), redact),
-    }),
-  );
+  app.use("/v1/*", bodyLimit(config.maxBodyBytes));
 
   const ownedSession = async (c: Context<Env>, sessionId: string) => {
     const session = await manager.get(sessionId);

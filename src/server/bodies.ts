@@ -5,6 +5,7 @@ import { TagsSchema } from "../contracts/context.js";
 import { ApiError } from "./api-error.js";
 import { jsonPath } from "../contracts/json-path.js";
 import { exceedsJsonLimits } from "./json-limits.js";
+import { readRequestBytes } from "./request-body.js";
 import { ModelSettingsInput, SystemInput } from "../engine/model-settings.js";
 import { MAX_STREAM_TOKEN_TTL_MS } from "./stream-token.js";
 
@@ -92,8 +93,9 @@ export async function readBody<T extends z.ZodType>(c: Context, schema: T, optio
     );
   let text: string;
   try {
-    text = utf8.decode(await c.req.arrayBuffer());
-  } catch {
+    text = utf8.decode(await readRequestBytes(c));
+  } catch (error) {
+    if (error instanceof ApiError) throw error; // over the size limit
     throw new ApiError(400, "INVALID_JSON", "the request body is not valid UTF-8", "$");
   }
   let value: unknown;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request as httpRequest } from "node:http";
 import { startPgServer, type PgServer } from "../helpers/postgres.js";
 import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
@@ -22,6 +23,24 @@ async function startOn(storeKind: "sqlite" | "postgres") {
   pg = storeKind === "postgres" ? await startPgServer() : undefined;
   const store = pg ? await pg.createDatabase("hookbox_http") : fixture.store;
   server = await startServe({ config: fixture.config, store, env: { GLOBEX_KEY: "globex-key" } });
+}
+
+/** A POST whose body goes in 4 KiB chunks with Transfer-Encoding: chunked (no Content-Length): status and JSON answer. */
+function chunkedPost(path: string, body: string): Promise<{ status: number; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      `${server.url}${path}`,
+      { method: "POST", headers: { authorization: "Bearer acme-key", "content-type": "application/json" } },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) }));
+      },
+    );
+    request.on("error", reject);
+    for (let at = 0; at < body.length; at += 4096) request.write(body.slice(at, at + 4096));
+    request.end();
+  });
 }
 
 /** Reads the run's stream to its end, continuing every step pause over HTTP as it arrives. */
@@ -193,6 +212,19 @@ describe.each(["sqlite", "postgres"] as const)("hookbox serve over HTTP (%s stor
     const events = await readEvents(server.url, "acme-key", started.body.runId, { lastEventId: "0" });
     expect(events.messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "completed" });
     expect((await acme().request("GET", `/v1/runs/${started.body.runId}/events`, undefined, { "last-event-id": "abc" })).status).toBe(400);
+  });
+
+  it("holds a body sent without a Content-Length (chunked) to the same limit while reading it", async () => {
+    const {
+      body: { sessionId },
+    } = await acme().request("POST", "/v1/sessions");
+    const runs = `/v1/sessions/${sessionId}/runs`;
+    const over = await chunkedPost(runs, JSON.stringify({ prompt: "x".repeat(100 * 1024) }));
+    expect(over).toMatchObject({ status: 413, body: { error: { code: "BODY_TOO_LARGE" } } });
+    const under = await chunkedPost(runs, JSON.stringify({ prompt: "chunked and small" }));
+    expect(under.status).toBe(202);
+    const events = await readEvents(server.url, "acme-key", (under.body as { runId: string }).runId);
+    expect(events.messages.at(-1)?.event).toMatchObject({ type: "run-finished", status: "completed" });
   });
 
   it("rate-limits run starts per tenant (429 with Retry-After) without touching other tenants", async () => {
