@@ -12,8 +12,8 @@
 // Each level runs in a child process of its own (a clean heap and JIT), measured from process.cpuUsage() (all of
 // its threads, V8's JIT and GC threads included, as serve's own CPU is counted) over the timed part only; the
 // sandbox workers' CPU is reported apart. Levels alternate over `--rounds`; the medians are printed.
-// The warm-up is longer than the serve bench's 10 runs (default 200 runs, 4 per client, then the timed part):
-// a floor is the steady state, with the JIT done compiling. `--warm-up 10` gives the serve bench's.
+// The warm-up is the serve bench's (http-workload.mjs: 10 runs, then WARM_UP_RUNS more from the clients): a floor
+// is the steady state, with V8 done compiling. `--warm-up N` sets the total.
 // node scripts/bench/run-floor.mjs [--clients N] [--runs-per-client N] [--warm-up N] [--rounds N] [--levels a,b]
 // (after npm run build). Prints one line per level and round, then one JSON object of medians.
 import { fork } from "node:child_process";
@@ -22,7 +22,7 @@ import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { round, writeTenant } from "./http-workload.mjs";
+import { round, WARM_UP_RUNS, writeTenant } from "./http-workload.mjs";
 import { treeCpuMs } from "./proc-cpu.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -76,8 +76,9 @@ async function measureLevel(level, { clients, runsPerClient, warmUp }) {
     );
   try {
     // The serve bench's warm-up shape: min(clients, 10) runs at once, then rounds of all clients.
-    await Promise.all(Array.from({ length: Math.min(clients, warmUp) }, oneRun));
-    if (warmUp > clients) await clientsDoing(Math.ceil((warmUp - Math.min(clients, warmUp)) / clients));
+    const first = Math.min(clients, 10, warmUp);
+    await Promise.all(Array.from({ length: first }, oneRun));
+    if (warmUp > first) await clientsDoing(Math.ceil((warmUp - first) / clients));
     const usage = process.cpuUsage();
     const workersBefore = treeCpuMs(process.pid).below;
     const begin = performance.now();
@@ -116,7 +117,7 @@ if (process.argv[2] === "--level") {
   });
   const levels = values.levels ? values.levels.split(",") : LEVELS;
   for (const level of levels) if (!LEVELS.includes(level)) throw new Error(`unknown level ${level}: one of ${LEVELS.join(", ")}`);
-  const args = [values.clients ?? "50", values["runs-per-client"] ?? "6", values["warm-up"] ?? "200"];
+  const args = [values.clients ?? "50", values["runs-per-client"] ?? "6", values["warm-up"] ?? String(10 + WARM_UP_RUNS)];
   const readings = new Map(levels.map((level) => [level, []]));
   for (let r = 1; r <= Number(values.rounds ?? 3); r++) {
     // Alternate the order, so no level always runs at the same point of a shared machine's load.
