@@ -9,12 +9,20 @@ import ivm from "isolated-vm";
  * of the last isolate asked for, and a tenant with another limit gets a new one. A worker that only ever serves
  * one tenant (process-per-tenant) keeps none: its next tenant is a new process.
  */
+export interface IsolateReserveOptions {
+  /** Called once, in idle time, when the worker turns out to be a shared one (before its first refill). */
+  onShared?(): void;
+}
+
 export class IsolateReserve {
   private spare: { isolate: ivm.Isolate; memoryMb: number } | undefined;
   private firstTenant: string | undefined;
   private shared = false;
   private lastMemoryMb = 0;
   private refillDue = false;
+  private toldShared = false;
+
+  constructor(private readonly options: IsolateReserveOptions = {}) {}
 
   /** A fresh isolate for `tenant` with this memory limit: the reserved one if it fits. */
   take(tenant: string, memoryMb: number): ivm.Isolate {
@@ -40,6 +48,10 @@ export class IsolateReserve {
     this.refillDue = true;
     setImmediate(() => {
       this.refillDue = false;
+      if (!this.toldShared) {
+        this.toldShared = true;
+        this.options.onShared?.();
+      }
       if (this.spare === undefined) this.spare = { isolate: newIsolate(this.lastMemoryMb), memoryMb: this.lastMemoryMb };
     });
   }

@@ -49,7 +49,9 @@ function readRuntime(): string {
 }
 
 const tenants = new Map<string, TenantIsolate>();
-const isolates = new IsolateReserve();
+// Once the worker is a shared one: the runtime's code cache, made from a run of it (runtime-warm-up.ts). A
+// process-per-tenant worker's one tenant would not repay the warm-up's memory.
+const isolates = new IsolateReserve({ onShared: () => warmRuntimeCode({ code, runtimeHash: RUNTIME_HASH }) });
 /** Each tenant's limits, as last sent by the host (it sends them only when they change). */
 const tenantLimits = new Map<string, WorkerLimits>();
 const calls = new Map<number, WorkerCall>();
@@ -320,5 +322,3 @@ pipe.on("end", () => process.kill(process.pid, "SIGKILL"));
 pipe.on("error", () => process.kill(process.pid, "SIGKILL"));
 watchParent();
 writeFrame(pipe, encodeFrame({ type: "ready" }));
-// In the first idle moment: the runtime's code cache, made from a run of it (runtime-warm-up.ts).
-setImmediate(() => warmRuntimeCode({ code, runtimeHash: RUNTIME_HASH }));
