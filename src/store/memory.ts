@@ -2,7 +2,7 @@ import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent, leaseLostError, notResumable, resumedEvent, runStatusChange } from "./interrupted.js";
-import { runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
+import { NO_USAGE, runUsageOf, totalsOf, usageDelta, type UsageDelta, type UsageTotals } from "./usage.js";
 import type { RunUsage } from "../host/usage.js";
 import { MemoryPolicyTables } from "./memory-policy.js";
 import { StoreBase } from "./store-base.js";
@@ -383,15 +383,7 @@ export class MemoryStore extends StoreBase implements Store {
     const spent = usageDelta(event);
     if (spent) {
       this.ledger.push({ ...spent, tenant, runId: run.id, atMs: event.timestampMs });
-      const sum = this.allTime.get(tenant) ?? {
-        runs: 0,
-        inferences: 0,
-        inputTokens: 0,
-        outputTokens: 0,
-        costUsd: 0,
-        toolCalls: 0,
-        sandboxCpuMs: 0,
-      };
+      const sum = this.allTime.get(tenant) ?? { ...NO_USAGE };
       for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += spent[key];
       this.allTime.set(tenant, sum);
     }
