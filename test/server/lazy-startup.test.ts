@@ -119,6 +119,47 @@ describe("serve start-up", () => {
     }
   }, 60_000);
 
+  it("a tenant the background builds is told built ahead, unless a request waited for that build", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hookbox-lazy-ahead-"));
+    writeFileSync(join(dir, "policy.ts"), `export default { hooks: { beforeToolCall() {} } };`);
+    writeFileSync(join(dir, "model.json"), JSON.stringify({ steps: [{ text: "hi" }] }));
+    const pool = createSandboxPool({ workers: 1 });
+    // Each build waits for the test to let it finish, so a request can come while the background builds "wanted".
+    const gates = new Map<string, () => void>();
+    const ahead: string[] = [];
+    const runtimes = new LazyRuntimes({
+      tenants: ["first", "wanted", "last"],
+      build: async (name) => {
+        await new Promise<void>((resolve) => gates.set(name, resolve));
+        return createTenantRuntime(
+          { name, scripts: [{ path: join(dir, "policy.ts") }], model: { kind: "scripted", file: join(dir, "model.json") } },
+          pool,
+        );
+      },
+      builtAhead: (tenant) => ahead.push(tenant),
+    });
+    const gateOf = async (name: string) => {
+      while (!gates.has(name)) await new Promise((resolve) => setTimeout(resolve, 5));
+      return gates.get(name)!;
+    };
+    try {
+      runtimes.warmAll();
+      (await gateOf("first"))();
+      const releaseWanted = await gateOf("wanted");
+      // A request for the tenant the background is building now: it waits for that build.
+      const requested = runtimes.get("wanted");
+      releaseWanted();
+      await requested;
+      (await gateOf("last"))();
+      while (runtimes.status().ready < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(ahead).toEqual(["first", "last"]);
+    } finally {
+      runtimes.stop();
+      await pool.close();
+    }
+  }, 60_000);
+
   it("a tenant that fails to load shows in /metrics and the log; fixed on disk, a reload builds it again while the others keep serving", async () => {
     const fixture = writeFixture(
       [
