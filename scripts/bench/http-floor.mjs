@@ -3,7 +3,10 @@
 // (hookbox's HTTP stack) that does nothing else: the SSE stream writes the same number of events of the same
 // size, taken from a stored run of the bench's workload. What serve spends per run above this is hookbox's own
 // work (auth, validation, the loop, the sandbox's IPC, the store). Prints one JSON object.
-// node scripts/bench/http-floor.mjs [--clients N] [--runs-per-client N] [--events N]
+// With --lean, the app does what serve does since issue 26 instead of hono's helpers: a request body read from
+// Node's IncomingMessage (src/server/request-body.ts), and the SSE messages of a turn written as one chunk of a
+// ReadableStream (src/server/sse-body.ts), in place of c.req.json() and streamSSE.
+// node scripts/bench/http-floor.mjs [--clients N] [--runs-per-client N] [--events N] [--lean]
 import { fork } from "node:child_process";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
@@ -28,37 +31,75 @@ if (process.argv[2] === "--serve") {
   const { streamSSE } = await import("hono/streaming");
   const { serve } = await import("@hono/node-server");
   const events = Number(process.argv[3]);
+  const lean = process.argv[4] === "lean";
   const app = new Hono();
   let n = 0;
+  /** The body's text: through the WHATWG Request (hono's c.req.text()), or, lean, from Node's request. */
+  const bodyText = async (c) => {
+    if (!lean) return c.req.text();
+    const chunks = [];
+    for await (const chunk of c.env.incoming) chunks.push(chunk);
+    return Buffer.concat(chunks).toString("utf8");
+  };
   app.post("/v1/sessions", async (c) => {
-    await c.req.text();
+    await bodyText(c);
     return c.json({ sessionId: `sess_${++n}` }, 201);
   });
   app.post("/v1/sessions/:id/runs", async (c) => {
-    await c.req.json();
+    JSON.parse(await bodyText(c));
     return c.json({ runId: `run_${++n}`, inferenceId: "inf" }, 202);
   });
-  app.get("/v1/runs/:id/events", (c) =>
-    streamSSE(c, async (stream) => {
-      for (let seq = 1; seq <= events; seq++) {
-        const last = seq === events;
-        await stream.writeSSE({
-          id: String(seq),
-          data: last ? EVENT.replace('"tool-finished"', '"run-finished","status":"completed"') : EVENT,
-        });
-        if (seq % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
-      }
-    }),
-  );
+  const message = (seq) =>
+    `data: ${seq === events ? EVENT.replace('"tool-finished"', '"run-finished","status":"completed"') : EVENT}\nid: ${seq}\n\n`;
+  if (lean)
+    app.get("/v1/runs/:id/events", (c) => {
+      // Four messages a turn, as below, each turn's as one chunk.
+      let seq = 0;
+      const body = new ReadableStream(
+        {
+          async pull(controller) {
+            if (seq >= events) return controller.close();
+            if (seq > 0) await new Promise((resolve) => setImmediate(resolve));
+            let text = "";
+            for (let i = 0; i < 4 && seq < events; i++) text += message(++seq);
+            controller.enqueue(Buffer.from(text, "utf8"));
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      c.header("Transfer-Encoding", "chunked");
+      c.header("Content-Type", "text/event-stream");
+      c.header("Cache-Control", "no-cache");
+      c.header("Connection", "keep-alive");
+      return c.body(body);
+    });
+  else
+    app.get("/v1/runs/:id/events", (c) =>
+      streamSSE(c, async (stream) => {
+        for (let seq = 1; seq <= events; seq++) {
+          const last = seq === events;
+          await stream.writeSSE({
+            id: String(seq),
+            data: last ? EVENT.replace('"tool-finished"', '"run-finished","status":"completed"') : EVENT,
+          });
+          if (seq % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
+        }
+      }),
+    );
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }, (info) => process.send({ port: info.port }));
   process.on("SIGTERM", () => server.close(() => process.exit(0)));
 } else {
   const { values } = parseArgs({
-    options: { clients: { type: "string" }, "runs-per-client": { type: "string" }, events: { type: "string" } },
+    options: {
+      clients: { type: "string" },
+      "runs-per-client": { type: "string" },
+      events: { type: "string" },
+      lean: { type: "boolean" },
+    },
   });
   const clients = Number(values.clients ?? 50);
   const runsPerClient = Number(values["runs-per-client"] ?? 20);
-  const child = fork(fileURLToPath(import.meta.url), ["--serve", values.events ?? "22"]);
+  const child = fork(fileURLToPath(import.meta.url), ["--serve", values.events ?? "22", values.lean ? "lean" : "hono"]);
   const port = await new Promise((resolve) => child.once("message", (m) => resolve(m.port)));
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: "Bearer bench-key", "content-type": "application/json" };
