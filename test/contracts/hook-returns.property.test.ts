@@ -2,10 +2,11 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { validateHookReturn } from "../../src/contracts/validate-hook-return.js";
 import { hookReturnSchemas } from "../../src/contracts/hook-returns.js";
-import { validateGuestHookReturn } from "../../src/sandbox/validate.js";
+import { isCommonHookReturn, validateGuestHookReturn } from "../../src/sandbox/validate.js";
 import { isHookboxError } from "../../src/errors.js";
 import { HOOK_NAMES, type HookName } from "../../src/turns/keys.gen.js";
 import { propertyParameters } from "../helpers/property.js";
+import type { Json } from "../../src/turns/json.js";
 
 /*
  * Hook-return validation over the class of inputs: any JSON value, and valid returns mutated the ways a
@@ -86,5 +87,56 @@ describe("hook-return validation (property)", () => {
       }),
       propertyParameters(400),
     );
+  });
+
+  /** Values near the common returns: `action` mostly "proceed", `result`/`error`/`args` of any type, now and then a stray key. */
+  const nearCommon = fc
+    .tuple(
+      fc.subarray(["action", "args", "result", "error", "reason", "__proto__"], { minLength: 0, maxLength: 4 }),
+      fc.array(fc.oneof(fieldValue, fc.constant("proceed")), { minLength: 6, maxLength: 6 }),
+      fc.boolean(),
+    )
+    .map(([keys, values, proceed]) => {
+      const text = `{${keys.map((key, i) => `${JSON.stringify(key)}:${JSON.stringify(key === "action" && proceed ? "proceed" : values[i])}`).join(",")}}`;
+      return JSON.parse(text) as Json; // as the sandbox's value arrives: JSON.parse output, `__proto__` an own key
+    });
+
+  it.each(HOOK_NAMES.map((hook) => [hook]))(
+    "%s: the hand check of the common returns accepts only what the contract accepts unchanged",
+    (hook) => {
+      fc.assert(
+        fc.property(fc.oneof(nearCommon, anyReturn as fc.Arbitrary<Json | undefined>), (value) => {
+          if (!isCommonHookReturn(hook as HookName, value)) return;
+          const parsed = hookReturnSchemas[hook as HookName].safeParse(value);
+          expect(parsed.success).toBe(true);
+          expect(parsed.data).toStrictEqual(value);
+        }),
+        propertyParameters(1000),
+      );
+    },
+  );
+
+  it("the hand check takes the returns hooks make most (so they skip zod)", () => {
+    const common: [HookName, Json | undefined][] = [
+      ["beforeToolCall", undefined],
+      ["beforeToolCall", { action: "proceed" }],
+      ["beforeToolCall", { action: "proceed", args: { n: 1 } }],
+      ["afterToolCall", { result: { n: 3, checked: true } }],
+      ["afterToolCall", { result: "text", error: null }],
+      ["afterToolCall", { error: "broken" }],
+      ["afterToolCall", {}],
+      ["onToolError", undefined],
+    ];
+    for (const [hook, value] of common) expect(isCommonHookReturn(hook, value), JSON.stringify(value)).toBe(true);
+    const other: [HookName, Json][] = [
+      ["beforeToolCall", { action: "deny", reason: "no" }],
+      ["beforeToolCall", { action: "proceed", args: [1] }],
+      ["beforeToolCall", { action: "proceed", reason: "x" }],
+      ["afterToolCall", { result: 1, error: 5 }],
+      ["afterToolCall", { action: "abort", reason: "x" }],
+      ["afterToolCall", [{ result: 1 }]],
+      ["onToolError", { action: "fail" }],
+    ];
+    for (const [hook, value] of other) expect(isCommonHookReturn(hook, value), JSON.stringify(value)).toBe(false);
   });
 });
