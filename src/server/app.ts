@@ -128,9 +128,11 @@ export function createApp({
     if (!session || session.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no session ${sessionId}`);
     return session;
   };
+  // The run is read from the store (its status moves); its session's tenant never changes, so it may come from
+  // the record this process remembers (src/session/known-sessions.ts).
   const ownedRun = async (c: Context<Env>, runId: string) => {
     const run = await manager.store.getRun(runId);
-    const session = run && (await manager.store.getSession(run.sessionId));
+    const session = run && (await manager.getRemembered(run.sessionId));
     if (!run || session?.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no run ${runId}`);
     return run;
   };
@@ -194,7 +196,10 @@ export function createApp({
   });
 
   app.post("/v1/sessions/:sessionId/runs", async (c) => {
-    const session = await ownedSession(c, c.req.param("sessionId"));
+    // A remembered record: a session deleted by another process since is refused by startRunOf's store write.
+    const sessionId = c.req.param("sessionId");
+    const session = await manager.getRemembered(sessionId);
+    if (!session || session.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no session ${sessionId}`);
     const body = await readBody(c, StartRunBody);
     refuseAboveLimits(live.served(session.tenant), body);
     await admitRun(session.tenant);
@@ -203,8 +208,8 @@ export function createApp({
     const traceparent = c.req.header("traceparent");
     const traced = traceparent && parseTraceparent(traceparent) ? { traceparent: traceparent.trim() } : {};
     const runOptions: RunOptions = { ...(options as RunOptions), ...traced };
-    // The session was read just now to check its tenant: the run starts from that record, not a second read.
-    const handle = await manager.startRunOf(session.record, prompt, runOptions);
+    // The record that was checked for its tenant just now: the run starts from it, not from a second read.
+    const handle = await manager.startRunOf(session, prompt, runOptions);
     return c.json({ runId: handle.runId, inferenceId: handle.inferenceId }, 202);
   });
 

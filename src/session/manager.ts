@@ -30,6 +30,7 @@ import { readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDel
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions } from "./session.js";
 import { describeSession, sessionStatus, sessionViewJson, type SessionListing, type SessionView } from "./describe.js";
+import { KnownSessions } from "./known-sessions.js";
 import { DEFAULT_HISTORY_CACHE, ownCopy, SessionHistories, type HistoryCacheLimits, type StartingTurn } from "./histories.js";
 
 export type { SessionListing, SessionStatus, SessionView } from "./describe.js";
@@ -57,6 +58,7 @@ export class SessionManager {
   private readonly runs: LiveRuns;
   private readonly storeQuota: (tenant: string) => number | undefined;
   private readonly histories: SessionHistories;
+  private readonly known = new KnownSessions();
 
   constructor(options: SessionManagerOptions) {
     this.store = options.store;
@@ -75,12 +77,24 @@ export class SessionManager {
       createdMs: Date.now(),
     };
     await this.store.createSession(record, this.quota(record.tenant));
+    this.known.remember(record);
     return new Session(this, record);
   }
 
   async get(sessionId: string): Promise<Session | undefined> {
     const record = await this.store.getSession(sessionId);
+    if (record) this.known.remember(record);
+    else this.known.forget(sessionId);
     return record && new Session(this, record);
+  }
+
+  /**
+   * @internal The session's record as this process created or last read it, else read from the store
+   * (src/session/known-sessions.ts). It may be of a session another process has deleted since: only for a caller
+   * that a later store read or write checks (startRunOf; a run's owner once the run itself was read).
+   */
+  async getRemembered(sessionId: string): Promise<SessionRecord | undefined> {
+    return this.known.get(sessionId) ?? (await this.get(sessionId))?.record;
   }
 
   /** Sessions with their status (src/session/describe.ts: running while a run of it is busy here or stored as running). */
@@ -108,6 +122,7 @@ export class SessionManager {
       );
     const deleted = await this.store.deleteSession(sessionId);
     this.histories.forget(sessionId);
+    this.known.forget(sessionId);
     return deleted;
   }
 

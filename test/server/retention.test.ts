@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, readEvents, startServe, type ServeProcess } from "./serve-process.js";
 import { twoToolSteps, writeFixture } from "./fixture.js";
+import { openStore } from "../../src/store/index.js";
 
 /*
  * Deleting sessions on a real `hookbox serve`: DELETE /v1/sessions/:id and a tenant's retention ({runsDays}), each
@@ -8,6 +9,7 @@ import { twoToolSteps, writeFixture } from "./fixture.js";
  */
 
 let server: ServeProcess;
+let storeFile: string;
 const RETENTION_DAYS = 6 / 86_400; // 6 s: the server sweeps every second (a tenth of it, at least 1 s)
 
 beforeAll(async () => {
@@ -15,6 +17,7 @@ beforeAll(async () => {
     { name: "acme", key: "acme-key", steps: twoToolSteps, extra: { retention: { runsDays: RETENTION_DAYS } } },
     { name: "globex", key: "globex-key", steps: twoToolSteps },
   ]);
+  storeFile = fixture.store;
   server = await startServe({ config: fixture.config, store: fixture.store });
 });
 afterAll(async () => {
@@ -47,6 +50,10 @@ describe("DELETE /v1/sessions/:id", () => {
     expect((await globex.request("GET", `/v1/sessions/${sessionId}`)).status).toBe(404);
     expect((await globex.request("GET", `/v1/runs/${runId}`)).status).toBe(404);
     expect((await globex.request("DELETE", `/v1/sessions/${sessionId}`)).status).toBe(404);
+    expect(await globex.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "again" })).toMatchObject({
+      status: 404,
+      body: { error: { code: "NOT_FOUND" } },
+    });
 
     const { body } = await globex.request("POST", "/v1/sessions", {});
     const paused = await globex.request("POST", `/v1/sessions/${body.sessionId}/runs`, { prompt: "record both", step: true });
@@ -56,6 +63,37 @@ describe("DELETE /v1/sessions/:id", () => {
       body: { error: { code: "SESSION_BUSY" } },
     });
     await globex.request("POST", `/v1/runs/${paused.body.runId}/cancel`);
+  });
+});
+
+describe("a session serve remembers (src/session/known-sessions.ts)", () => {
+  it("is still its tenant's alone, and once deleted by another process its runs are 404 and a new run is refused", async () => {
+    const globex = api(server.url, "globex-key");
+    const sessionId = await finishedSession("globex-key");
+    const runId = (await globex.request("GET", `/v1/sessions/${sessionId}`)).body.turns[0].runId;
+    const acme = api(server.url, "acme-key");
+    expect((await acme.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "not yours" })).status).toBe(404);
+    expect((await acme.request("GET", `/v1/runs/${runId}`)).status).toBe(404);
+    expect((await acme.request("GET", `/v1/runs/${runId}/events`)).status).toBe(404);
+
+    const elsewhere = openStore(storeFile);
+    try {
+      await elsewhere.deleteSession(sessionId);
+    } finally {
+      await elsewhere.close();
+    }
+    expect(await globex.request("POST", `/v1/sessions/${sessionId}/runs`, { prompt: "again" })).toMatchObject({
+      status: 404,
+      body: { error: { code: "NOT_FOUND" } },
+    });
+    expect((await globex.request("GET", `/v1/runs/${runId}`)).status).toBe(404);
+    expect((await globex.request("GET", `/v1/runs/${runId}/events`)).status).toBe(404);
+    const elsewhereAgain = openStore(storeFile);
+    try {
+      expect(await elsewhereAgain.listRuns(sessionId)).toEqual([]);
+    } finally {
+      await elsewhereAgain.close();
+    }
   });
 });
 

@@ -203,6 +203,33 @@ describe("SessionManager", () => {
     }
   });
 
+  it("getRemembered answers from the record this process created or read, and forgets a session deleted or found gone", async () => {
+    dir = tempDir("hookbox-session-");
+    const file = join(dir, "store.db");
+    store = openStore(file);
+    const elsewhere = openStore(file);
+    const runtime = new FakeRuntime("acme", []);
+    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    const other = new SessionManager({ store: elsewhere, runtimeFor: async () => runtime });
+    try {
+      const created = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+      await other.delete(created.id);
+      // Remembered: no store read, so the delete made by another process is not seen here (startRunOf checks it).
+      expect(await manager.getRemembered(created.id)).toEqual(created.record);
+      expect(await manager.get(created.id)).toBeUndefined();
+      expect(await manager.getRemembered(created.id)).toBeUndefined();
+
+      const deletedHere = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+      await manager.delete(deletedHere.id);
+      expect(await manager.getRemembered(deletedHere.id)).toBeUndefined();
+
+      const readThere = await other.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+      expect(await manager.getRemembered(readThere.id)).toEqual(readThere.record);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it("merges per-run options over session defaults", async () => {
     const { manager, runtime } = setup([{ text: "x" }]);
     const session = await manager.create({

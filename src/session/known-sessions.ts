@@ -1,0 +1,34 @@
+/**
+ * The session records this process created or read, so a request that only needs what a record says (its tenant,
+ * its recorded config and defaults) does not read the store and make it commit its queued writes first.
+ *
+ * Why that keeps the store's promises: a session record never changes after it is created (the store has no
+ * update), so a remembered record says what a read would, except whether the session still exists. A delete made
+ * here forgets it; a delete made by another process is caught by whoever uses the record: starting a run checks
+ * the session exists in the transaction that records the run (Store.createRun), and a run's owner is looked up
+ * only after the run itself was read from the store (a deleted session's runs are deleted with it).
+ */
+import type { SessionRecord } from "../store/types.js";
+
+/** How many records are kept (each holds its tenant config, scripts included); the oldest remembered is dropped first. */
+export const KNOWN_SESSIONS_LIMIT = 1000;
+
+export class KnownSessions {
+  private readonly records = new Map<string, SessionRecord>();
+
+  constructor(private readonly limit = KNOWN_SESSIONS_LIMIT) {}
+
+  get(sessionId: string): SessionRecord | undefined {
+    return this.records.get(sessionId);
+  }
+
+  remember(record: SessionRecord): void {
+    this.records.delete(record.id);
+    this.records.set(record.id, record);
+    if (this.records.size > this.limit) this.records.delete(this.records.keys().next().value!);
+  }
+
+  forget(sessionId: string): void {
+    this.records.delete(sessionId);
+  }
+}
