@@ -22,9 +22,15 @@ export class KnownSessions {
     return this.records.get(sessionId);
   }
 
+  /**
+   * Keeps what a request reads of the record; the starting turn given at creation (`base`, `initialTurn`: a fork's
+   * layout or a whole turn, used once by the store when it creates the session) is left out, so a thousand
+   * remembered forks of long sessions do not hold their turns.
+   */
   remember(record: SessionRecord): void {
+    const { base: _base, initialTurn: _initialTurn, ...kept } = record;
     this.records.delete(record.id);
-    this.records.set(record.id, record);
+    this.records.set(record.id, kept);
     if (this.records.size > this.limit) this.records.delete(this.records.keys().next().value!);
   }
 

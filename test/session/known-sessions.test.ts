@@ -17,4 +17,15 @@ describe("KnownSessions", () => {
     known.forget("c");
     expect(known.get("c")).toBeUndefined();
   });
+
+  it("leaves out the starting turn given at creation (a fork's layout, a whole turn): the store used it once", () => {
+    const known = new KnownSessions();
+    const turn = { blocks: [{ id: "b1", kind: "user", role: "user", payload: { text: "hi" }, metadata: {} }] };
+    known.remember({
+      ...record("f"),
+      base: { head: {}, blocks: [] } as unknown as SessionRecord["base"],
+      initialTurn: turn as unknown as SessionRecord["initialTurn"],
+    });
+    expect(known.get("f")).toEqual(record("f"));
+  });
 });
