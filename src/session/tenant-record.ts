@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { statSync, type BigIntStats } from "node:fs";
 import { createHash } from "node:crypto";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
@@ -22,8 +23,11 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
       scripts.push(script);
       continue;
     }
-    const { filename, source } = "path" in script ? { filename: script.path, source: await readScript(script.path, config.name) } : script;
-    scripts.push({ filename, source, sha256: createHash("sha256").update(source).digest("hex") });
+    if ("path" in script) {
+      scripts.push({ filename: script.path, ...(await readScript(script.path, config.name)) });
+      continue;
+    }
+    scripts.push({ filename: script.filename, source: script.source, sha256: sha256Of(script.source) });
   }
   return JSON.parse(
     JSON.stringify({
@@ -74,9 +78,36 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
   return config;
 }
 
-async function readScript(path: string, tenant: string): Promise<string> {
+/*
+ * A script file is read and hashed again only when its stat says it may have changed: its device, inode, size,
+ * modification and change times (nanoseconds) all equal to the read remembered for its path. A file whose times are
+ * within RACY_MS of when it was read could still change without moving them (the kernel's clock ticks coarser than
+ * nanoseconds), so such a read is not remembered. One entry per path, as many as the config names.
+ */
+const RACY_MS = 2000n;
+interface ReadScript {
+  key: string;
+  source: string;
+  sha256: string;
+}
+const readScripts = new Map<string, ReadScript>();
+
+const sha256Of = (source: string) => createHash("sha256").update(source).digest("hex");
+const statKey = (stats: BigIntStats) => `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`;
+
+async function readScript(path: string, tenant: string): Promise<{ source: string; sha256: string }> {
   try {
-    return await readFile(path, "utf8");
+    // Synchronous: a stat of the operator's own script file takes microseconds, an asynchronous one a trip to
+    // libuv's thread pool that costs more CPU than the read it saves.
+    const before = statSync(path, { bigint: true });
+    const remembered = readScripts.get(path);
+    if (remembered?.key === statKey(before)) return remembered;
+    const source = await readFile(path, "utf8");
+    const read = { key: statKey(before), source, sha256: sha256Of(source) };
+    const newest = before.mtimeNs > before.ctimeNs ? before.mtimeNs : before.ctimeNs;
+    if (BigInt(Date.now()) * 1_000_000n - newest > RACY_MS * 1_000_000n) readScripts.set(path, read);
+    else readScripts.delete(path);
+    return read;
   } catch (error) {
     throw new HookboxError("SCRIPT_LOAD", `tenant ${tenant}: cannot read script ${path}: ${(error as Error).message}`, { path, tenant });
   }

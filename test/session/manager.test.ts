@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { openStore, type Store } from "../../src/store/index.js";
 import { SessionManager } from "../../src/session/manager.js";
 import type { HookboxEvent } from "../../src/events/types.js";
@@ -228,6 +229,27 @@ describe("SessionManager", () => {
     } finally {
       await elsewhere.close();
     }
+  });
+
+  it("records a script file as it is on disk at each session's creation, a file rewritten at the same size included", async () => {
+    const { manager } = setup();
+    const config = tenantConfig(dir);
+    const script = (config.scripts[0] as { path: string }).path;
+    const recorded = async () => {
+      const { record } = await manager.create({ tenant: "acme", tenantConfig: config });
+      return (record.tenantConfig as { scripts: { source: string; sha256: string }[] }).scripts[0];
+    };
+    writeFileSync(script, "export default { v: 1 };\n");
+    // A file written within the last 2 s may change again without its times moving: read again each time.
+    expect((await recorded()).source).toBe("export default { v: 1 };\n");
+    writeFileSync(script, "export default { v: 2 };\n");
+    expect((await recorded()).source).toBe("export default { v: 2 };\n");
+    // Older than that, its read is remembered by its stat; a rewrite of the same size moves its times.
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    expect((await recorded()).source).toBe("export default { v: 2 };\n");
+    expect((await recorded()).sha256).toBe(createHash("sha256").update("export default { v: 2 };\n").digest("hex"));
+    writeFileSync(script, "export default { v: 3 };\n");
+    expect((await recorded()).source).toBe("export default { v: 3 };\n");
   });
 
   it("merges per-run options over session defaults", async () => {
