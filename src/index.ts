@@ -151,6 +151,7 @@ export type {
   TenantRunQuery,
   DeletedSession,
   ReopenOptions,
+  CreateRunOptions,
 } from "./store/types.js";
 export type { ClusterStore, RunControl, ControlReply, HeldRun } from "./store/cluster.js";
 export type { WriteOptions } from "./store/quota.js";

@@ -128,11 +128,11 @@ export function createApp({
     if (!session || session.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no session ${sessionId}`);
     return session;
   };
-  // The run is read from the store (its status moves); its session's tenant never changes, so it may come from
-  // the record this process remembers (src/session/known-sessions.ts).
+  // Read from the store, the run and its session both: a remembered record could be of a session deleted and
+  // made again under the same id by another process sharing the store.
   const ownedRun = async (c: Context<Env>, runId: string) => {
     const run = await manager.store.getRun(runId);
-    const session = run && (await manager.getRemembered(run.sessionId));
+    const session = run && (await manager.store.getSession(run.sessionId));
     if (!run || session?.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no run ${runId}`);
     return run;
   };
@@ -196,7 +196,8 @@ export function createApp({
   });
 
   app.post("/v1/sessions/:sessionId/runs", async (c) => {
-    // A remembered record: a session deleted by another process since is refused by startRunOf's store write.
+    // A remembered record: a session deleted by another process since (or made again under the same id for
+    // another tenant) is refused by startRunOf's store write, which checks the session is still this tenant's.
     const sessionId = c.req.param("sessionId");
     const session = await manager.getRemembered(sessionId);
     if (!session || session.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no session ${sessionId}`);

@@ -162,7 +162,8 @@ export class SessionManager {
         ownerInstance: thisProcessInstance(),
         ...(runtime.deployment ? { deployment: runtime.deployment } : {}),
       },
-      quota,
+      // The record may be one this process remembers (getRemembered): the store checks it is still this tenant's.
+      { ...quota, tenant: record.tenant },
     );
     return this.runs.launch({
       leaseTakenAt,

@@ -35,6 +35,7 @@ import type {
   TenantRunQuery,
   TenantUsage,
   WriteOptions,
+  CreateRunOptions,
 } from "./types.js";
 import { overQuota, quotaError } from "./quota.js";
 import { refuseUndeletable } from "./deletable.js";
@@ -160,9 +161,9 @@ export class MemoryStore extends StoreBase implements Store {
       .map(({ record }) => record.id);
   }
 
-  async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
+  async createRun(run: RunRecord, options: CreateRunOptions = {}): Promise<void> {
     const session = this.sessions.get(run.sessionId);
-    if (!session)
+    if (!session || (options.tenant !== undefined && session.record.tenant !== options.tenant))
       throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
         sessionId: run.sessionId,
       });

@@ -40,6 +40,7 @@ import type {
   TenantRunQuery,
   TenantUsage,
   WriteOptions,
+  CreateRunOptions,
 } from "./types.js";
 import { rowToPause, rowToRun, rowToSession, runInsertValues, type PauseRow, type RunRow, type SessionRow } from "./rows.js";
 
@@ -140,12 +141,12 @@ export class SqliteStore extends StoreBase implements Store {
     }));
   }
 
-  async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
+  async createRun(run: RunRecord, options: CreateRunOptions = {}): Promise<void> {
     const runOptions = JSON.stringify(run.options);
     await this.submit("create run", (batch) => {
       const session = this.statements.tenantOfSession.get(run.sessionId) as { tenant: string } | undefined;
       // Deleted since the run's start read it (another process, or a delete that committed first): the session is gone.
-      if (!session)
+      if (!session || (options.tenant !== undefined && session.tenant !== options.tenant))
         throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
           sessionId: run.sessionId,
         });

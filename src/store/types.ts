@@ -196,6 +196,11 @@ export interface SessionSummary {
 
 export type { WriteOptions };
 
+export interface CreateRunOptions extends WriteOptions {
+  /** The tenant the caller's session record names: a session of another tenant under the run's session id is NOT_FOUND. */
+  tenant?: string;
+}
+
 /** A bounded read: at most `limit` items, and stop after the item that reaches `maxBytes` (at least one item). */
 export interface PageOptions {
   limit?: number;
@@ -230,7 +235,11 @@ export interface Store extends PolicyStore, RunSearch {
   /** Up to `limit` of a tenant's sessions whose latest run started (or, without runs, that were created) before `beforeMs`, newest first. */
   staleSessions(tenant: string, beforeMs: number, limit: number): Promise<string[]>;
 
-  createRun(run: RunRecord, options?: WriteOptions): Promise<void>;
+  /**
+   * Records a run of an existing session (NOT_FOUND when the session is gone, or, with `options.tenant`, when the
+   * session under that id is another tenant's: a caller starting from a record it remembers is checked here).
+   */
+  createRun(run: RunRecord, options?: CreateRunOptions): Promise<void>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** Runs of a session, oldest first; `page` skips `offset` runs and returns at most `limit`. */
   listRuns(sessionId: string, page?: { offset?: number; limit?: number }): Promise<RunRecord[]>;

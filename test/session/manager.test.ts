@@ -231,6 +231,27 @@ describe("SessionManager", () => {
     }
   });
 
+  it("a remembered session deleted and made again under its id for another tenant is never run as the first tenant's", async () => {
+    dir = tempDir("hookbox-session-");
+    const file = join(dir, "store.db");
+    store = openStore(file);
+    const elsewhere = openStore(file);
+    const runtime = new FakeRuntime("acme", [{ text: "done" }]);
+    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    const other = new SessionManager({ store: elsewhere, runtimeFor: async () => runtime });
+    try {
+      const created = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir), sessionId: "sess_reused" });
+      await other.delete(created.id);
+      await other.create({ tenant: "globex", tenantConfig: tenantConfig(dir), sessionId: "sess_reused" });
+      const remembered = await manager.getRemembered("sess_reused");
+      expect(remembered?.tenant).toBe("acme");
+      await expect(manager.startRunOf(remembered!, "go")).rejects.toMatchObject({ code: "NOT_FOUND" });
+      expect(await elsewhere.listRuns("sess_reused")).toEqual([]);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it("records a script file as it is on disk at each session's creation, a file rewritten at the same size included", async () => {
     const { manager } = setup();
     const config = tenantConfig(dir);

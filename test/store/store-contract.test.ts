@@ -514,6 +514,15 @@ describe.each(stores)("%s store", (_name, open) => {
     expect(await store.listSessions()).toEqual([]);
   });
 
+  it("a run start naming its tenant is refused NOT_FOUND when the session under that id is another tenant's", async () => {
+    store = await open();
+    await store.createSession(session("shared-id", "globex"));
+    await expect(store.createRun(run("r-acme", "shared-id"), { tenant: "acme" })).rejects.toMatchObject({ code: "NOT_FOUND" });
+    expect(await store.getRun("r-acme")).toBeUndefined();
+    await store.createRun(run("r-globex", "shared-id"), { tenant: "globex" });
+    expect(await store.getRun("r-globex")).toMatchObject({ sessionId: "shared-id" });
+  });
+
   it("a run start and a delete of its session racing: one wins whole, the start NOT_FOUND or the delete SESSION_BUSY naming the run", async () => {
     store = await open();
     await store.createSession(session("gone"));

@@ -32,6 +32,7 @@ import type {
   TenantRunQuery,
   TenantUsage,
   WriteOptions,
+  CreateRunOptions,
 } from "../types.js";
 import { createPool, pgStoreError, redactedUrl, violates, type Pool } from "./pg-driver.js";
 import { migrate } from "./pg-migrations.js";
@@ -168,14 +169,14 @@ export class PostgresStore extends StoreBase implements Store {
   }
 
   /** The run is owned by this node from the start: epoch 1, a lease of `leaseMs`. One running run per session. */
-  async createRun(run: RunRecord, options: WriteOptions = {}): Promise<void> {
+  async createRun(run: RunRecord, options: CreateRunOptions = {}): Promise<void> {
     const runOptions = JSON.stringify(run.options);
     await this.submit("create run", undefined, async (tx) => {
       // FOR KEY SHARE orders this start with a delete of the session (which locks its row FOR UPDATE): a delete that
       // came first leaves no row to find (NOT_FOUND), and a delete that comes after waits and then sees this run running.
       const session = (await tx.query<{ tenant: string }>("SELECT tenant FROM sessions WHERE id = $1 FOR KEY SHARE", [run.sessionId]))
         .rows[0];
-      if (!session)
+      if (!session || (options.tenant !== undefined && session.tenant !== options.tenant))
         throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
           sessionId: run.sessionId,
         });
