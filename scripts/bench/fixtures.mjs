@@ -65,3 +65,23 @@ export async function timeCalls(count, call) {
   }
   return samples;
 }
+
+/**
+ * The start-up benches' tenant (serve-startup.mjs, tenant-first-run.mjs): `policy.ts`, a script with one tool and a
+ * `beforeToolCall`, and `model.json`, a scripted model that calls the tool once, then answers. Written into `dir`.
+ */
+export function writeStartupTenantFiles(dir) {
+  writeFileSync(
+    join(dir, "policy.ts"),
+    `import { defineScript } from "hookbox";
+export default defineScript({
+  tools: [{ name: "lookup", description: "look up", parameters: { type: "object" }, handler: (args) => ({ ok: true }) }],
+  hooks: { beforeToolCall() {} },
+});
+`,
+  );
+  writeFileSync(
+    join(dir, "model.json"),
+    JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "lookup", args: {} }] }, { text: "done" }] }),
+  );
+}

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeStartupTenantFiles } from "./fixtures.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const log = (...parts) => process.stderr.write(`${parts.join(" ")}\n`);
@@ -26,19 +27,7 @@ const FIRST_RUNS = 5;
 
 function writeConfig(count) {
   const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-startup-"));
-  writeFileSync(
-    join(dir, "policy.ts"),
-    `import { defineScript } from "hookbox";
-export default defineScript({
-  tools: [{ name: "lookup", description: "look up", parameters: { type: "object" }, handler: (args) => ({ ok: true }) }],
-  hooks: { beforeToolCall() {} },
-});
-`,
-  );
-  writeFileSync(
-    join(dir, "model.json"),
-    JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "lookup", args: {} }] }, { text: "done" }] }),
-  );
+  writeStartupTenantFiles(dir);
   const tenants = Array.from({ length: count }, (_, i) => ({
     name: `t${i}`,
     apiKeys: [{ sha256: createHash("sha256").update(keyOf(i)).digest("hex") }],

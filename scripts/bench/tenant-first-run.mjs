@@ -6,11 +6,11 @@
 // - build_ms: `createTenantRuntime` of another fresh tenant (its sandbox load, manifests, registry, model);
 // - first_run_ms and second_run_ms: that runtime's first and second run (2 inferences, 1 sandboxed tool, 1 hook).
 // `node scripts/bench/tenant-first-run.mjs [--tenants N]` (after `npm run build`) prints one JSON object.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { percentile } from "./fixtures.mjs";
+import { percentile, writeStartupTenantFiles } from "./fixtures.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const { createSandboxPool, createTenantRuntime } = await import(pathToFileURL(join(root, "dist/index.js")).href);
@@ -19,20 +19,8 @@ const count = at === -1 ? 60 : Number(process.argv[at + 1]);
 
 // The tenant of scripts/bench/serve-startup.mjs.
 const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-first-run-"));
+writeStartupTenantFiles(dir);
 const script = join(dir, "policy.ts");
-writeFileSync(
-  script,
-  `import { defineScript } from "hookbox";
-export default defineScript({
-  tools: [{ name: "lookup", description: "look up", parameters: { type: "object" }, handler: (args) => ({ ok: true }) }],
-  hooks: { beforeToolCall() {} },
-});
-`,
-);
-writeFileSync(
-  join(dir, "model.json"),
-  JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "lookup", args: {} }] }, { text: "done" }] }),
-);
 const tenantConfig = (name) => ({ name, scripts: [{ path: script }], model: { kind: "scripted", file: join(dir, "model.json") } });
 
 const pool = createSandboxPool({ workers: 2, prewarm: true });

@@ -48,6 +48,21 @@ describe("SessionManager", () => {
     return { manager, runtime };
   }
 
+  /**
+   * Two managers on one SQLite file, as this process and another sharing its store (another server, or the CLI's
+   * `hookbox sessions --delete`): `other` sees only what the store has committed. The caller closes `elsewhere`.
+   */
+  function sharedStore(steps: FakeStep[] = []) {
+    dir = tempDir("hookbox-session-");
+    const file = join(dir, "store.db");
+    store = openStore(file);
+    const elsewhere = openStore(file);
+    const runtime = new FakeRuntime("acme", steps);
+    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    const other = new SessionManager({ store: elsewhere, runtimeFor: async () => runtime });
+    return { elsewhere, runtime, manager, other };
+  }
+
   it("runs, commits every event gap-free and every snapshot, and the next run continues the history", async () => {
     const { manager, runtime } = setup([{ toolCalls: [{ id: "c1", name: "a" }] }, { text: "one" }, { text: "two" }]);
     const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
@@ -183,12 +198,7 @@ describe("SessionManager", () => {
   });
 
   it("startRunOf runs from the record its caller read, and a session deleted since that read is still NOT_FOUND", async () => {
-    dir = tempDir("hookbox-session-");
-    const file = join(dir, "store.db");
-    store = openStore(file);
-    const elsewhere = openStore(file);
-    const runtime = new FakeRuntime("acme", [{ text: "done" }]);
-    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
+    const { elsewhere, manager, other } = sharedStore([{ text: "done" }]);
     try {
       const kept = (await manager.get((await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) })).id))!;
       const handle = await manager.startRunOf(kept.record, "go", { tags: { run: "1" } });
@@ -196,7 +206,7 @@ describe("SessionManager", () => {
       expect((await store.listRuns(kept.id)).map((run) => run.id)).toEqual([handle.runId]);
 
       const read = (await manager.get((await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) })).id))!;
-      await new SessionManager({ store: elsewhere, runtimeFor: async () => runtime }).delete(read.id);
+      await other.delete(read.id);
       await expect(manager.startRunOf(read.record, "go")).rejects.toMatchObject({ code: "NOT_FOUND" });
       expect(await store.listRuns(read.id)).toEqual([]);
     } finally {
@@ -205,13 +215,7 @@ describe("SessionManager", () => {
   });
 
   it("getRemembered answers from the record this process created or read, and forgets a session deleted or found gone", async () => {
-    dir = tempDir("hookbox-session-");
-    const file = join(dir, "store.db");
-    store = openStore(file);
-    const elsewhere = openStore(file);
-    const runtime = new FakeRuntime("acme", []);
-    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
-    const other = new SessionManager({ store: elsewhere, runtimeFor: async () => runtime });
+    const { elsewhere, manager, other } = sharedStore();
     try {
       const created = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
       await other.delete(created.id);
@@ -232,13 +236,7 @@ describe("SessionManager", () => {
   });
 
   it("a remembered session deleted and made again under its id for another tenant is never run as the first tenant's", async () => {
-    dir = tempDir("hookbox-session-");
-    const file = join(dir, "store.db");
-    store = openStore(file);
-    const elsewhere = openStore(file);
-    const runtime = new FakeRuntime("acme", [{ text: "done" }]);
-    const manager = new SessionManager({ store, runtimeFor: async () => runtime });
-    const other = new SessionManager({ store: elsewhere, runtimeFor: async () => runtime });
+    const { elsewhere, manager, other } = sharedStore([{ text: "done" }]);
     try {
       const created = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir), sessionId: "sess_reused" });
       await other.delete(created.id);
