@@ -3,10 +3,10 @@
  * its recorded config and defaults) does not read the store and make it commit its queued writes first.
  *
  * Why that keeps the store's promises: a session record never changes after it is created (the store has no
- * update), so a remembered record says what a read would, except whether the session still exists. A delete made
- * here forgets it; a delete made by another process is caught by whoever uses the record: starting a run checks
- * the session exists in the transaction that records the run (Store.createRun), and a run's owner is looked up
- * only after the run itself was read from the store (a deleted session's runs are deleted with it).
+ * update), so a remembered record says what a read would, except whether the session still exists and is the same
+ * session. A delete made here forgets it; what another process did is caught where the record is used: starting a
+ * run checks, in the transaction that records the run, that the session exists and is the record's tenant's
+ * (Store.createRun's `tenant`).
  */
 import type { SessionRecord } from "../store/types.js";
 

@@ -91,7 +91,7 @@ export class SessionManager {
   /**
    * @internal The session's record as this process created or last read it, else read from the store
    * (src/session/known-sessions.ts). It may be of a session another process has deleted since: only for a caller
-   * that a later store read or write checks (startRunOf; a run's owner once the run itself was read).
+   * that a later store write checks (startRunOf: the run's insert checks the session and its tenant).
    */
   async getRemembered(sessionId: string): Promise<SessionRecord | undefined> {
     return this.known.get(sessionId) ?? (await this.get(sessionId))?.record;

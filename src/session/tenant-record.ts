@@ -86,9 +86,9 @@ export function restoreTenantConfig(recorded: JsonObject, override?: Partial<Ten
  */
 const RACY_MS = 2000n;
 interface ReadScript {
+  /** The stat the read was made at (statKey). */
   key: string;
-  source: string;
-  sha256: string;
+  script: { source: string; sha256: string };
 }
 const readScripts = new Map<string, ReadScript>();
 
@@ -100,14 +100,15 @@ async function readScript(path: string, tenant: string): Promise<{ source: strin
     // Synchronous: a stat of the operator's own script file takes microseconds, an asynchronous one a trip to
     // libuv's thread pool that costs more CPU than the read it saves.
     const before = statSync(path, { bigint: true });
+    const key = statKey(before);
     const remembered = readScripts.get(path);
-    if (remembered?.key === statKey(before)) return remembered;
+    if (remembered?.key === key) return remembered.script;
     const source = await readFile(path, "utf8");
-    const read = { key: statKey(before), source, sha256: sha256Of(source) };
+    const script = { source, sha256: sha256Of(source) };
     const newest = before.mtimeNs > before.ctimeNs ? before.mtimeNs : before.ctimeNs;
-    if (BigInt(Date.now()) * 1_000_000n - newest > RACY_MS * 1_000_000n) readScripts.set(path, read);
+    if (BigInt(Date.now()) * 1_000_000n - newest > RACY_MS * 1_000_000n) readScripts.set(path, { key, script });
     else readScripts.delete(path);
-    return read;
+    return script;
   } catch (error) {
     throw new HookboxError("SCRIPT_LOAD", `tenant ${tenant}: cannot read script ${path}: ${(error as Error).message}`, { path, tenant });
   }
