@@ -10,7 +10,8 @@
 // - loop_*: the bench itself, with the CPU time of the host and of its worker processes per tool call.
 // Floor: the host needs no_hooks + 2 x pipe_host per call and the worker 2 x pipe_child; they run in parallel
 // on this machine's cores, so calls/s <= 1e6 / each side's CPU and <= cores x 1e6 / their sum.
-// `--dist DIR`: another build (A/B, e.g. a `git archive` of another commit, built); `--loop-only`: the loop_* keys only.
+// `--dist DIR`: another build (A/B, e.g. a `git archive` of another commit, built); `--loop-only`: the loop_* keys only;
+// `--no-hooks-only`: the loop_no_hooks_* keys only.
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readFileSync, readdirSync } from "node:fs";
@@ -196,6 +197,10 @@ async function loop(prefix, hooks) {
 
 if (process.argv.includes("--loop-only")) {
   process.stdout.write(`${JSON.stringify({ dist, ...(await loop("loop", true)) })}\n`);
+  process.exit(0);
+}
+if (process.argv.includes("--no-hooks-only")) {
+  process.stdout.write(`${JSON.stringify({ dist, ...(await loop("loop_no_hooks", false)) })}\n`);
   process.exit(0);
 }
 const noHooks = await loop("loop_no_hooks", false);

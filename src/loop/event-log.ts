@@ -41,7 +41,13 @@ export class EventLog {
 
   emit(body: EventBody): HookboxEvent {
     if (this.closed) throw new Error(`event after run-finished: ${body.type}`);
-    const event = { ...body, seq: this.nextSeq, timestampMs: Date.now(), ...this.ids } as HookboxEvent;
+    const event = {
+      ...body,
+      seq: this.nextSeq,
+      timestampMs: Date.now(),
+      sessionId: this.ids.sessionId,
+      inferenceId: this.ids.inferenceId,
+    } as HookboxEvent;
     if (this.options.admit && !this.options.admit(event)) return event;
     // Its JSON text is made once (by the budget's admission, or here): the store, stream readers and --json use it.
     eventJson(event);
@@ -107,6 +113,7 @@ export class EventLog {
   }
 
   private wake(): void {
+    if (this.waiters.size === 0) return;
     for (const wake of this.waiters) wake();
     this.waiters.clear();
   }

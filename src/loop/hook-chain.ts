@@ -58,6 +58,8 @@ export interface BeforeOptions {
   recheck?: boolean;
 }
 
+type HookDecisionBody = Extract<EventBody, { type: "hook-decision" }>;
+
 /** How many passes of the beforeToolCall chain may go over rewritten arguments before the call is denied. */
 export const MAX_ARGUMENT_PASSES = 4;
 
@@ -138,7 +140,7 @@ export class HookChain {
   private async before(payload: BeforeToolCallPayload, trace: Trace, options: BeforeOptions): Promise<BeforeOutcome> {
     const providers = this.with("beforeToolCall");
     const passed = new Map<HookProvider, JsonObject>();
-    const keys = new WeakMap<JsonObject, string>();
+    const keys = new Map<JsonObject, string>();
     const keyOf = (args: JsonObject) => {
       let key = keys.get(args);
       if (key === undefined) keys.set(args, (key = canonicalJson(args)));
@@ -334,9 +336,13 @@ export class HookChain {
     return retry ?? { kind: "default" };
   }
 
+  /** The providers that have `hook`, in load order (a provider's hooks are fixed when it is made). */
   private with(hook: HookName): HookProvider[] {
-    return this.providers.filter((p) => p.has(hook));
+    let providers = this.byHook.get(hook);
+    if (providers === undefined) this.byHook.set(hook, (providers = this.providers.filter((p) => p.has(hook))));
+    return providers;
   }
+  private readonly byHook = new Map<HookName, HookProvider[]>();
 
   private decided(
     provider: HookProvider,
@@ -358,17 +364,16 @@ export class HookChain {
     recheck: boolean,
   ): void {
     trace.decision = decision;
-    this.events.emit({
-      type: "hook-decision",
-      hook,
-      script: provider.name,
-      ...(callId !== undefined ? { callId } : {}),
-      decision,
-      ...(provider.version !== undefined ? { version: provider.version } : {}),
-      ...(provider.bundleHash !== undefined ? { bundleHash: provider.bundleHash } : {}),
-      ...(this.options.shadow ? { shadow: true as const } : {}),
-      ...(recheck ? { recheck: true as const } : {}),
-    });
+    // Built field by field (in the event's key order): two of these per tool call, and each spread of an optional
+    // field costs an object and a generic copy.
+    const body: HookDecisionBody = { type: "hook-decision", hook, script: provider.name } as HookDecisionBody;
+    if (callId !== undefined) body.callId = callId;
+    body.decision = decision;
+    if (provider.version !== undefined) body.version = provider.version;
+    if (provider.bundleHash !== undefined) body.bundleHash = provider.bundleHash;
+    if (this.options.shadow) body.shadow = true;
+    if (recheck) body.recheck = true;
+    this.events.emit(body);
   }
 
   private fail(

@@ -22,6 +22,8 @@ export const DEFAULT_EVICTION: EvictionOptions = { idleMs: 300_000, maxLiveIsola
  */
 export class LiveIsolates {
   private readonly lastUse = new Map<Evictable, number>();
+  /** The tenant last inserted into `lastUse` (its last entry while it is there). */
+  private newest: Evictable | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** Isolates disposed by age or by the cap since the pool started. */
   evictions = 0;
@@ -34,7 +36,12 @@ export class LiveIsolates {
 
   /** The tenant used its isolate (it is live from now on); called for every message that runs its code. */
   touch(tenant: Evictable): void {
-    this.lastUse.delete(tenant);
+    // The newest entry only gets its time: re-inserting it (delete, then set) would leave the Map a deleted slot
+    // per message, which it compacts by copying itself over and over on this hot path.
+    if (this.newest !== tenant || !this.lastUse.has(tenant)) {
+      this.lastUse.delete(tenant);
+      this.newest = tenant;
+    }
     this.lastUse.set(tenant, performance.now());
     if (this.lastUse.size > this.options.maxLiveIsolates) this.shrink(tenant);
     if (this.timer === undefined && this.options.idleMs > 0) this.arm(this.options.idleMs);

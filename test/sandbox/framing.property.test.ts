@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { encodeFrame, FrameReader } from "../../src/sandbox/wire/framing.js";
+import { BLOB_MIN_CHARS, encodeFrame, FrameReader } from "../../src/sandbox/wire/framing.js";
 import { propertyParameters } from "../helpers/property.js";
 
 /*
@@ -12,7 +12,11 @@ import { propertyParameters } from "../helpers/property.js";
 const MAX_FRAME = 64 * 1024;
 
 /** Text that goes raw into the blob section when long enough, with multi-byte characters. */
-const text = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: "binary", minLength: 2048, maxLength: 6000 }));
+const text = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: "binary", minLength: BLOB_MIN_CHARS - 2, maxLength: BLOB_MIN_CHARS + 2 }),
+  fc.string({ unit: "binary", minLength: 2048, maxLength: 6000 }),
+);
 
 /** Messages shaped like the protocol's, with the fields that travel as blobs. */
 const message = fc.record(
