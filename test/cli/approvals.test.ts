@@ -144,7 +144,12 @@ describe("hookbox run: approvals answered on stdin (--json)", () => {
     const events = jsonLines(result.stdout) as HookboxEvent[];
     expect(result.code, result.stderr).toBe(0);
     expect(ofType(events, "approval.requested")).toHaveLength(2);
-    expect(ofType(events, "approval.resolved").map((e) => [e.callId, e.decision, e.reason])).toEqual([
+    // The two calls are made in parallel: their approvals are resolved in either order.
+    expect(
+      ofType(events, "approval.resolved")
+        .map((e) => [e.callId, e.decision, e.reason])
+        .sort(),
+    ).toEqual([
       ["c1", "rejected", "stdin closed"],
       ["c2", "rejected", "stdin closed"],
     ]);

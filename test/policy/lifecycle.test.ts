@@ -41,7 +41,9 @@ async function startOn(storeKind: "sqlite" | "postgres") {
 }
 
 type Decision = Extract<HookboxEvent, { type: "hook-decision" }>;
-const decisions = (events: HookboxEvent[]) => events.filter((e): e is Decision => e.type === "hook-decision" && e.script === "policy");
+// Sorted by call id: a run's two calls are made in parallel, so their decisions come in either order.
+const decisions = (events: HookboxEvent[]) =>
+  events.filter((e): e is Decision => e.type === "hook-decision" && e.script === "policy").sort((a, b) => a.callId.localeCompare(b.callId));
 
 async function runToEnd(client = acme(), key = "acme-key", body: Record<string, unknown> = {}) {
   const { body: session } = await client.request("POST", "/v1/sessions", {});

@@ -29,7 +29,8 @@ export default defineScript({
 });
 `;
 
-const toolCalls = () => (existsSync(counter) ? readFileSync(counter, "utf8").trim().split("\n").filter(Boolean) : []);
+// Sorted: A and B are asked for in one answer and run in parallel, in either order.
+const toolCalls = () => (existsSync(counter) ? readFileSync(counter, "utf8").trim().split("\n").filter(Boolean).sort() : []);
 
 beforeAll(async () => {
   writeFileSync(join(dir, "policy.ts"), policy(100));

@@ -50,7 +50,8 @@ async function runToEnd(client: Api, url: string, key: string) {
 const policyDecisions = (events: HookboxEvent[]) =>
   events
     .filter((e): e is Decision => e.type === "hook-decision" && e.script === "policy")
-    .map((d) => [d.callId, d.decision.action, d.version]);
+    .map((d) => [d.callId, d.decision.action, d.version])
+    .sort(); // a run's two calls are made in parallel: their decisions come in either order
 
 describe("deployments across hookbox serve processes on one PostgreSQL database", () => {
   it("a deployment or rollback made through one node is what the other node runs next, without a restart", async () => {
@@ -61,8 +62,8 @@ describe("deployments across hookbox serve processes on one PostgreSQL database"
       readFileSync(fixture.log, "utf8")
         .split("\n")
         .filter((line) => line.startsWith(`tool ${sessionId} `))
-        .map((line) => line.split(" ")[2]);
-
+        .map((line) => line.split(" ")[2])
+        .sort(); // a run's two calls are made in parallel, in either order
     // Before any deployment both run the config's scripts (none here): both tools run.
     const before = await runToEnd(onB, b.url, "acme-key");
     expect(executed(before.sessionId)).toEqual(["c1", "c2"]);

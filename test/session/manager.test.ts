@@ -330,6 +330,8 @@ describe("SessionManager", () => {
     const manager = new SessionManager({ store, runtimeFor: async () => first.runtime });
     const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
     const handle = await session.run("go");
+    // The calls run in parallel, in either order: wait until a has finished (committed) and b has started.
+    await waitForEvent(manager.events(handle.runId), "tool-finished", (e) => e.callId === "c1");
     await waitForEvent(manager.events(handle.runId), "tool-started", (e) => e.callId === "c2");
     // A session's listed status is its own, not its last run's: running, interrupted, then idle once resumed.
     expect((await manager.list({ tenant: "acme" })).map((listed) => listed.status)).toEqual(["running"]);
@@ -341,7 +343,7 @@ describe("SessionManager", () => {
     expect((await manager.list({ tenant: "acme" })).map((listed) => [listed.status, listed.lastRun?.status])).toEqual([
       ["interrupted", "interrupted"],
     ]);
-    expect(first.executed).toEqual(["a", "b"]); // b started; its result was never committed
+    expect([...first.executed].sort()).toEqual(["a", "b"]); // b started; its result was never committed
     expect(first.beforeRun).toEqual(["go"]);
 
     // A new process: new manager, new runtime, same file.

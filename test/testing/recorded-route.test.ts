@@ -67,7 +67,10 @@ describe("GET /v1/sessions/:id/cases", () => {
     expect(file.script).toBe("policy.ts");
     expect(file.cases.map((c) => c.name)).toEqual([`run 1 of session ${sessionId} (${runIds[0]})`]);
     expect(file.cases[0]!.note).toContain('prompt "record both"');
-    const toolSteps = file.cases[0]!.steps.filter((step) => step.hook === "beforeToolCall");
+    // Its two calls are made in parallel, so recorded in the order their hooks ran: sorted here.
+    const toolSteps = file.cases[0]!.steps.filter((step) => step.hook === "beforeToolCall").sort((a, b) =>
+      String(a.input.payload.call?.id).localeCompare(String(b.input.payload.call?.id)),
+    );
     expect(toolSteps.map((step) => [step.input.payload.call?.id, step.expect])).toEqual([
       ["c1", { verdict: "proceed" }],
       ["c2", { verdict: "deny", action: "deny" }],

@@ -70,7 +70,10 @@ describe("hookbox test --record", () => {
       cases: { steps: { hook: string; input: { payload: { call?: { id: string } } }; expect: Record<string, unknown> }[] }[];
     };
     expect(file.script).toBe("policy.ts");
-    const toolSteps = file.cases[0]!.steps.filter((step) => step.hook === "beforeToolCall");
+    // The run's three calls are made in parallel, so they are recorded in the order their hooks ran: sorted here.
+    const toolSteps = file.cases[0]!.steps.filter((step) => step.hook === "beforeToolCall").sort((a, b) =>
+      String(a.input.payload.call?.id).localeCompare(String(b.input.payload.call?.id)),
+    );
     expect(toolSteps.map((step) => [step.input.payload.call?.id, step.expect])).toEqual([
       ["c1", { verdict: "rewrite", action: "proceed", args: { $eq: { amount: 30, checked: true } } }],
       ["c2", { verdict: "rewrite", action: "proceed", args: { $eq: { amount: 80, checked: true } } }],
