@@ -43,7 +43,9 @@ async function startOn(storeKind: "sqlite" | "postgres") {
 type Decision = Extract<HookboxEvent, { type: "hook-decision" }>;
 // Sorted by call id: a run's two calls are made in parallel, so their decisions come in either order.
 const decisions = (events: HookboxEvent[]) =>
-  events.filter((e): e is Decision => e.type === "hook-decision" && e.script === "policy").sort((a, b) => a.callId.localeCompare(b.callId));
+  events
+    .filter((e): e is Decision => e.type === "hook-decision" && e.script === "policy")
+    .sort((a, b) => String(a.callId).localeCompare(String(b.callId)));
 
 async function runToEnd(client = acme(), key = "acme-key", body: Record<string, unknown> = {}) {
   const { body: session } = await client.request("POST", "/v1/sessions", {});
