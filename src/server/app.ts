@@ -5,6 +5,7 @@ import type { ServerConfig } from "./config.js";
 import { sha256Hex } from "./config.js";
 import { ApiError, errorResponse } from "./api-error.js";
 import { bodyLimit } from "./request-body.js";
+import { requestHeader } from "./request-headers.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody, readBody } from "./bodies.js";
 import type { TokenBucket } from "./rate-limit.js";
 import { LiveConfig } from "./live-config.js";
@@ -108,8 +109,8 @@ export function createApp({
 
   app.use("/v1/*", async (c, next) => {
     if (c.req.path.startsWith("/v1/admin/")) return next(); // the operator's keys, checked by admin-routes.ts
-    const header = c.req.header("authorization") ?? "";
-    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : (c.req.header("x-api-key") ?? "");
+    const header = requestHeader(c, "authorization") ?? "";
+    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : (requestHeader(c, "x-api-key") ?? "");
     const tenant = key ? live.current.keys.get(sha256Hex(key)) : streamTokenTenant(c, streamTokens);
     if (!key && tenant === undefined) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
     if (tenant === undefined || !tenants.has(tenant)) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");
@@ -206,7 +207,7 @@ export function createApp({
     await admitRun(session.tenant);
     const { prompt, ...options } = body;
     // A malformed traceparent is ignored, as W3C Trace Context asks: the run starts a trace of its own.
-    const traceparent = c.req.header("traceparent");
+    const traceparent = requestHeader(c, "traceparent");
     const traced = traceparent && parseTraceparent(traceparent) ? { traceparent: traceparent.trim() } : {};
     const runOptions: RunOptions = { ...(options as RunOptions), ...traced };
     // The record that was checked for its tenant just now: the run starts from it, not from a second read.
@@ -237,7 +238,7 @@ export function createApp({
 
   app.get("/v1/runs/:runId/events", async (c) => {
     const run = await ownedRun(c, c.req.param("runId"));
-    const raw = c.req.header("last-event-id") ?? c.req.query("after") ?? "0";
+    const raw = requestHeader(c, "last-event-id") ?? c.req.query("after") ?? "0";
     if (!/^\d{1,15}$/.test(raw.trim()))
       throw new ApiError(
         400,

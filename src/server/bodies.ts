@@ -6,6 +6,7 @@ import { ApiError } from "./api-error.js";
 import { jsonPath } from "../contracts/json-path.js";
 import { exceedsJsonLimits } from "./json-limits.js";
 import { readRequestBytes } from "./request-body.js";
+import { requestHeader } from "./request-headers.js";
 import { ModelSettingsInput, SystemInput } from "../engine/model-settings.js";
 import { MAX_STREAM_TOKEN_TTL_MS } from "./stream-token.js";
 
@@ -84,7 +85,7 @@ const MAX_MESSAGE_CHARS = 300;
  * JSON syntax, the schema. zod therefore only walks a bounded tree. An empty body reads as `{}` when allowed.
  */
 export async function readBody<T extends z.ZodType>(c: Context, schema: T, options: { emptyAs?: unknown } = {}): Promise<z.infer<T>> {
-  const type = c.req.header("content-type");
+  const type = requestHeader(c, "content-type");
   if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type.trim()))
     throw new ApiError(
       415,

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { createHash } from "node:crypto";
+import { hash as hashOnce } from "node:crypto";
 import { isPostgresUrl } from "../store/postgres/pg-driver.js";
 import { z } from "zod";
 import { HookboxError } from "../errors.js";
@@ -419,7 +419,7 @@ function storeOf(file: string, base: string, store: string | { env: string } | u
 }
 
 export function sha256Hex(value: string): string {
-  return createHash("sha256").update(value).digest("hex");
+  return hashOnce("sha256", value, "hex");
 }
 
 /** A tenant's model field as a ModelSpec; `openai-compatible:MODEL` takes the tenant's baseUrl and apiKeyEnv. */

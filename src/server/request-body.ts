@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { ApiError } from "./api-error.js";
+import { requestHeader } from "./request-headers.js";
 
 /*
  * The request body limit (`maxBodyBytes`) and the reading of a body, on Node's own request where the app runs on
@@ -15,7 +16,7 @@ const LIMIT = "hookbox.maxBodyBytes";
 /** The limit as a middleware: a declared Content-Length over it is refused before anything reads the body. */
 export function bodyLimit(maxBytes: number): MiddlewareHandler {
   return async (c, next) => {
-    const declared = c.req.header("content-length");
+    const declared = requestHeader(c, "content-length");
     if (declared !== undefined && Number(declared) > maxBytes) throw tooLarge(maxBytes);
     c.set(LIMIT, maxBytes);
     await next();

@@ -81,6 +81,9 @@ describe.each(["sqlite", "postgres"] as const)("hookbox serve over HTTP (%s stor
     });
     expect((await api(server.url, "wrong").request("POST", "/v1/sessions", {})).status).toBe(401);
     expect((await globex().request("POST", "/v1/sessions", {})).status).toBe(201); // the {env} key works
+    // Headers are read from Node's request (src/server/request-headers.ts): an X-Api-Key as a client spells it.
+    expect((await api(server.url, undefined).request("POST", "/v1/sessions", {}, { "X-Api-Key": "acme-key" })).status).toBe(201);
+    expect((await api(server.url, undefined).request("POST", "/v1/sessions", {}, { "X-Api-Key": "wrong" })).status).toBe(401);
   });
 
   it("a session's second run replays the same call ids (c1, c2) and runs them again; ids are sess_/run_/inf_", async () => {
