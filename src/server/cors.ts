@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import type { LiveConfig } from "./live-config.js";
 
@@ -15,5 +15,16 @@ export function corsFor(live: LiveConfig): MiddlewareHandler {
     exposeHeaders: ["retry-after"],
     maxAge: 600,
   });
-  return async (c, next) => (live.current.corsOrigins.length === 0 ? next() : handler(c, next));
+  return async (c, next) => {
+    if (live.current.corsOrigins.length === 0) return next();
+    c.set(HEADERS_SET, true);
+    return handler(c, next);
+  };
+}
+
+const HEADERS_SET = "hookbox.responseHeadersSet";
+
+/** True when a middleware may have set headers on the response before the route ran (c.res.headers holds them). */
+export function responseHeadersSet(c: Context): boolean {
+  return c.get(HEADERS_SET) === true;
 }

@@ -1,17 +1,38 @@
+import type { ServerResponse } from "node:http";
+
 /** Characters an event stream queues for a connection that has not taken them before its writer waits. */
 export const SSE_HIGH_WATER_CHARS = 64 * 1024;
 
+/** Where the chunks go: a web stream the HTTP server reads, or Node's response written directly. */
+interface Sink {
+  /** Sends one chunk; false when the connection wants no more until it asks (`wanted` again). */
+  send(chunk: Buffer): boolean;
+  end(): void;
+}
+
+export interface SseBodyOptions {
+  /** Characters queued for the connection before a writer waits (default SSE_HIGH_WATER_CHARS). */
+  highWaterChars?: number;
+  /** Node's response to write to, with `headers` (status 200); absent, the body is read as a web stream (`stream`). */
+  response?: ServerResponse;
+  headers?: Record<string, string>;
+}
+
 /**
- * The body of an event stream. What the route writes is queued and handed to the HTTP server as one chunk per
- * read: the messages written in one turn of the event loop (a page of stored events, the events of a phase
+ * The body of an event stream. What the route writes is queued and handed to the connection as one chunk per
+ * turn: the messages written in one turn of the event loop (a page of stored events, the events of a phase
  * committed together) go out in one socket write, where a stream per message would make one write, and several
  * promise hops, for each. What is queued is handed over in the turn after the connection asks for more (or after
- * the write, when it already asked). A writer waits only once more than `highWaterChars` are queued that the connection has not
- * taken (a slow reader): the stream then holds that much, never the run.
+ * the write, when it already asked). A writer waits only once more than `highWaterChars` are queued that the
+ * connection has not taken (a slow reader): the stream then holds that much, never the run.
+ *
+ * The body is read as a web stream (`stream`, the Response body of any runtime), or written to Node's response
+ * itself (`response`): no web stream's reader and promises per chunk, and the head goes out with the first chunk.
  */
 export class SseBody {
-  readonly stream: ReadableStream<Uint8Array>;
-  private controller!: ReadableStreamDefaultController<Uint8Array>;
+  private readonly highWaterChars: number;
+  private readonly webStream: ReadableStream<Uint8Array> | undefined;
+  private sink!: Sink;
   private queued: string[] = [];
   private queuedChars = 0;
   /** The connection asked for more and got nothing yet. */
@@ -21,26 +42,63 @@ export class SseBody {
   private drained: (() => void)[] = [];
   private readonly cancelListeners: (() => void)[] = [];
 
-  constructor(private readonly highWaterChars = SSE_HIGH_WATER_CHARS) {
-    this.stream = new ReadableStream<Uint8Array>(
+  constructor(options: SseBodyOptions = {}) {
+    this.highWaterChars = options.highWaterChars ?? SSE_HIGH_WATER_CHARS;
+    const { response } = options;
+    if (response) {
+      this.webStream = undefined;
+      this.onResponse(response, options.headers ?? {});
+      return;
+    }
+    this.webStream = new ReadableStream<Uint8Array>(
       {
         start: (controller) => {
-          this.controller = controller;
+          this.sink = {
+            send: (chunk) => {
+              controller.enqueue(chunk);
+              return false; // the stream's reader pulls again when it wants more
+            },
+            end: () => controller.close(),
+          };
         },
-        pull: () => {
-          this.wanted = true;
-          if (this.queuedChars > 0) this.scheduleHandOver();
-        },
-        cancel: () => {
-          this.ended = true;
-          this.queued = [];
-          this.queuedChars = 0;
-          this.release();
-          for (const listener of this.cancelListeners) listener();
-        },
+        pull: () => this.want(),
+        cancel: () => this.cancelled(),
       },
       { highWaterMark: 0 },
     );
+  }
+
+  /**
+   * Written to Node's response: the head (status 200, `headers`) goes out with the first chunk when that is
+   * written in the turn the stream opens, else alone at the end of that turn (a client waits for the head).
+   */
+  private onResponse(response: ServerResponse, headers: Record<string, string>): void {
+    this.wanted = true; // a Node response takes writes until write() says it is full
+    let sent = false; // (headersSent is true from writeHead on, before anything went out)
+    this.sink = {
+      send: (chunk) => {
+        sent = true;
+        return response.write(chunk);
+      },
+      end: () => response.end(),
+    };
+    response.writeHead(200, headers);
+    response.on("drain", () => this.want());
+    // Gone before the stream ended: the reader closed the connection (or it broke).
+    response.on("close", () => this.cancelled());
+    response.on("error", () => this.cancelled());
+    if (response.destroyed) queueMicrotask(() => this.cancelled());
+    setImmediate(() => {
+      if (sent || this.ended || response.destroyed) return;
+      if (this.queuedChars > 0) this.handOver();
+      else response.flushHeaders();
+    });
+  }
+
+  /** The web stream to answer with (only for `new SseBody()`). */
+  get stream(): ReadableStream<Uint8Array> {
+    if (!this.webStream) throw new Error("this event stream is written to Node's response, not read as a web stream");
+    return this.webStream;
   }
 
   /** True once the stream was closed, or the connection went away. */
@@ -77,8 +135,24 @@ export class SseBody {
     if (this.ended) return;
     this.ended = true;
     if (this.queuedChars > 0) this.handOver();
-    this.controller.close();
+    this.sink.end();
     this.release();
+  }
+
+  /** The connection takes more. */
+  private want(): void {
+    this.wanted = true;
+    if (this.queuedChars > 0) this.scheduleHandOver();
+  }
+
+  /** The connection went away before the stream was closed. */
+  private cancelled(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.queued = [];
+    this.queuedChars = 0;
+    this.release();
+    for (const listener of this.cancelListeners) listener();
   }
 
   /** In the next turn: what is written until then goes in the same chunk. */
@@ -92,10 +166,10 @@ export class SseBody {
   }
 
   private handOver(): void {
-    this.controller.enqueue(Buffer.from(this.queued.length === 1 ? this.queued[0] : this.queued.join(""), "utf8"));
+    const chunk = Buffer.from(this.queued.length === 1 ? this.queued[0] : this.queued.join(""), "utf8");
     this.queued = [];
     this.queuedChars = 0;
-    this.wanted = false;
+    this.wanted = this.sink.send(chunk);
     this.release();
   }
 

@@ -3,7 +3,10 @@ import type { SessionManager } from "../session/manager.js";
 import type { HookboxEvent } from "../events/types.js";
 import type { StoredEventText } from "../store/types.js";
 import type { Redactor } from "./redact.js";
+import { ServerResponse } from "node:http";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { SseBody } from "./sse-body.js";
+import { responseHeadersSet } from "./cors.js";
 
 const HEARTBEAT_MS = 15_000;
 
@@ -27,7 +30,10 @@ export interface StreamRunEventsOptions {
  * and the body's high-water mark, not the run.
  */
 export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Response {
-  const body = new SseBody();
+  // On @hono/node-server the stream is written to Node's response itself; elsewhere it is the Response's body.
+  const response = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
+  const direct = response instanceof ServerResponse;
+  const body = direct ? new SseBody({ response, headers: { ...SSE_HEADERS, ...headersSetBefore(c) } }) : new SseBody();
   const closed = new AbortController();
   body.onCancel(() => closed.abort());
   void (async () => {
@@ -53,11 +59,21 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
       options.onClose();
     }
   })();
-  c.header("Transfer-Encoding", "chunked");
-  c.header("Content-Type", "text/event-stream");
-  c.header("Cache-Control", "no-cache");
-  c.header("Connection", "keep-alive");
+  if (direct) return RESPONSE_ALREADY_SENT;
+  for (const [name, value] of Object.entries(SSE_HEADERS)) c.header(name, value);
   return c.body(body.stream);
+}
+
+const SSE_HEADERS: Record<string, string> = {
+  "Transfer-Encoding": "chunked",
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache",
+  Connection: "keep-alive",
+};
+
+/** Headers a middleware set on the response before the route (CORS, src/server/cors.ts), which a direct write must send itself. */
+function headersSetBefore(c: Context): Record<string, string> {
+  return responseHeadersSet(c) ? Object.fromEntries(c.res.headers) : {};
 }
 
 /**

@@ -174,6 +174,14 @@ describe("event streams for browsers", () => {
       headers: { origin: "https://app.example.com", authorization: "Bearer acme-key" },
     });
     expect(get.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    // An event stream is written to Node's response directly (src/server/sse.ts): it carries them too.
+    const { runId } = await finishedRun();
+    const stream = await fetch(`${server.url}/v1/runs/${runId}/events`, {
+      headers: { origin: "https://app.example.com", authorization: "Bearer acme-key" },
+    });
+    expect(stream.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(stream.headers.get("content-type")).toBe("text/event-stream");
+    expect(await stream.text()).toContain('"run-finished"');
   });
 });
 

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { SseBody } from "../../src/server/sse-body.js";
 
 const text = (chunk: Uint8Array | undefined) => Buffer.from(chunk ?? new Uint8Array()).toString("utf8");
@@ -26,7 +28,7 @@ describe("an event stream's body (src/server/sse-body.ts)", () => {
   });
 
   it("lets a writer go on while the connection keeps up, and holds it once more than the high-water mark waits", async () => {
-    const body = new SseBody(10);
+    const body = new SseBody({ highWaterChars: 10 });
     const reader = body.stream.getReader();
     let held = true;
     await body.write("12345"); // under the mark: resolves at once
@@ -47,7 +49,7 @@ describe("an event stream's body (src/server/sse-body.ts)", () => {
     expect(text((await closingReader.read()).value)).toBe("last");
     expect((await closingReader.read()).done).toBe(true);
 
-    const body = new SseBody(1);
+    const body = new SseBody({ highWaterChars: 1 });
     let cancelled = 0;
     body.onCancel(() => cancelled++);
     const held = body.write("more than one character");
@@ -56,5 +58,68 @@ describe("an event stream's body (src/server/sse-body.ts)", () => {
     expect(cancelled).toBe(1);
     expect(body.closed).toBe(true);
     await body.write("after the end"); // ignored, never held
+  });
+
+  describe("written to Node's response", () => {
+    /** A loopback server whose one request's response is handed to `take`; resolves with the server's URL. */
+    async function serving(take: (response: ServerResponse) => void): Promise<{ url: string; server: Server }> {
+      const server = createServer((_request, response) => take(response));
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+    }
+    const headers = { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" };
+
+    it("sends its head before anything is written, then the messages as they are written, and ends", async () => {
+      let body!: SseBody;
+      const { url, server } = await serving((response) => (body = new SseBody({ response, headers })));
+      try {
+        const answer = await fetch(url); // resolves once the head arrived: nothing is written yet
+        expect(answer.status).toBe(200);
+        expect(answer.headers.get("content-type")).toBe("text/event-stream");
+        const reader = answer.body!.getReader();
+        await body.message('{"seq":1}', "1");
+        await body.message("one\ntwo", "2");
+        expect(Buffer.from((await reader.read()).value!).toString("utf8")).toBe(
+          'data: {"seq":1}\nid: 1\n\ndata: one\ndata: two\nid: 2\n\n',
+        );
+        body.close();
+        expect((await reader.read()).done).toBe(true);
+      } finally {
+        server.close();
+      }
+    });
+
+    it("holds a writer once a client that does not read stops taking, and releases it and tells the stream when the client goes away", async () => {
+      let body!: SseBody;
+      const { url, server } = await serving((response) => (body = new SseBody({ response, headers, highWaterChars: 1024 })));
+      try {
+        let incoming!: IncomingMessage;
+        const client = httpRequest(url, (response) => (incoming = response.pause()));
+        client.end();
+        await new Promise<void>((resolve) => client.once("response", () => resolve()));
+        let cancelled = 0;
+        body.onCancel(() => cancelled++);
+        const chunk = "x".repeat(64 * 1024);
+        let written = 0;
+        let held: Promise<void> | undefined;
+        // The socket's buffers take some megabytes; past them the body queues, then holds the writer.
+        while (!held && written < 256 * 1024 * 1024) {
+          const write = body.write(chunk);
+          written += chunk.length;
+          const state = await Promise.race([write.then(() => "done"), new Promise((resolve) => setTimeout(() => resolve("held"), 50))]);
+          if (state === "held") held = write;
+        }
+        expect(held).toBeDefined();
+        incoming.destroy();
+        client.destroy();
+        await held;
+        await new Promise<void>((resolve) => (cancelled ? resolve() : body.onCancel(resolve)));
+        expect(cancelled).toBe(1);
+        expect(body.closed).toBe(true);
+        await body.write("after the end"); // ignored, never held
+      } finally {
+        server.close();
+      }
+    });
   });
 });
