@@ -5,8 +5,10 @@
 // work (auth, validation, the loop, the sandbox's IPC, the store). Prints one JSON object.
 // With --lean, the app does what serve does since issue 26 instead of hono's helpers: a request body read from
 // Node's IncomingMessage (src/server/request-body.ts), and the SSE messages of a turn written as one chunk of a
-// ReadableStream (src/server/sse-body.ts), in place of c.req.json() and streamSSE.
-// node scripts/bench/http-floor.mjs [--clients N] [--runs-per-client N] [--events N] [--lean]
+// ReadableStream (src/server/sse-body.ts), in place of c.req.json() and streamSSE. With --direct, as --lean, but
+// the SSE messages of a turn are written to Node's response itself, as serve does since the second part of its
+// request path's work (src/server/sse.ts; BENCHMARKS.md, "Serve's request path, second part").
+// node scripts/bench/http-floor.mjs [--clients N] [--runs-per-client N] [--events N] [--lean | --direct]
 import { fork } from "node:child_process";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
@@ -30,8 +32,10 @@ if (process.argv[2] === "--serve") {
   const { Hono } = await import("hono");
   const { streamSSE } = await import("hono/streaming");
   const { serve } = await import("@hono/node-server");
+  const { RESPONSE_ALREADY_SENT } = await import("@hono/node-server/utils/response");
   const events = Number(process.argv[3]);
-  const lean = process.argv[4] === "lean";
+  const direct = process.argv[4] === "direct";
+  const lean = direct || process.argv[4] === "lean";
   const app = new Hono();
   let n = 0;
   /** The body's text: through the WHATWG Request (hono's c.req.text()), or, lean, from Node's request. */
@@ -51,7 +55,23 @@ if (process.argv[2] === "--serve") {
   });
   const message = (seq) =>
     `data: ${seq === events ? EVENT.replace('"tool-finished"', '"run-finished","status":"completed"') : EVENT}\nid: ${seq}\n\n`;
-  if (lean)
+  if (direct)
+    app.get("/v1/runs/:id/events", (c) => {
+      // Four messages a turn, as below, each turn's as one write; the head goes with the first.
+      const response = c.env.outgoing;
+      response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      void (async () => {
+        for (let seq = 0; seq < events;) {
+          if (seq > 0) await new Promise((resolve) => setImmediate(resolve));
+          let text = "";
+          for (let i = 0; i < 4 && seq < events; i++) text += message(++seq);
+          response.write(text);
+        }
+        response.end();
+      })();
+      return RESPONSE_ALREADY_SENT;
+    });
+  else if (lean)
     app.get("/v1/runs/:id/events", (c) => {
       // Four messages a turn, as below, each turn's as one chunk.
       let seq = 0;
@@ -95,11 +115,16 @@ if (process.argv[2] === "--serve") {
       "runs-per-client": { type: "string" },
       events: { type: "string" },
       lean: { type: "boolean" },
+      direct: { type: "boolean" },
     },
   });
   const clients = Number(values.clients ?? 50);
   const runsPerClient = Number(values["runs-per-client"] ?? 20);
-  const child = fork(fileURLToPath(import.meta.url), ["--serve", values.events ?? "22", values.lean ? "lean" : "hono"]);
+  const child = fork(fileURLToPath(import.meta.url), [
+    "--serve",
+    values.events ?? "22",
+    values.direct ? "direct" : values.lean ? "lean" : "hono",
+  ]);
   const port = await new Promise((resolve) => child.once("message", (m) => resolve(m.port)));
   const url = `http://127.0.0.1:${port}`;
   const headers = { authorization: "Bearer bench-key", "content-type": "application/json" };
