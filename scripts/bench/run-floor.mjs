@@ -14,12 +14,14 @@
 // sandbox workers' CPU is reported apart. Levels alternate over `--rounds`; the medians are printed.
 // The warm-up is the serve bench's (http-workload.mjs: 10 runs, then WARM_UP_RUNS more from the clients): a floor
 // is the steady state, with V8 done compiling. `--warm-up N` sets the total.
-// node scripts/bench/run-floor.mjs [--clients N] [--runs-per-client N] [--warm-up N] [--rounds N] [--levels a,b]
+// `--dist DIR`: another build's dist (A/B: alternate runs of two builds, e.g. a copy of main's dist made right after
+// its build), default this checkout's.
+// node scripts/bench/run-floor.mjs [--clients N] [--runs-per-client N] [--warm-up N] [--rounds N] [--levels a,b] [--dist DIR]
 // (after npm run build). Prints one line per level and round, then one JSON object of medians.
 import { fork } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
+import { join, dirname, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { round, WARM_UP_RUNS, writeTenant } from "./http-workload.mjs";
@@ -40,8 +42,8 @@ const HOST_POLICY = {
   },
 };
 
-async function measureLevel(level, { clients, runsPerClient, warmUp }) {
-  const library = await import(pathToFileURL(join(root, "dist/index.js")).href);
+async function measureLevel(level, { clients, runsPerClient, warmUp, dist }) {
+  const library = await import(pathToFileURL(join(dist, "index.js")).href);
   const dir = mkdtempSync(join(tmpdir(), "hookbox-run-floor-"));
   writeTenant(dir);
   const sandboxed = level !== "loop" && level !== "host-hooks";
@@ -100,8 +102,13 @@ async function measureLevel(level, { clients, runsPerClient, warmUp }) {
 }
 
 if (process.argv[2] === "--level") {
-  const [, , , level, clients, runsPerClient, warmUp] = process.argv;
-  const result = await measureLevel(level, { clients: Number(clients), runsPerClient: Number(runsPerClient), warmUp: Number(warmUp) });
+  const [, , , level, clients, runsPerClient, warmUp, dist = join(root, "dist")] = process.argv;
+  const result = await measureLevel(level, {
+    clients: Number(clients),
+    runsPerClient: Number(runsPerClient),
+    warmUp: Number(warmUp),
+    dist,
+  });
   // Started by hand (under perf, say), it prints its result.
   if (process.send) process.send(result, () => process.exit(0));
   else process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -113,11 +120,17 @@ if (process.argv[2] === "--level") {
       "warm-up": { type: "string" },
       rounds: { type: "string" },
       levels: { type: "string" },
+      dist: { type: "string" },
     },
   });
   const levels = values.levels ? values.levels.split(",") : LEVELS;
   for (const level of levels) if (!LEVELS.includes(level)) throw new Error(`unknown level ${level}: one of ${LEVELS.join(", ")}`);
-  const args = [values.clients ?? "50", values["runs-per-client"] ?? "6", values["warm-up"] ?? String(10 + WARM_UP_RUNS)];
+  const args = [
+    values.clients ?? "50",
+    values["runs-per-client"] ?? "6",
+    values["warm-up"] ?? String(10 + WARM_UP_RUNS),
+    resolve(values.dist ?? join(root, "dist")),
+  ];
   const readings = new Map(levels.map((level) => [level, []]));
   for (let r = 1; r <= Number(values.rounds ?? 3); r++) {
     // Alternate the order, so no level always runs at the same point of a shared machine's load.

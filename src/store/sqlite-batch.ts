@@ -2,6 +2,12 @@ import { overQuota, quotaError } from "./quota.js";
 import { NO_USAGE, usageColumns, type UsageDelta } from "./usage.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 
+/** What a transaction has learnt of a run from its own writes: its committed seq, and the epoch a write was checked against. */
+export interface KnownRun {
+  lastSeq?: number;
+  epoch?: number;
+}
+
 /**
  * What the writes of one group-commit transaction add up to. Each write charges its bytes (known from the
  * texts it writes) as its last step: a tenant's stored total is read once per transaction, checked against
@@ -12,6 +18,7 @@ export class SqliteBatch {
   private readonly before = new Map<string, number>();
   private readonly added = new Map<string, number>();
   private readonly usage = new Map<string, UsageDelta>();
+  private readonly runs = new Map<string, KnownRun>();
 
   constructor(private readonly statements: SqliteStatements) {}
 
@@ -30,6 +37,24 @@ export class SqliteBatch {
     const sum = this.usage.get(tenant);
     if (!sum) this.usage.set(tenant, { ...delta });
     else for (const key of Object.keys(sum) as (keyof UsageDelta)[]) sum[key] += delta[key];
+  }
+
+  /**
+   * What an earlier write of this transaction established about a run (its seq advanced, its epoch checked):
+   * a later write of the same run does not read the run's row again. The transaction holds the write lock, so
+   * only its own writes change the row meanwhile (a resume's new epoch is learnt from its own event write).
+   */
+  knownRun(runId: string): KnownRun | undefined {
+    return this.runs.get(runId);
+  }
+
+  learnRun(runId: string, known: KnownRun): void {
+    this.runs.set(runId, { ...this.runs.get(runId), ...known });
+  }
+
+  /** A write rolled back alone: what it taught may no longer hold. */
+  forgetRuns(): void {
+    this.runs.clear();
   }
 
   /** Writes the totals back (one row per tenant, bytes and usage together), at the end of the transaction. */

@@ -20,8 +20,8 @@ export function applyRunWrite(statements: SqliteStatements, batch: SqliteBatch, 
   const owner = ownerOf(s, write);
   let bytes = 0;
   const spent: ReturnType<typeof usageDelta>[] = [];
-  if (write.events?.length) bytes += applyEvents(s, runId, owner.tenant, write.events, spent, write.epoch);
-  else if (write.epoch !== undefined) checkEpoch(s, runId, write.epoch);
+  if (write.events?.length) bytes += applyEvents(s, batch, runId, owner.tenant, write.events, spent, write.epoch);
+  else if (write.epoch !== undefined) checkEpoch(s, batch, runId, write.epoch);
   for (const result of write.toolResults ?? []) {
     s.recordToolResult.run(runId, result.callId, result.blockJson);
     bytes += result.blockJson.length;
@@ -42,7 +42,7 @@ export function applyRunWrite(statements: SqliteStatements, batch: SqliteBatch, 
   }
   let result: RunWriteResult = {};
   if (write.snapshot) {
-    const written = applySnapshot(s, runId, owner.sessionId, write.snapshot, write.events?.at(-1)?.event.seq);
+    const written = applySnapshot(s, batch, runId, owner.sessionId, write.snapshot);
     bytes += written.bytes;
     result = { snapshot: { index: write.snapshot.index, segments: written.segments } };
   }
@@ -61,6 +61,7 @@ function ownerOf(s: SqliteStatements, write: RunWrite): { sessionId: string; ten
 /** Consecutive events after the committed seq; returns their bytes (events and ledger rows). */
 function applyEvents(
   s: SqliteStatements,
+  batch: SqliteBatch,
   runId: string,
   tenant: string,
   events: EventWrite[],
@@ -88,14 +89,14 @@ function applyEvents(
     run.costUsd,
   );
   if (advanced.changes !== 1) {
-    if (epoch !== undefined) checkEpoch(s, runId, epoch);
-    const row = s.runLastSeq.get(runId) as { last_seq: number } | undefined;
-    throw new HookboxError(
-      "STORE",
-      row ? `event seq ${first.seq} does not follow committed seq ${row.last_seq} of run ${runId}` : `unknown run ${runId}`,
-      { runId, seq: first.seq },
-    );
+    const row = readRun(s, batch, runId);
+    if (epoch !== undefined && row.epoch !== epoch) throw leaseLostError(runId, epoch, row.epoch);
+    throw new HookboxError("STORE", `event seq ${first.seq} does not follow committed seq ${row.lastSeq} of run ${runId}`, {
+      runId,
+      seq: first.seq,
+    });
   }
+  batch.learnRun(runId, { lastSeq: last.seq, ...(epoch === undefined ? {} : { epoch }) });
   let bytes = 0;
   for (const [i, { event, json }] of events.entries()) {
     s.insertEvent.run(runId, event.seq, event.type, json);
@@ -122,22 +123,31 @@ function applyEvents(
 }
 
 /** Refuses the write (LEASE_LOST) when the run has moved on to a later epoch than the writer's. */
-function checkEpoch(s: SqliteStatements, runId: string, epoch: number): void {
-  const row = s.runEpoch.get(runId) as { epoch: number } | undefined;
-  if (!row) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+function checkEpoch(s: SqliteStatements, batch: SqliteBatch, runId: string, epoch: number): void {
+  if (batch.knownRun(runId)?.epoch === epoch) return;
+  const row = readRun(s, batch, runId);
   if (row.epoch !== epoch) throw leaseLostError(runId, epoch, row.epoch);
+}
+
+/** The run's committed seq and epoch, read once per transaction (STORE when there is no such run). */
+function readRun(s: SqliteStatements, batch: SqliteBatch, runId: string): { lastSeq: number; epoch: number } {
+  const row = s.runPosition.get(runId) as { last_seq: number; epoch: number } | undefined;
+  if (!row) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+  const known = { lastSeq: row.last_seq, epoch: row.epoch };
+  batch.learnRun(runId, known);
+  return known;
 }
 
 /** A snapshot: its new blocks appended to the session's log, then its layout. Refused unless the run is at its lastSeq. */
 function applySnapshot(
   s: SqliteStatements,
+  batch: SqliteBatch,
   runId: string,
   sessionId: string,
   snapshot: SnapshotWrite,
-  seqOfThisWrite: number | undefined,
 ): { bytes: number; segments: LogSegment[] } {
-  const committedSeq = seqOfThisWrite ?? (s.runLastSeq.get(runId) as { last_seq: number } | undefined)?.last_seq;
-  if (committedSeq === undefined) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
+  // The write's own events (applied just before) or an earlier write of this transaction say where the run is.
+  const committedSeq = batch.knownRun(runId)?.lastSeq ?? readRun(s, batch, runId).lastSeq;
   if (committedSeq !== snapshot.lastSeq)
     throw new HookboxError(
       "STORE",

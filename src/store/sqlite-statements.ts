@@ -22,12 +22,11 @@ const SQL = {
     "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
   getRun: "SELECT * FROM runs WHERE id = ?",
   runOwner: "SELECT r.session_id, s.tenant FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
-  runLastSeq: "SELECT last_seq FROM runs WHERE id = ?",
+  runPosition: "SELECT last_seq, epoch FROM runs WHERE id = ?",
   runsOfSession: "SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?",
   countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
   reopenRun:
     "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ?, epoch = epoch + 1 WHERE id = ? AND status = 'interrupted' RETURNING *",
-  runEpoch: "SELECT epoch FROM runs WHERE id = ?",
   insertEvent: "INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)",
   // One update for a write's events: they follow the committed seq, or nothing of the write is kept. A run
   // created before the loop named its inference id takes it from its first event.

@@ -338,9 +338,40 @@ export class SqliteStore extends StoreBase implements Store {
     if (this.commits.pending) this.commits.flush();
   }
 
-  /** One transaction for a batch of writes, each in a savepoint: one refused is rolled back alone. */
+  /**
+   * One transaction for a batch of writes. Almost always every write is kept, so the batch is first applied
+   * without a savepoint per write (two statements each, and a copy of every page a later write of the batch
+   * changes again); when a write is refused, that attempt is rolled back whole and the batch is applied again
+   * with each write in a savepoint, so the refused one is rolled back alone. A write's `apply` only reads and
+   * writes the database and the batch (made anew for each attempt), so applying it again is safe.
+   */
   private applyBatch(writes: QueuedWrite[]): Applied<unknown>[] {
     if (writes.length === 0) return [];
+    let refusal: { error: unknown } | undefined;
+    try {
+      return inTransaction(this.db, () => {
+        const batch = new SqliteBatch(this.statements);
+        const results = writes.map((write): Applied<unknown> => {
+          try {
+            return { ok: true, value: write.apply(batch) };
+          } catch (error) {
+            refusal = { error };
+            throw error;
+          }
+        });
+        batch.finish();
+        return results;
+      });
+    } catch (error) {
+      // The transaction itself failed (BEGIN, COMMIT: a lock held too long, a full disk): every write of it failed.
+      if (!refusal) throw this.asStoreError(writes.length === 1 ? writes[0].what : `commit ${writes.length} writes`, error);
+    }
+    if (writes.length === 1) return [{ ok: false, error: this.asStoreError(writes[0].what, refusal.error) }];
+    return this.applyEach(writes);
+  }
+
+  /** A batch with each write in a savepoint: one refused is rolled back alone. */
+  private applyEach(writes: QueuedWrite[]): Applied<unknown>[] {
     const s = this.statements;
     try {
       return inTransaction(this.db, () => {
@@ -352,6 +383,7 @@ export class SqliteStore extends StoreBase implements Store {
             s.release.run();
             return { ok: true, value };
           } catch (error) {
+            batch.forgetRuns();
             try {
               s.rollbackTo.run();
               s.release.run();
@@ -366,7 +398,7 @@ export class SqliteStore extends StoreBase implements Store {
         return results;
       });
     } catch (error) {
-      throw this.asStoreError(writes.length === 1 ? writes[0].what : `commit ${writes.length} writes`, error);
+      throw this.asStoreError(`commit ${writes.length} writes`, error);
     }
   }
 

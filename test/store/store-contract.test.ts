@@ -3,6 +3,7 @@ import { thisProcessInstance, type Store } from "../../src/store/index.js";
 import { event, run, session, turn } from "./helpers.js";
 import { ledgerRowBytes } from "../../src/store/row-bytes.js";
 import { usageDelta } from "../../src/store/usage.js";
+import { planTurn } from "../../src/store/turn-plan.js";
 import { allStores } from "./stores.js";
 
 // The same behaviour from every store: SQLite, memory (the bench's baseline and the library default) and PostgreSQL.
@@ -590,6 +591,50 @@ describe.each(stores)("%s store", (_name, open) => {
     expect(settled[2]).toMatchObject({ reason: { code: "STORE" } });
     expect((await store.listEvents("r1")).map((e) => e.type === "log" && e.message)).toEqual(["kept", "kept as well"]);
     expect((await store.listEvents("r2")).map((e) => e.type === "log" && e.message)).toEqual(["kept too"]);
+  });
+
+  it("checks each of a run's writes issued together against what the writes before it kept", async () => {
+    store = await open();
+    await store.createSession(session("s1", "acme"));
+    await store.createRun(run("r1", "s1"));
+    const quota = (await store.tenantUsage("acme")).storedBytes + 2_000;
+    const owner = { runId: "r1", sessionId: "s1", tenant: "acme", epoch: 1 };
+    const logged = (seq: number, message: string, maxTenantBytes?: number) => {
+      const written = event("r1", seq, { type: "log", script: "s", level: "info", message });
+      return store.write({
+        ...owner,
+        events: [{ event: written, json: JSON.stringify(written) }],
+        ...(maxTenantBytes ? { maxTenantBytes } : {}),
+      });
+    };
+    const snapshot = (index: number, lastSeq: number) => {
+      const plan = planTurn(undefined, turn("t1", [`after ${lastSeq}`]));
+      const { pieces, headJson, blockBytes } = plan;
+      return store.write({
+        ...owner,
+        snapshot: { phase: "post_inference", index, pieces, headJson, blockBytes, lastSeq, iterations: 0, createdMs: 1 },
+      });
+    };
+    const block = { id: "b1", kind: "tool_use" as const, payload: { id: "c1", result: 1 }, metadata: {} };
+    const settled = await Promise.allSettled([
+      logged(1, "kept"),
+      snapshot(1, 1),
+      logged(2, "z".repeat(3_000), quota), // over the quota: nothing of it is kept
+      snapshot(2, 2), // follows an event that was not kept
+      store.write({ ...owner, epoch: 2, toolResults: [{ callId: "c1", blockJson: JSON.stringify(block) }] }), // not the run's epoch
+      logged(2, "kept too"),
+      snapshot(2, 2),
+    ]);
+    expect(settled.map((s) => s.status)).toEqual(["fulfilled", "fulfilled", "rejected", "rejected", "rejected", "fulfilled", "fulfilled"]);
+    expect(settled[2]).toMatchObject({ reason: { code: "STORE_QUOTA" } });
+    expect(settled[3]).toMatchObject({ reason: { code: "STORE", message: expect.stringContaining("committed seq is 1") } });
+    expect(settled[4]).toMatchObject({ reason: { code: "LEASE_LOST" } });
+    expect((await store.listEvents("r1")).map((e) => e.type === "log" && e.message)).toEqual(["kept", "kept too"]);
+    expect((await store.listSnapshotInfos("r1")).map((info) => [info.index, info.lastSeq])).toEqual([
+      [1, 1],
+      [2, 2],
+    ]);
+    expect((await store.listToolResults("r1")).size).toBe(0);
   });
 
   it("a read sees every write issued before it, awaited or not", async () => {
