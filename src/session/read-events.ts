@@ -116,8 +116,14 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
     unsubscribe = unsubscribeDeltas = feed = undefined;
     queue.length = 0;
   };
+  let last = options.afterSeq;
   const initial = options.feed();
+  // A live run's feed usually still has every event after `last`: they are taken from it, not read back from
+  // the store (and charged as a stored page would be), with the live ones queued after them.
+  const backlog = initial && !initial.isClosed ? initial.eventsAfter(last) : undefined;
   if (initial) follow(initial);
+  if (backlog?.length) queue.unshift(...backlog.map((event) => ({ event })));
+  let backlogTaken = backlog !== undefined;
   const cluster = options.store.cluster;
   const unwatch = cluster?.watchRun(options.runId, alarm);
   options.signal?.addEventListener("abort", alarm, { once: true });
@@ -130,7 +136,6 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
       };
     }).finally(() => (wake = undefined));
   const live = () => feed !== undefined && !feed.isClosed;
-  let last = options.afterSeq;
   // Stored events come page by page, one page per turn of the event loop: a reader of a huge run holds
   // one bounded page at a time, and many readers take turns with everyone else.
   const readPage = async () => {
@@ -143,7 +148,10 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
   const caughtUp = () => live() && queue.length > 0 && "event" in queue[0] && queue[0].event.seq <= last + 1;
   /** Yields the stored events after `last`; true once the run's end (or an interruption nothing resumes) was read. */
   async function* stored(): AsyncGenerator<T | D, boolean> {
-    for (let page = await readPage(); page.length > 0; page = caughtUp() ? [] : await readPage()) {
+    // The first time, with the feed's backlog taken, every event after `last` comes from the feed.
+    const fromFeed = backlogTaken;
+    backlogTaken = false;
+    for (let page = fromFeed || caughtUp() ? [] : await readPage(); page.length > 0; page = caughtUp() ? [] : await readPage()) {
       for (const [index, item] of page.entries()) {
         yield item;
         last = item.seq;
@@ -164,6 +172,7 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
     return false;
   }
   try {
+    if (backlog?.length && options.pace) await options.pace(backlog.reduce((sum, event) => sum + source.chars(source.fromLive(event)), 0));
     if (yield* stored()) return;
     for (;;) {
       if (options.signal?.aborted) return;

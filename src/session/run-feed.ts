@@ -2,14 +2,21 @@ import type { HookboxEvent, TextDeltaEvent } from "../events/types.js";
 import { isInterruption, isRunEnd } from "../store/interrupted.js";
 import { AnswerSoFar } from "../events/answer-so-far.js";
 
+import { eventJson } from "../events/event-json.js";
+
 type Listener = (event: HookboxEvent) => void;
 /** `afterSeq`: the last event published before the delta (the delta belongs right after it). */
 type DeltaListener = (event: TextDeltaEvent, afterSeq: number) => void;
 
+/** How many of a run's latest published events its feed keeps, and their JSON characters at most. */
+export const RECENT_EVENTS = { limit: 128, maxChars: 128 * 1024 };
+
 /**
  * Live fan-out of one run's committed events, and of its text deltas, to readers in this process (SSE streams,
  * CLI printers). `close()` tells its readers that no more events come through it (the run left this process:
- * another node took it over), so they go on reading from the store.
+ * another node took it over), so they go on reading from the store. It keeps the run's latest published events
+ * (RECENT_EVENTS, from where it started), so a reader that joins the live run takes what it missed from here
+ * instead of reading back from the store what this process has just written.
  */
 export class RunFeed {
   private readonly listeners = new Set<Listener>();
@@ -17,9 +24,24 @@ export class RunFeed {
   private readonly closeListeners = new Set<() => void>();
   private readonly answer = new AnswerSoFar();
   private closed = false;
+  /** Published events with consecutive seqs, the last one `lastSeq`: those kept for a reader that joins. */
+  private readonly recent: HookboxEvent[] = [];
+  private recentChars = 0;
 
   /** `lastSeq`: the run's committed seq when the feed starts (a resumed run's). */
   constructor(private lastSeq = 0) {}
+
+  /**
+   * The published events after `afterSeq`, oldest first, or undefined when the feed no longer keeps all of them
+   * (the reader reads those from the store). A reader that subscribes in the same turn of the event loop gets
+   * every later event live: together, no gap and no duplicate.
+   */
+  eventsAfter(afterSeq: number): HookboxEvent[] | undefined {
+    if (afterSeq >= this.lastSeq) return [];
+    const first = this.lastSeq - this.recent.length + 1;
+    if (afterSeq + 1 < first) return undefined;
+    return this.recent.slice(afterSeq + 1 - first);
+  }
 
   subscribe(listener: Listener, onClose?: () => void): () => void {
     this.listeners.add(listener);
@@ -47,6 +69,7 @@ export class RunFeed {
 
   /** A listener that throws is a reader's bug: it is logged and never stops the run or the other readers. */
   publish(event: HookboxEvent): void {
+    this.keep(event);
     this.lastSeq = Math.max(this.lastSeq, event.seq);
     this.answer.observe(event);
     for (const listener of this.listeners) guard(event.seq, () => listener(event));
@@ -55,6 +78,19 @@ export class RunFeed {
   publishDelta(event: TextDeltaEvent): void {
     this.answer.add(event);
     for (const listener of this.deltaListeners) guard(this.lastSeq, () => listener(event, this.lastSeq));
+  }
+
+  /** Keeps the event if it follows the last one published (anything else starts the kept events over after it). */
+  private keep(event: HookboxEvent): void {
+    if (event.seq !== this.lastSeq + 1) {
+      this.recent.length = 0;
+      this.recentChars = 0;
+      return;
+    }
+    this.recent.push(event);
+    this.recentChars += eventJson(event).length;
+    while (this.recent.length > RECENT_EVENTS.limit || (this.recentChars > RECENT_EVENTS.maxChars && this.recent.length > 0))
+      this.recentChars -= eventJson(this.recent.shift()!).length;
   }
 
   close(): void {

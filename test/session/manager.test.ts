@@ -1,9 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { join } from "node:path";
 import { writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { openStore, type Store } from "../../src/store/index.js";
 import { SessionManager } from "../../src/session/manager.js";
+import { RECENT_EVENTS } from "../../src/session/run-feed.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import type { TenantConfig, TenantRuntime } from "../../src/host/types.js";
 import { tempDir } from "../store/helpers.js";
@@ -308,6 +309,46 @@ describe("SessionManager", () => {
     expect(live.at(-1)?.type).toBe("run-finished");
     const stored = await collect(manager.events(handle.runId, 4));
     expect(stored.map((e) => e.seq)).toEqual(live.filter((e) => e.seq > 4).map((e) => e.seq));
+  });
+
+  it("a reader that joins a live run takes the events before it from the run's feed, not the store; past the feed's window, from the store", async () => {
+    const { manager } = setup();
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const texts = async (runId: string, afterSeq: number) => {
+      const out: { seq?: number; json: string }[] = [];
+      for await (const item of manager.eventTexts(runId, afterSeq)) out.push(item);
+      return out;
+    };
+    const first = await session.run("go", { step: true });
+    const pause = await waitForEvent(manager.events(first.runId), "debugger.pause");
+    const reads = vi.spyOn(store, "listEventTexts");
+    const events = collect(manager.events(first.runId));
+    const eventTexts = texts(first.runId, 1);
+    first.continue(pause.pauseId);
+    await first.wait();
+    const all = await events;
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(all.at(-1)?.type).toBe("run-finished");
+    expect((await eventTexts).map((item) => item.json)).toEqual(all.slice(1).map((e) => JSON.stringify(e)));
+    expect(reads).not.toHaveBeenCalled();
+    // A window of two events: a reader from the start reads the ones before it from the store.
+    const window = RECENT_EVENTS.limit;
+    RECENT_EVENTS.limit = 2;
+    try {
+      const second = await session.run("again", { step: true });
+      const paused = await waitForEvent(manager.events(second.runId, 1), "debugger.pause");
+      const fromStart = collect(manager.events(second.runId));
+      const textsFromStart = texts(second.runId, 0);
+      second.continue(paused.pauseId);
+      await second.wait();
+      const stored = await fromStart;
+      expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
+      expect(stored.at(-1)?.type).toBe("run-finished");
+      expect((await textsFromStart).map((item) => item.json)).toEqual(stored.map((e) => JSON.stringify(e)));
+      expect(reads).toHaveBeenCalled();
+    } finally {
+      RECENT_EVENTS.limit = window;
+    }
   });
 
   it("resumes an interrupted run without re-executing a committed tool, re-running beforeToolCall for the rest, not beforeRun", async () => {
