@@ -1,7 +1,7 @@
 import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent, TextDeltaEvent } from "../events/types.js";
 import type { SnapshotPhase, RunPersistence, ChainVerdict, RunResult } from "../host/types.js";
-import type { RunWrite, Store } from "../store/types.js";
+import type { RunWrite, RunWriteResult, Store } from "../store/types.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { RunFeed } from "./run-feed.js";
 import type { JsonObject } from "../turns/json.js";
@@ -16,6 +16,11 @@ import { committedTurn, planTurn, type CommittedTurn } from "../store/turn-plan.
  * snapshot sends only the blocks new since the last one and nothing is read back from the store.
  * A failed event write fails the next snapshot, so the loop stops instead of running on unrecorded.
  * `freeze()` (drain, interrupt) makes later writes no-ops: the store keeps the run as last committed.
+ * What the loop hands over within one turn of the event loop (its events and active hook chain records, up to
+ * and including a snapshot or a journal entry, which the loop awaits) is gathered into one store write, handed
+ * over with that snapshot or entry, else at the end of the turn: the store checks the run and counts the bytes
+ * once for all of it. A shadow chain record and the final event are written alone (refused, they take nothing
+ * else with them). Nothing the loop awaits is held back, so a phase is still committed before the next starts.
  */
 export interface StoredRunPersistenceOptions {
   store: Store;
@@ -49,6 +54,15 @@ export interface StoredRunPersistenceOptions {
   onLost?(error: HookboxError): void;
 }
 
+type WritePart = Omit<RunWrite, "runId" | "sessionId" | "tenant" | "epoch" | "maxTenantBytes">;
+
+interface Gathering {
+  part: WritePart;
+  regardlessOfQuota: boolean;
+  written: Promise<RunWriteResult>;
+  settle: { resolve(result: RunWriteResult): void; reject(error: unknown): void };
+}
+
 export class StoredRunPersistence implements RunPersistence {
   private failure: unknown;
   private frozen = false;
@@ -68,6 +82,8 @@ export class StoredRunPersistence implements RunPersistence {
   /** A final event was handed over (its write may still be in flight). */
   ending = false;
   private writes: Promise<unknown> = Promise.resolve();
+  /** The parts of the run's next write, not yet handed to the store, and the promise of that write. */
+  private gathering: Gathering | undefined;
 
   constructor(options: StoredRunPersistenceOptions) {
     this.options = options;
@@ -85,7 +101,8 @@ export class StoredRunPersistence implements RunPersistence {
       lookup: (callId) => results.get(callId),
       record: async (callId, toolUse) => {
         if (this.frozen) return;
-        await this.write({ toolResults: [{ callId, blockJson: JSON.stringify(toolUse) }] });
+        // Awaited by the loop before its next call: handed over at once.
+        await this.write({ toolResults: [{ callId, blockJson: JSON.stringify(toolUse) }] }, { now: true });
         results.set(callId, toolUse);
       },
     };
@@ -98,7 +115,8 @@ export class StoredRunPersistence implements RunPersistence {
     this.inferenceId ||= event.inferenceId;
     if (event.type === "inference-finished") this.iterations += 1;
     if (event.type === "run-finished") this.ending = true;
-    this.write({ events: [{ event, json: eventJson(event) }] }).then(
+    // The final event is written alone: refused over the quota, endOverQuota replaces it and nothing else.
+    this.write({ events: [{ event, json: eventJson(event) }] }, { alone: event.type === "run-finished" }).then(
       () => this.committedEvent(event),
       (error: unknown) => {
         if (event.type === "run-finished" && isHookboxError(error) && error.code === "STORE_QUOTA") return this.endOverQuota(event, error);
@@ -116,9 +134,11 @@ export class StoredRunPersistence implements RunPersistence {
   readonly onHookCall = (verdict: ChainVerdict): void => {
     if (this.frozen || this.failure) return;
     const { payload, ...rest } = verdict;
-    const written = this.write({
-      hookCalls: [hookCallWrite({ ...rest, ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }) })],
-    });
+    // A shadow record is written alone: refused (over the quota), it takes nothing of the run with it.
+    const written = this.write(
+      { hookCalls: [hookCallWrite({ ...rest, ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }) })] },
+      { alone: verdict.shadow },
+    );
     // A shadow record that cannot be written (over the quota too) is lost, never the run's failure; an active
     // one (what replay and provenance read) fails the next snapshot, so the run ends with the store's error.
     written.catch((error: unknown) => {
@@ -147,7 +167,7 @@ export class StoredRunPersistence implements RunPersistence {
             createdMs: Date.now(),
           },
         },
-        phase === "final",
+        { regardlessOfQuota: phase === "final" },
       );
       segments = written.snapshot!.segments;
     } catch (error) {
@@ -183,7 +203,7 @@ export class StoredRunPersistence implements RunPersistence {
       ...(result?.reason ? { reason: result.reason } : {}),
       ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
     };
-    await this.write({ events: [{ event, json: eventJson(event) }] }, true).then(
+    await this.write({ events: [{ event, json: eventJson(event) }] }, { regardlessOfQuota: true }).then(
       () => this.committedEvent(event),
       (error: unknown) => {
         // Readers still learn how the run ended; a full store takes the same event once it has room.
@@ -207,6 +227,8 @@ export class StoredRunPersistence implements RunPersistence {
   }
 
   freeze(): void {
+    // What was handed over before goes to the store now, as it would have without gathering.
+    this.handOver();
     this.frozen = true;
   }
 
@@ -216,13 +238,30 @@ export class StoredRunPersistence implements RunPersistence {
     this.options.feed.publish(event);
   }
 
-  /** Writes of the run go out in order; the tenant's quota applies unless `regardlessOfQuota`. */
-  private write(part: Omit<RunWrite, "runId">, regardlessOfQuota = false) {
-    const quota = this.options.maxTenantBytes;
-    const written = this.options.store.write({
-      ...this.owner,
-      ...(quota !== undefined && !regardlessOfQuota ? { maxTenantBytes: quota } : {}),
-      ...part,
+  /**
+   * Writes of the run go out in order; the tenant's quota applies unless `regardlessOfQuota`. The part joins the
+   * write being gathered (unless it is to be `alone`, or its quota differs); a snapshot ends the write.
+   */
+  private write(part: WritePart, how: { regardlessOfQuota?: boolean; alone?: boolean; now?: boolean } = {}): Promise<RunWriteResult> {
+    const regardlessOfQuota = how.regardlessOfQuota ?? false;
+    if (this.gathering && (how.alone || this.gathering.regardlessOfQuota !== regardlessOfQuota)) this.handOver();
+    const gathering = (this.gathering ??= this.gather(regardlessOfQuota));
+    const into = gathering.part;
+    if (part.events) (into.events ??= []).push(...part.events);
+    if (part.toolResults) (into.toolResults ??= []).push(...part.toolResults);
+    if (part.hookCalls) (into.hookCalls ??= []).push(...part.hookCalls);
+    if (part.snapshot) into.snapshot = part.snapshot;
+    if (part.snapshot || how.alone || how.now) this.handOver();
+    return gathering.written;
+  }
+
+  /** A new write to gather parts into, handed to the store at the end of this turn of the event loop at the latest. */
+  private gather(regardlessOfQuota: boolean): Gathering {
+    let settle!: Gathering["settle"];
+    const written = new Promise<RunWriteResult>((resolve, reject) => (settle = { resolve, reject }));
+    const gathering: Gathering = { part: {}, regardlessOfQuota, written, settle };
+    setImmediate(() => {
+      if (this.gathering === gathering) this.handOver();
     });
     // Settled after the caller's own handlers (the publish of an event) ran.
     this.writes = written.then(
@@ -234,7 +273,22 @@ export class StoredRunPersistence implements RunPersistence {
         }
       },
     );
-    return written;
+    return gathering;
+  }
+
+  /** Hands the write being gathered to the store. */
+  private handOver(): void {
+    const gathering = this.gathering;
+    if (!gathering) return;
+    this.gathering = undefined;
+    const quota = this.options.maxTenantBytes;
+    this.options.store
+      .write({
+        ...this.owner,
+        ...(quota !== undefined && !gathering.regardlessOfQuota ? { maxTenantBytes: quota } : {}),
+        ...gathering.part,
+      })
+      .then(gathering.settle.resolve, gathering.settle.reject);
   }
 
   /**
@@ -244,7 +298,7 @@ export class StoredRunPersistence implements RunPersistence {
   private endOverQuota(event: HookboxEvent & { type: "run-finished" }, error: HookboxError): Promise<void> {
     const { text: _text, ...rest } = event;
     const ending: HookboxEvent = { ...rest, status: "failed", errorCode: "STORE_QUOTA", reason: error.message };
-    return this.write({ events: [{ event: ending, json: eventJson(ending) }] }, true).then(
+    return this.write({ events: [{ event: ending, json: eventJson(ending) }] }, { regardlessOfQuota: true }).then(
       () => this.committedEvent(ending),
       (failed: unknown) => {
         this.failure ??= failed;

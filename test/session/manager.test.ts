@@ -351,6 +351,25 @@ describe("SessionManager", () => {
     }
   });
 
+  it("hands a run's events to the store with the snapshot that follows them: one write, checked and counted once", async () => {
+    const { manager } = setup();
+    const writes = vi.spyOn(store, "write");
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    const handle = await session.run("go");
+    await handle.wait();
+    const ofRun = writes.mock.calls.map(([write]) => write).filter((write) => write.runId === handle.runId);
+    // The fake loop emits run-started, then snapshots; each inference's two events, then its snapshot.
+    expect(ofRun[0]).toMatchObject({ events: [{ event: { type: "run-started" } }], snapshot: { phase: "pre_inference" } });
+    const withSnapshot = ofRun.filter((write) => write.snapshot?.phase === "post_inference");
+    expect(withSnapshot.map((write) => write.events?.map(({ event }) => event.type))).toEqual([
+      ["inference-started", "inference-finished"],
+      ["inference-started", "inference-finished"],
+    ]);
+    const stored = await collect(manager.events(handle.runId));
+    expect(stored.map((e) => e.seq)).toEqual(stored.map((_, i) => i + 1));
+    expect(ofRun.flatMap((write) => write.events ?? []).map(({ event }) => event.seq)).toEqual(stored.map((e) => e.seq));
+  });
+
   it("resumes an interrupted run without re-executing a committed tool, re-running beforeToolCall for the rest, not beforeRun", async () => {
     dir = tempDir("hookbox-session-");
     store = openStore(join(dir, "store.db"));
