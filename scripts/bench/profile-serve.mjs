@@ -1,8 +1,11 @@
 // A CPU profile of `hookbox serve` under the bench's HTTP workload (scripts/bench/http-workload.mjs): serve runs
 // with --cpu-prof, the clients run, serve stops on SIGTERM and writes the profile. Prints where serve's CPU went:
 // self time by source file of hookbox (through dist's source maps) or package, and the hottest functions.
+// With --owners, a third table charges each sample to its owner: the nearest frame above it (itself included) in a
+// hookbox source folder (src/store, src/server, ...) or in hono, so Node's socket writes under hono's response
+// count as hono's and a statement under the store as the store's.
 // node scripts/bench/profile-serve.mjs [--clients N] [--runs-per-client N] [--store memory|file] [--keep DIR] [--top N]
-// (after npm run build). --keep leaves the .cpuprofile in DIR (open it in Chrome DevTools or speedscope).
+//   [--owners] (after npm run build). --keep leaves the .cpuprofile in DIR (open it in Chrome DevTools or speedscope).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, dirname } from "node:path";
@@ -19,6 +22,7 @@ const { values } = parseArgs({
     store: { type: "string" },
     keep: { type: "string" },
     top: { type: "string" },
+    owners: { type: "boolean" },
   },
 });
 const work = mkdtempSync(join(tmpdir(), "hookbox-profile-"));
@@ -77,6 +81,28 @@ try {
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
   }
   const busyUs = totalUs - idleUs;
+  const byOwner = new Map();
+  if (values.owners) {
+    const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
+    const parents = new Map(profile.nodes.flatMap((node) => (node.children ?? []).map((child) => [child, node])));
+    for (const node of profile.nodes) {
+      if (node.hitCount === 0 || node.callFrame.functionName === "(idle)") continue;
+      let owner = "(no hookbox or hono frame)";
+      for (let at = nodes.get(node.id); at; at = parents.get(at.id)) {
+        const { url, lineNumber, columnNumber } = at.callFrame;
+        const place = placeOf(url, lineNumber, columnNumber);
+        if (place.startsWith("src/")) {
+          owner = place.split("/").slice(0, 2).join("/");
+          break;
+        }
+        if (place === "hono" || place === "@hono/node-server") {
+          owner = place;
+          break;
+        }
+      }
+      byOwner.set(owner, (byOwner.get(owner) ?? 0) + node.hitCount * perSample);
+    }
+  }
   const top = Number(values.top ?? 25);
   const table = (map) =>
     [...map.entries()]
@@ -86,7 +112,8 @@ try {
       .join("\n");
   process.stdout.write(
     `serve: ${measured.runs} timed runs (${round(measured.runsPerS)} runs/s), ${round(measured.cpuMsPerRun, 2)} ms CPU per run, workers ${round(measured.workerCpuMsPerRun, 2)} ms\n` +
-      `profile: ${(totalUs / 1e6).toFixed(1)} s, busy ${(busyUs / 1e6).toFixed(1)} s (warm-up included)\n\nself time by file:\n${table(byPlace)}\n\nhottest functions:\n${table(byFunction)}\n`,
+      `profile: ${(totalUs / 1e6).toFixed(1)} s, busy ${(busyUs / 1e6).toFixed(1)} s (warm-up included)\n\nself time by file:\n${table(byPlace)}\n\nhottest functions:\n${table(byFunction)}\n` +
+      (values.owners ? `\nby owner (the nearest hookbox folder or hono frame above):\n${table(byOwner)}\n` : ""),
   );
 } finally {
   rmSync(work, { recursive: true, force: true });
