@@ -18,7 +18,7 @@ import type { EncodedSettlement, RuntimeOps } from "../src/sandbox/wire/guest-op
 type Call = RuntimeOps["call"];
 type Resume = RuntimeOps["resume"];
 import { lazyJson, type LazyJson } from "./lazy-json.js";
-import { attachCapabilities } from "./capabilities.js";
+import { capabilityAttacher } from "./capabilities.js";
 import { isGuestDataError, toBoundedJson } from "./serialize.js";
 
 interface PendingRequest {
@@ -114,7 +114,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
     return promise;
   }
 
-  function askCapability(callId: number) {
+  function askCapability(callId: number): (text: string) => Promise<unknown> {
     return function (text: string): Promise<unknown> {
       const call = active[callId];
       if (call === undefined || call.settled)
@@ -140,6 +140,8 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
       );
     };
   }
+
+  const attachCapabilities = capabilityAttacher(askCapability, limits.maxPayloadBytes);
 
   /** `lazyResult`: the JSON text of a hook payload's `result`, sent apart from the payload (see the host's call-args.ts). */
   function start(callId: Call[0], kind: Call[1], target: Call[2], argsJson: Call[3], lazyResult: Call[4]): EncodedSettlement | undefined {
@@ -181,7 +183,7 @@ export function createCallbacks(host: HostChannel, limits: RuntimeLimits, script
         defineData(args[0], "result", call.lazy.value);
       }
       const ctx = kind === "hook" ? args[0] : args[1];
-      if (ctx !== null && typeof ctx === "object") attachCapabilities(ctx, askCapability(callId), limits.maxPayloadBytes);
+      if (ctx !== null && typeof ctx === "object") attachCapabilities(ctx, callId);
       const callArgs =
         kind === "middleware"
           ? [args[0], makeNext(callId, JSONStringify(args[0])), args[1]]

@@ -8,10 +8,14 @@ import { guestError } from "./guest-errors.js";
 import {
   JSONParse,
   ObjectCreate,
+  ObjectDefineProperty,
   ObjectFreeze,
   PromiseReject,
   PromisePrototypeThen,
   StringPrototypeIncludes,
+  WeakMapCtor,
+  WeakMapPrototypeGet,
+  WeakMapPrototypeSet,
   defineData,
   defineHidden,
 } from "./primordials.js";
@@ -58,9 +62,9 @@ function fetchResponse(answer: unknown): unknown {
   return response;
 }
 
-/** The three capability objects of one callback; each property is non-enumerable on ctx (never serialized). */
-export function attachCapabilities(target: object, askHost: AskHost, maxBytes: number): void {
-  const fetch = function fetch(url: unknown, init?: unknown): Promise<unknown> {
+/** The capability objects of one callback, each made the first time a script reads it. */
+function makeFetch(askHost: AskHost, maxBytes: number): unknown {
+  return function fetch(url: unknown, init?: unknown): Promise<unknown> {
     const request = record();
     request.kind = "fetch";
     request.url = url;
@@ -72,12 +76,15 @@ export function attachCapabilities(target: object, askHost: AskHost, maxBytes: n
     }
     return PromisePrototypeThen(ask(askHost, "ctx.fetch", request, maxBytes), fetchResponse, (error) => PromiseReject(error));
   };
+}
+
+function makeKv(askHost: AskHost, maxBytes: number): unknown {
   const kvRequest = (op: string, fields: Record<string, unknown>): Promise<unknown> => {
     fields.kind = "kv";
     fields.op = op;
     return ask(askHost, "ctx.kv." + op, fields, maxBytes);
   };
-  const kv = ObjectFreeze({
+  return ObjectFreeze({
     get(key: unknown): Promise<unknown> {
       const fields = record();
       fields.key = key;
@@ -117,7 +124,10 @@ export function attachCapabilities(target: object, askHost: AskHost, maxBytes: n
       return kvRequest("list", fields);
     },
   });
-  const model = ObjectFreeze({
+}
+
+function makeModel(askHost: AskHost, maxBytes: number): unknown {
+  return ObjectFreeze({
     generate(options: unknown): Promise<unknown> {
       const fields = record();
       fields.kind = "model";
@@ -130,7 +140,56 @@ export function attachCapabilities(target: object, askHost: AskHost, maxBytes: n
       return ask(askHost, "ctx.model.generate", fields, maxBytes);
     },
   });
-  defineHidden(target, "fetch", fetch);
-  defineHidden(target, "kv", kv);
-  defineHidden(target, "model", model);
+}
+
+type CapabilityName = "fetch" | "kv" | "model";
+
+/** Whose ctx it is (the callback's id), and its capability objects once made. */
+interface OwnCapabilities {
+  callId: number;
+  fetch: unknown;
+  kv: unknown;
+  model: unknown;
+}
+
+/** Gives `target` (a callback's ctx, or a hook's payload) the capabilities of callback `callId`. */
+export type AttachCapabilities = (target: object, callId: number) => void;
+
+/**
+ * One per context. `fetch`, `kv` and `model` are non-enumerable accessor properties of each ctx, so spreading or
+ * serializing a ctx never carries them; a getter makes that callback's object the first time a script reads it
+ * (then always answers the same one), and a setter turns the property into a plain data property holding what
+ * was assigned, as assigning a writable one does. Most callbacks never use a capability: making all three
+ * objects (nine functions, two frozen objects) for every callback was about a sixth of a sandbox worker's CPU
+ * per hook in the loop bench. The getters and setters are the context's, shared by its callbacks; which callback
+ * a ctx belongs to is kept in a WeakMap that only the runtime can reach, so reading a getter with another
+ * `this` answers only that object's own capabilities (undefined for anything that is not a ctx).
+ */
+export function capabilityAttacher(askFor: (callId: number) => AskHost, maxBytes: number): AttachCapabilities {
+  const owners = new WeakMapCtor<object, OwnCapabilities>();
+  const accessor = (name: CapabilityName, make: (askHost: AskHost, maxBytes: number) => unknown): PropertyDescriptor => {
+    const descriptor = ObjectCreate(null) as PropertyDescriptor;
+    descriptor.enumerable = false;
+    descriptor.configurable = true;
+    descriptor.get = function (this: unknown): unknown {
+      const own = WeakMapPrototypeGet(owners, this as object) as OwnCapabilities | undefined;
+      if (own === undefined) return undefined;
+      let value = own[name];
+      if (value === undefined) value = own[name] = make(askFor(own.callId), maxBytes);
+      return value;
+    };
+    descriptor.set = function (this: unknown, value: unknown): void {
+      if ((typeof this === "object" && this !== null) || typeof this === "function") defineHidden(this as object, name, value);
+    };
+    return descriptor;
+  };
+  const fetch = accessor("fetch", makeFetch);
+  const kv = accessor("kv", makeKv);
+  const model = accessor("model", makeModel);
+  return function attach(target: object, callId: number): void {
+    WeakMapPrototypeSet(owners, target, { callId, fetch: undefined, kv: undefined, model: undefined });
+    ObjectDefineProperty(target, "fetch", fetch);
+    ObjectDefineProperty(target, "kv", kv);
+    ObjectDefineProperty(target, "model", model);
+  };
 }

@@ -52,6 +52,11 @@ export const PromisePrototypeThen = uncurry(
     fail: (error: unknown) => unknown,
   ) => Promise<unknown>,
 );
+export const WeakMapCtor = WeakMap;
+export const WeakMapPrototypeGet = uncurry(WeakMap.prototype.get as (this: WeakMap<object, unknown>, key: object) => unknown);
+export const WeakMapPrototypeSet = uncurry(
+  WeakMap.prototype.set as (this: WeakMap<object, unknown>, key: object, value: unknown) => WeakMap<object, unknown>,
+);
 export const globalObject = globalThis;
 
 /** A dictionary without a prototype: lookups never reach Object.prototype, which scripts can change. */

@@ -1,0 +1,179 @@
+// The sandbox worker's own CPU per tool call of the loop bench, measured apart from the host:
+// `node scripts/bench/worker-floor.mjs` (after `npm run build`) prints one JSON object. It starts the real worker
+// (dist/sandbox-worker.js, without the wall) and drives its fd-3 pipe directly with the exec messages the host sends
+// in scripts/bench/loop-throughput.mjs: the bench's policy, 8 runs at a time, each run a fresh context that gets 100
+// tool calls (a beforeToolCall and an afterToolCall message each) and then `close-run`, 4 messages in flight as the
+// host's gate pipelines them. The driver does the least a host can (no validation, events or loop), so the worker's
+// CPU (all its threads, from /proc/PID/task/*/schedstat) is most of what is counted, and load on the machine moves
+// it less than it moves loop-floor.mjs's figure. Keys, medians over the blocks:
+// - worker_cpu_us_per_call: the worker's CPU per tool call (two exec messages), contexts and their closing included;
+// - segments_cpu_us_per_call: of the worker's, the isolate's CPU in the hooks' segments (the replies' `cpuMs`,
+//   what the worker charges the callbacks: the runtime's and the script's code, not the contexts' making);
+// - driver_cpu_us_per_call: this process's (the stand-in host's) CPU per tool call.
+// `--dist DIR`: another build (A/B). `--node-flags "..."`: flags for the worker's node (as HOOKBOX_WORKER_EXEC_ARGV
+// adds them under the pool). HOOKBOX_WORKER_POLL_US is passed on as the pool passes it.
+import { spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { cpuMs } from "./proc-cpu.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const argument = (name) => {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? process.argv[at + 1] : undefined;
+};
+const dist = resolve(argument("--dist") ?? join(root, "dist"));
+const nodeFlags = (argument("--node-flags") ?? "").split(" ").filter(Boolean);
+
+const RUNS = 8;
+const CALLS_PER_RUN = 100;
+const DEPTH = 4;
+const BLOCK_CALLS = 4000;
+const BLOCKS = 7;
+
+/** The bench's policy (loop-throughput.mjs) in the bundler's factory shape: it gets the "hookbox" module. */
+const FACTORY = `(function (hookbox) { return { default: hookbox.defineScript({ name: "bench-policy", hooks: {
+  beforeToolCall(p) { return p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" }; },
+  afterToolCall(p) { return { result: { ...p.result, checked: true } }; },
+} }) }; })`;
+const LIMITS = { memoryMb: 64, cpuMs: 200, wallMs: 5000, maxPayloadBytes: 8 * 1048576, maxLogChars: 8192, logsPerSecond: 100 };
+
+/** A hook payload with the fields the host sends. */
+function payload(runId, index, after) {
+  const common = {
+    sessionId: runId,
+    inferenceId: "inf_01a214e010cb45920c6f9a896084fe01",
+    traceId: "eec994e17bd58afc977141f59d1de0b3",
+    turnId: "turn_01a214e010cb35e97594205ef23210a1",
+    timestampMs: 1795646558423 + index,
+    tags: {},
+    userContext: { originalUserRequest: "go", timestampMs: 1795646558411 },
+    budget: { iteration: 1 + Math.floor(index / 10), maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
+  };
+  const call = { id: `c${Math.floor(index / 10)}_${index % 10}`, name: "echo", args: { n: index % 10 }, origin: "model" };
+  return JSON.stringify([
+    after
+      ? { ...common, phase: "afterToolCall", call, attempt: 1, durationMs: 0, result: { n: index % 10 } }
+      : { ...common, phase: "beforeToolCall", call, attempt: 1 },
+  ]);
+}
+
+/** A frame with no blob section (wire/framing.ts). */
+function frameOf(message) {
+  const text = JSON.stringify(message);
+  const frame = Buffer.allocUnsafe(8 + Buffer.byteLength(text));
+  frame.writeUInt32LE(frame.length - 8, 0);
+  frame.writeUInt32LE(0, 4);
+  frame.write(text, 8);
+  return frame;
+}
+
+const worker = spawn(process.execPath, ["--no-node-snapshot", ...nodeFlags, join(dist, "sandbox-worker.js")], {
+  stdio: ["ignore", "inherit", "inherit", "pipe"],
+  env: process.env.HOOKBOX_WORKER_POLL_US === undefined ? {} : { HOOKBOX_WORKER_POLL_US: process.env.HOOKBOX_WORKER_POLL_US },
+});
+const pipe = worker.stdio[3];
+let buffered = Buffer.alloc(0);
+let onReply = () => {};
+let segmentsMs = 0;
+pipe.on("data", (chunk) => {
+  buffered = buffered.length > 0 ? Buffer.concat([buffered, chunk]) : chunk;
+  while (buffered.length >= 8) {
+    const total = 8 + buffered.readUInt32LE(0) + buffered.readUInt32LE(4);
+    if (buffered.length < total) break;
+    const reply = JSON.parse(buffered.toString("utf8", 8, 8 + buffered.readUInt32LE(0)));
+    buffered = buffered.subarray(total);
+    onReply(reply);
+  }
+});
+await new Promise((ready) => (onReply = ready));
+pipe.write(frameOf({ type: "bundle", hash: "bench-policy", code: FACTORY, filename: "bench-policy.js" }));
+
+let seq = 0;
+let callId = 0;
+let runNumber = 0;
+let limitsSent = false;
+const runs = Array.from({ length: RUNS }, () => ({ runId: `run-${++runNumber}`, sent: 0 }));
+let turn = 0;
+
+/** The next exec message: the runs take turns, each sends its calls' before and after hooks in order. */
+function nextFrames() {
+  const run = runs[turn++ % RUNS];
+  const index = Math.floor(run.sent / 2);
+  const after = run.sent % 2 === 1;
+  const message = {
+    type: "call",
+    seq: ++seq,
+    tenant: "bench-loop",
+    runId: run.runId,
+    script: "bench-policy",
+    bundleHash: "bench-policy",
+    callId: ++callId,
+    kind: "hook",
+    target: after ? "afterToolCall" : "beforeToolCall",
+    args: payload(run.runId, index, after),
+  };
+  if (!limitsSent) ((message.limits = LIMITS), (limitsSent = true));
+  const frames = [frameOf(message)];
+  if (++run.sent === 2 * CALLS_PER_RUN) {
+    frames.push(frameOf({ type: "close-run", tenant: "bench-loop", runId: run.runId }));
+    run.runId = `run-${++runNumber}`;
+    run.sent = 0;
+  }
+  return frames;
+}
+
+/** Sends `messages` exec messages, DEPTH in flight; the frames of one turn go in one write, as the host's. */
+function exchange(messages) {
+  return new Promise((done, fail) => {
+    let sent = 0;
+    let answered = 0;
+    let pending = [];
+    const flush = () => {
+      if (pending.length > 0) pipe.write(pending.length === 1 ? pending[0] : Buffer.concat(pending));
+      pending = [];
+    };
+    const send = () => {
+      sent++;
+      pending.push(...nextFrames());
+    };
+    onReply = (reply) => {
+      const outcome = reply.outcomes?.[0];
+      if (reply.type !== "done" || outcome?.type !== "settled") return fail(new Error(`unexpected reply: ${JSON.stringify(reply)}`));
+      segmentsMs += reply.cpuMs ?? 0;
+      if (++answered === messages) return done();
+      if (sent < messages) {
+        const first = pending.length === 0;
+        send();
+        if (first) queueMicrotask(flush);
+      }
+    };
+    for (let i = 0; i < DEPTH && sent < messages; i++) send();
+    flush();
+  });
+}
+
+const round = (value) => Math.round(value * 10) / 10;
+const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const ownUs = () => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+await exchange(2 * BLOCK_CALLS); // warm-up: the worker's code, the runtime's code cache
+const workerUs = [];
+const driverUs = [];
+const segmentsUs = [];
+for (let block = 0; block < BLOCKS; block++) {
+  const workerBefore = cpuMs(worker.pid);
+  const driverBefore = ownUs();
+  segmentsMs = 0;
+  await exchange(2 * BLOCK_CALLS);
+  workerUs.push(((cpuMs(worker.pid) - workerBefore) * 1000) / BLOCK_CALLS);
+  driverUs.push((ownUs() - driverBefore) / BLOCK_CALLS);
+  segmentsUs.push((segmentsMs * 1000) / BLOCK_CALLS);
+}
+worker.kill("SIGKILL");
+process.stdout.write(
+  `${JSON.stringify({ dist, nodeFlags: nodeFlags.join(" "), worker_cpu_us_per_call: round(median(workerUs)), segments_cpu_us_per_call: round(median(segmentsUs)), driver_cpu_us_per_call: round(median(driverUs)) })}\n`,
+);
+process.exit(0);
