@@ -10,8 +10,10 @@
 // - segments_cpu_us_per_call: of the worker's, the isolate's CPU in the hooks' segments (the replies' `cpuMs`,
 //   what the worker charges the callbacks: the runtime's and the script's code, not the contexts' making);
 // - driver_cpu_us_per_call: this process's (the stand-in host's) CPU per tool call.
-// `--dist DIR`: another build (A/B). `--node-flags "..."`: flags for the worker's node (as HOOKBOX_WORKER_EXEC_ARGV
-// adds them under the pool). HOOKBOX_WORKER_POLL_US is passed on as the pool passes it.
+// `--dist DIR`: another build; given more than once (A/B), one worker per build, all started at once, their blocks
+// alternating, so each build is measured under the same load (one JSON line per build). `--node-flags "..."`:
+// flags for the workers' node (as HOOKBOX_WORKER_EXEC_ARGV adds them under the pool). HOOKBOX_WORKER_POLL_US is
+// passed on as the pool passes it.
 import { spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,14 +24,15 @@ const argument = (name) => {
   const at = process.argv.indexOf(name);
   return at > 0 ? process.argv[at + 1] : undefined;
 };
-const dist = resolve(argument("--dist") ?? join(root, "dist"));
+const dists = process.argv.flatMap((value, at) => (process.argv[at - 1] === "--dist" ? [resolve(value)] : []));
+if (dists.length === 0) dists.push(join(root, "dist"));
 const nodeFlags = (argument("--node-flags") ?? "").split(" ").filter(Boolean);
 
 const RUNS = 8;
 const CALLS_PER_RUN = 100;
 const DEPTH = 4;
 const BLOCK_CALLS = 4000;
-const BLOCKS = 7;
+const BLOCKS = 9;
 
 /** The bench's policy (loop-throughput.mjs) in the bundler's factory shape: it gets the "hookbox" module. */
 const FACTORY = `(function (hookbox) { return { default: hookbox.defineScript({ name: "bench-policy", hooks: {
@@ -68,89 +71,105 @@ function frameOf(message) {
   return frame;
 }
 
-const worker = spawn(process.execPath, ["--no-node-snapshot", ...nodeFlags, join(dist, "sandbox-worker.js")], {
-  stdio: ["ignore", "inherit", "inherit", "pipe"],
-  env: process.env.HOOKBOX_WORKER_POLL_US === undefined ? {} : { HOOKBOX_WORKER_POLL_US: process.env.HOOKBOX_WORKER_POLL_US },
-});
-const pipe = worker.stdio[3];
-let buffered = Buffer.alloc(0);
-let onReply = () => {};
-let segmentsMs = 0;
-pipe.on("data", (chunk) => {
-  buffered = buffered.length > 0 ? Buffer.concat([buffered, chunk]) : chunk;
-  while (buffered.length >= 8) {
-    const total = 8 + buffered.readUInt32LE(0) + buffered.readUInt32LE(4);
-    if (buffered.length < total) break;
-    const reply = JSON.parse(buffered.toString("utf8", 8, 8 + buffered.readUInt32LE(0)));
-    buffered = buffered.subarray(total);
-    onReply(reply);
-  }
-});
-await new Promise((ready) => (onReply = ready));
-pipe.write(frameOf({ type: "bundle", hash: "bench-policy", code: FACTORY, filename: "bench-policy.js" }));
-
-let seq = 0;
-let callId = 0;
-let runNumber = 0;
-let limitsSent = false;
-const runs = Array.from({ length: RUNS }, () => ({ runId: `run-${++runNumber}`, sent: 0 }));
-let turn = 0;
-
-/** The next exec message: the runs take turns, each sends its calls' before and after hooks in order. */
-function nextFrames() {
-  const run = runs[turn++ % RUNS];
-  const index = Math.floor(run.sent / 2);
-  const after = run.sent % 2 === 1;
-  const message = {
-    type: "call",
-    seq: ++seq,
-    tenant: "bench-loop",
-    runId: run.runId,
-    script: "bench-policy",
-    bundleHash: "bench-policy",
-    callId: ++callId,
-    kind: "hook",
-    target: after ? "afterToolCall" : "beforeToolCall",
-    args: payload(run.runId, index, after),
-  };
-  if (!limitsSent) ((message.limits = LIMITS), (limitsSent = true));
-  const frames = [frameOf(message)];
-  if (++run.sent === 2 * CALLS_PER_RUN) {
-    frames.push(frameOf({ type: "close-run", tenant: "bench-loop", runId: run.runId }));
-    run.runId = `run-${++runNumber}`;
-    run.sent = 0;
-  }
-  return frames;
-}
-
-/** Sends `messages` exec messages, DEPTH in flight; the frames of one turn go in one write, as the host's. */
-function exchange(messages) {
-  return new Promise((done, fail) => {
-    let sent = 0;
-    let answered = 0;
-    let pending = [];
-    const flush = () => {
-      if (pending.length > 0) pipe.write(pending.length === 1 ? pending[0] : Buffer.concat(pending));
-      pending = [];
-    };
-    const send = () => {
-      sent++;
-      pending.push(...nextFrames());
-    };
-    onReply = (reply) => {
-      const outcome = reply.outcomes?.[0];
-      if (reply.type !== "done" || outcome?.type !== "settled") return fail(new Error(`unexpected reply: ${JSON.stringify(reply)}`));
-      segmentsMs += reply.cpuMs ?? 0;
-      if (++answered === messages) return done();
-      if (sent < messages) {
-        const first = pending.length === 0;
-        send();
-        if (first) queueMicrotask(flush);
-      }
-    };
-    for (let i = 0; i < DEPTH && sent < messages; i++) send();
-    flush();
+/** One worker of `dist`, driven as the host's gate drives it. */
+async function startWorker(dist) {
+  const worker = spawn(process.execPath, ["--no-node-snapshot", ...nodeFlags, join(dist, "sandbox-worker.js")], {
+    stdio: ["ignore", "inherit", "inherit", "pipe"],
+    env: process.env.HOOKBOX_WORKER_POLL_US === undefined ? {} : { HOOKBOX_WORKER_POLL_US: process.env.HOOKBOX_WORKER_POLL_US },
   });
+  const pipe = worker.stdio[3];
+  let buffered = Buffer.alloc(0);
+  let onReply = () => {};
+  let segmentsMs = 0;
+  pipe.on("data", (chunk) => {
+    buffered = buffered.length > 0 ? Buffer.concat([buffered, chunk]) : chunk;
+    while (buffered.length >= 8) {
+      const total = 8 + buffered.readUInt32LE(0) + buffered.readUInt32LE(4);
+      if (buffered.length < total) break;
+      const reply = JSON.parse(buffered.toString("utf8", 8, 8 + buffered.readUInt32LE(0)));
+      buffered = buffered.subarray(total);
+      onReply(reply);
+    }
+  });
+  await new Promise((ready) => (onReply = ready));
+  pipe.write(frameOf({ type: "bundle", hash: "bench-policy", code: FACTORY, filename: "bench-policy.js" }));
+
+  let seq = 0;
+  let callId = 0;
+  let runNumber = 0;
+  let limitsSent = false;
+  const runs = Array.from({ length: RUNS }, () => ({ runId: `run-${++runNumber}`, sent: 0 }));
+  let turn = 0;
+
+  /** The next exec message: the runs take turns, each sends its calls' before and after hooks in order. */
+  function nextFrames() {
+    const run = runs[turn++ % RUNS];
+    const index = Math.floor(run.sent / 2);
+    const after = run.sent % 2 === 1;
+    const message = {
+      type: "call",
+      seq: ++seq,
+      tenant: "bench-loop",
+      runId: run.runId,
+      script: "bench-policy",
+      bundleHash: "bench-policy",
+      callId: ++callId,
+      kind: "hook",
+      target: after ? "afterToolCall" : "beforeToolCall",
+      args: payload(run.runId, index, after),
+    };
+    if (!limitsSent) ((message.limits = LIMITS), (limitsSent = true));
+    const frames = [frameOf(message)];
+    if (++run.sent === 2 * CALLS_PER_RUN) {
+      frames.push(frameOf({ type: "close-run", tenant: "bench-loop", runId: run.runId }));
+      run.runId = `run-${++runNumber}`;
+      run.sent = 0;
+    }
+    return frames;
+  }
+
+  /** Sends `messages` exec messages, DEPTH in flight; the frames of one turn go in one write, as the host's. */
+  function exchange(messages) {
+    return new Promise((done, fail) => {
+      let sent = 0;
+      let answered = 0;
+      let pending = [];
+      const flush = () => {
+        if (pending.length > 0) pipe.write(pending.length === 1 ? pending[0] : Buffer.concat(pending));
+        pending = [];
+      };
+      const send = () => {
+        sent++;
+        pending.push(...nextFrames());
+      };
+      onReply = (reply) => {
+        const outcome = reply.outcomes?.[0];
+        if (reply.type !== "done" || outcome?.type !== "settled") return fail(new Error(`unexpected reply: ${JSON.stringify(reply)}`));
+        segmentsMs += reply.cpuMs ?? 0;
+        if (++answered === messages) return done();
+        if (sent < messages) {
+          const first = pending.length === 0;
+          send();
+          if (first) queueMicrotask(flush);
+        }
+      };
+      for (let i = 0; i < DEPTH && sent < messages; i++) send();
+      flush();
+    });
+  }
+
+  const measured = { dist, workerUs: [], segmentsUs: [], driverUs: [] };
+  /** One block of BLOCK_CALLS tool calls, its CPU counted. */
+  async function block() {
+    const workerBefore = cpuMs(worker.pid);
+    const driverBefore = ownUs();
+    segmentsMs = 0;
+    await exchange(2 * BLOCK_CALLS);
+    measured.workerUs.push(((cpuMs(worker.pid) - workerBefore) * 1000) / BLOCK_CALLS);
+    measured.driverUs.push((ownUs() - driverBefore) / BLOCK_CALLS);
+    measured.segmentsUs.push((segmentsMs * 1000) / BLOCK_CALLS);
+  }
+  return { warmUp: () => exchange(2 * BLOCK_CALLS), block, measured, kill: () => worker.kill("SIGKILL") };
 }
 
 const round = (value) => Math.round(value * 10) / 10;
@@ -159,21 +178,20 @@ const ownUs = () => {
   const { user, system } = process.cpuUsage();
   return user + system;
 };
-await exchange(2 * BLOCK_CALLS); // warm-up: the worker's code, the runtime's code cache
-const workerUs = [];
-const driverUs = [];
-const segmentsUs = [];
-for (let block = 0; block < BLOCKS; block++) {
-  const workerBefore = cpuMs(worker.pid);
-  const driverBefore = ownUs();
-  segmentsMs = 0;
-  await exchange(2 * BLOCK_CALLS);
-  workerUs.push(((cpuMs(worker.pid) - workerBefore) * 1000) / BLOCK_CALLS);
-  driverUs.push((ownUs() - driverBefore) / BLOCK_CALLS);
-  segmentsUs.push((segmentsMs * 1000) / BLOCK_CALLS);
+const workers = [];
+for (const dist of dists) workers.push(await startWorker(dist));
+for (const worker of workers) await worker.warmUp(); // the worker's code, the runtime's code cache
+for (let block = 0; block < BLOCKS; block++) for (const worker of workers) await worker.block();
+for (const { measured, kill } of workers) {
+  kill();
+  process.stdout.write(
+    `${JSON.stringify({
+      dist: measured.dist,
+      nodeFlags: nodeFlags.join(" "),
+      worker_cpu_us_per_call: round(median(measured.workerUs)),
+      segments_cpu_us_per_call: round(median(measured.segmentsUs)),
+      driver_cpu_us_per_call: round(median(measured.driverUs)),
+    })}\n`,
+  );
 }
-worker.kill("SIGKILL");
-process.stdout.write(
-  `${JSON.stringify({ dist, nodeFlags: nodeFlags.join(" "), worker_cpu_us_per_call: round(median(workerUs)), segments_cpu_us_per_call: round(median(segmentsUs)), driver_cpu_us_per_call: round(median(driverUs)) })}\n`,
-);
 process.exit(0);
