@@ -160,8 +160,8 @@ export type AttachCapabilities = (target: object, callId: number) => void;
  * serializing a ctx never carries them; a getter makes that callback's object the first time a script reads it
  * (then always answers the same one), and a setter turns the property into a plain data property holding what
  * was assigned, as assigning a writable one does. Most callbacks never use a capability: making all three
- * objects (nine functions, two frozen objects) for every callback was about a sixth of a sandbox worker's CPU
- * per hook in the loop bench. The getters and setters are the context's, shared by its callbacks; which callback
+ * objects (nine functions, two frozen objects) for every callback was ~5% of a sandbox worker's CPU in the loop
+ * bench (BENCHMARKS.md). The getters and setters are the context's, shared by its callbacks; which callback
  * a ctx belongs to is kept in a WeakMap that only the runtime can reach, so reading a getter with another
  * `this` answers only that object's own capabilities (undefined for anything that is not a ctx).
  */

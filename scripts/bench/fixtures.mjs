@@ -85,3 +85,9 @@ export default defineScript({
     JSON.stringify({ steps: [{ toolCalls: [{ id: "c1", name: "lookup", args: {} }] }, { text: "done" }] }),
   );
 }
+
+/** The loop bench's policy (loop-throughput.mjs) in the bundler's factory shape (it gets the "hookbox" module). */
+export const LOOP_POLICY_FACTORY = `(function (hookbox) { return { default: hookbox.defineScript({ name: "bench-policy", hooks: {
+  beforeToolCall(p) { return p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" }; },
+  afterToolCall(p) { return { result: { ...p.result, checked: true } }; },
+} }) }; })`;

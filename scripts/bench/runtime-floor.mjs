@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { LOOP_POLICY_FACTORY } from "./fixtures.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const distArgument = process.argv.indexOf("--dist");
@@ -24,11 +25,6 @@ const CALLS_PER_RUN = 100;
 const BLOCK_RUNS = 20;
 const BLOCKS = 15;
 
-/** The bench's policy (loop-throughput.mjs) as the bundler's factory shape: it gets the "hookbox" module. */
-const FACTORY = `(function (hookbox) { return { default: hookbox.defineScript({ name: "bench-policy", hooks: {
-  beforeToolCall(p) { return p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" }; },
-  afterToolCall(p) { return { result: { ...p.result, checked: true } }; },
-} }) }; })`;
 const BARE = `(function (text, after) {
   const p = JSON.parse(text)[0];
   return JSON.stringify(after ? { result: { ...p.result, checked: true } } : p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" });
@@ -53,7 +49,7 @@ const runtimeSource = `(function () { "use strict";\n${readFileSync(join(dist, "
 const limits = JSON.stringify({ maxPayloadBytes: 8 * 1048576, maxLogChars: 8192 });
 const isolate = new ivm.Isolate({ memoryLimit: 128 });
 const runtime = isolate.compileScriptSync(runtimeSource);
-const bundle = isolate.compileScriptSync(FACTORY);
+const bundle = isolate.compileScriptSync(LOOP_POLICY_FACTORY);
 const options = { timeout: 1000 };
 let callId = 0;
 

@@ -17,6 +17,8 @@
 import { spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { LOOP_POLICY_FACTORY } from "./fixtures.mjs";
 import { cpuMs } from "./proc-cpu.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -34,11 +36,6 @@ const DEPTH = 4;
 const BLOCK_CALLS = 4000;
 const BLOCKS = 9;
 
-/** The bench's policy (loop-throughput.mjs) in the bundler's factory shape: it gets the "hookbox" module. */
-const FACTORY = `(function (hookbox) { return { default: hookbox.defineScript({ name: "bench-policy", hooks: {
-  beforeToolCall(p) { return p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" }; },
-  afterToolCall(p) { return { result: { ...p.result, checked: true } }; },
-} }) }; })`;
 const LIMITS = { memoryMb: 64, cpuMs: 200, wallMs: 5000, maxPayloadBytes: 8 * 1048576, maxLogChars: 8192, logsPerSecond: 100 };
 
 /** A hook payload with the fields the host sends. */
@@ -61,15 +58,14 @@ function payload(runId, index, after) {
   ]);
 }
 
-/** A frame with no blob section (wire/framing.ts). */
-function frameOf(message) {
-  const text = JSON.stringify(message);
-  const frame = Buffer.allocUnsafe(8 + Buffer.byteLength(text));
-  frame.writeUInt32LE(frame.length - 8, 0);
-  frame.writeUInt32LE(0, 4);
-  frame.write(text, 8);
-  return frame;
-}
+// The frames are the host's (src/sandbox/wire/framing.ts, bundled on the fly as the build would).
+const framing = await import(
+  `data:text/javascript;base64,${Buffer.from(
+    (await build({ entryPoints: [join(root, "src/sandbox/wire/framing.ts")], bundle: true, write: false, format: "esm", platform: "node" }))
+      .outputFiles[0].text,
+  ).toString("base64")}`
+);
+const frameOf = (message) => framing.encodeFrame(message);
 
 /** One worker of `dist`, driven as the host's gate drives it. */
 async function startWorker(dist) {
@@ -78,21 +74,12 @@ async function startWorker(dist) {
     env: process.env.HOOKBOX_WORKER_POLL_US === undefined ? {} : { HOOKBOX_WORKER_POLL_US: process.env.HOOKBOX_WORKER_POLL_US },
   });
   const pipe = worker.stdio[3];
-  let buffered = Buffer.alloc(0);
   let onReply = () => {};
   let segmentsMs = 0;
-  pipe.on("data", (chunk) => {
-    buffered = buffered.length > 0 ? Buffer.concat([buffered, chunk]) : chunk;
-    while (buffered.length >= 8) {
-      const total = 8 + buffered.readUInt32LE(0) + buffered.readUInt32LE(4);
-      if (buffered.length < total) break;
-      const reply = JSON.parse(buffered.toString("utf8", 8, 8 + buffered.readUInt32LE(0)));
-      buffered = buffered.subarray(total);
-      onReply(reply);
-    }
-  });
+  const reader = new framing.FrameReader((reply) => onReply(reply));
+  pipe.on("data", (chunk) => reader.push(chunk));
   await new Promise((ready) => (onReply = ready));
-  pipe.write(frameOf({ type: "bundle", hash: "bench-policy", code: FACTORY, filename: "bench-policy.js" }));
+  pipe.write(frameOf({ type: "bundle", hash: "bench-policy", code: LOOP_POLICY_FACTORY, filename: "bench-policy.js" }));
 
   let seq = 0;
   let callId = 0;
@@ -144,7 +131,8 @@ async function startWorker(dist) {
       };
       onReply = (reply) => {
         const outcome = reply.outcomes?.[0];
-        if (reply.type !== "done" || outcome?.type !== "settled") return fail(new Error(`unexpected reply: ${JSON.stringify(reply)}`));
+        if (reply.type !== "done" || outcome?.type !== "settled")
+          return fail(new Error(`${dist}: unexpected reply: ${JSON.stringify(reply)}`));
         segmentsMs += reply.cpuMs ?? 0;
         if (++answered === messages) return done();
         if (sent < messages) {
