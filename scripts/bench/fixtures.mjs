@@ -91,3 +91,24 @@ export const LOOP_POLICY_FACTORY = `(function (hookbox) { return { default: hook
   beforeToolCall(p) { return p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" }; },
   afterToolCall(p) { return { result: { ...p.result, checked: true } }; },
 } }) }; })`;
+
+/**
+ * The loop bench's hook payloads (loop-throughput.mjs), with the fields the host sends: `phase` "beforeToolCall"
+ * or "afterToolCall", each as the JSON text of the hook's argument list.
+ */
+export function loopHookArgs(phase) {
+  const fields = {
+    sessionId: "bench-0",
+    inferenceId: "inf_01a214e010cb45920c6f9a896084fe01",
+    traceId: "eec994e17bd58afc977141f59d1de0b3",
+    turnId: "turn_01a214e010cb35e97594205ef23210a1",
+    timestampMs: 1795646558423,
+    tags: {},
+    userContext: { originalUserRequest: "go", timestampMs: 1795646558411 },
+    budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
+    phase,
+    call: { id: "c0_3", name: "echo", args: { n: 3 }, origin: "host" },
+    attempt: 1,
+  };
+  return JSON.stringify([phase === "afterToolCall" ? { ...fields, durationMs: 1, result: { n: 3 } } : fields]);
+}

@@ -5,6 +5,7 @@
 // `git show main:src/sandbox/wire/framing.ts > /tmp/framing.ts`).
 import { resolve } from "node:path";
 import { build } from "esbuild";
+import { loopHookArgs } from "./fixtures.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 const sourceArgument = process.argv.indexOf("--src");
@@ -15,24 +16,8 @@ const { encodeFrame, FrameReader } = await import(
   `data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0].text).toString("base64")}`
 );
 
-/** A beforeToolCall payload of the loop bench, as the host sends it (scripts/bench/loop-throughput.mjs). */
-const args = JSON.stringify([
-  {
-    sessionId: "bench-0",
-    inferenceId: "inf_01a215415758d3927a13cc556db20998",
-    traceId: "95bd87b6d70ad54dae0e40671e023cca",
-    turnId: "turn_01a215415758a53cd7b4a74341c84dc9",
-    timestampMs: 1795652933478,
-    tags: {},
-    userContext: { originalUserRequest: "go", timestampMs: 1795652933464 },
-    budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
-    phase: "afterToolCall",
-    call: { id: "c0_3", name: "echo", args: { n: 3 }, origin: "host" },
-    attempt: 1,
-    durationMs: 1,
-    result: { n: 3 },
-  },
-]);
+/** An afterToolCall payload of the loop bench, as the host sends it. */
+const args = loopHookArgs("afterToolCall");
 const call = () => ({
   type: "call",
   tenant: "bench-loop",

@@ -14,7 +14,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LOOP_POLICY_FACTORY } from "./fixtures.mjs";
+import { LOOP_POLICY_FACTORY, loopHookArgs } from "./fixtures.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const distArgument = process.argv.indexOf("--dist");
@@ -30,20 +30,8 @@ const BARE = `(function (text, after) {
   return JSON.stringify(after ? { result: { ...p.result, checked: true } } : p.call.args.n >= 0 ? { action: "proceed" } : { action: "deny", reason: "negative" });
 })`;
 
-/** The bench's hook payloads, with the fields the host sends. */
-const common = {
-  sessionId: "bench-0",
-  inferenceId: "inf_01a214e010cb45920c6f9a896084fe01",
-  traceId: "eec994e17bd58afc977141f59d1de0b3",
-  turnId: "turn_01a214e010cb35e97594205ef23210a1",
-  timestampMs: 1795646558423,
-  tags: {},
-  userContext: { originalUserRequest: "go", timestampMs: 1795646558411 },
-  budget: { iteration: 1, maxIterations: 20, tokensUsed: 0, costUsd: 0, retriesLeft: 20 },
-};
-const call = { id: "c0_3", name: "echo", args: { n: 3 }, origin: "host" };
-const before = JSON.stringify([{ ...common, phase: "beforeToolCall", call, attempt: 1 }]);
-const after = JSON.stringify([{ ...common, phase: "afterToolCall", call, attempt: 1, durationMs: 1, result: { n: 3 } }]);
+const before = loopHookArgs("beforeToolCall");
+const after = loopHookArgs("afterToolCall");
 
 const runtimeSource = `(function () { "use strict";\n${readFileSync(join(dist, "runtime.js"), "utf8")}\nreturn __hookboxBootstrap.install; })()`;
 const limits = JSON.stringify({ maxPayloadBytes: 8 * 1048576, maxLogChars: 8192 });
