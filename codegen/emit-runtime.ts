@@ -4,7 +4,7 @@ import { banner, enumLines, objectLiteral } from "./emit-common.js";
 
 /**
  * runtime/constants.gen.ts: the constants the in-sandbox runtime exposes to scripts. Plain data only (no zod,
- * no imports from src/): it is bundled into the isolate. Keys carry their value type's name; VALUE_TYPES
+ * no imports from src/): it is bundled into the isolate. Keys carry their value type's name; makeValueTypes
  * describes each type so runtime/keys.ts can check values the way the host's zod schemas do.
  */
 export function emitRuntimeConstants(spec: Spec): string {
@@ -47,9 +47,15 @@ export function emitRuntimeConstants(spec: Spec): string {
   out.push("/** Key families: one key per suffix, `prefix.<suffix>@v<version>`. */");
   out.push(`export const KEY_FAMILIES = Object.freeze(${objectLiteral(families)});`, "");
 
-  out.push("/** How runtime/keys.ts checks a value of each type (mirrors the host's zod schemas). */");
   out.push(
-    `export const VALUE_TYPES: Readonly<Record<string, ValueType>> = deepFreeze(${objectLiteral(Object.entries(valueTypeTable(spec)).map(([name, type]) => [quote(name), JSON.stringify(type)]))});`,
+    "/**",
+    " * How runtime/keys.ts checks a value of each type (mirrors the host's zod schemas). A function, not a constant:",
+    " * building the table is a fifth of a fresh context's set-up and most runs never check a key (keys.ts makes it",
+    " * on first use, and freezes it).",
+    " */",
+    `export function makeValueTypes(): Record<string, ValueType> {`,
+    `  return ${objectLiteral(Object.entries(valueTypeTable(spec)).map(([name, type]) => [quote(name), JSON.stringify(type)]), "  ")};`,
+    "}",
     "",
   );
   out.push(
@@ -66,14 +72,7 @@ export function emitRuntimeConstants(spec: Spec): string {
     "function key<Id extends string, F extends string>(id: Id, family: F, type: string): { readonly id: Id; readonly family: F; readonly type: string } {",
     "  return Object.freeze({ id, family, type });",
     "}",
-    "",
-    "function deepFreeze<T>(value: T): T {",
-    '  if (typeof value === "object" && value !== null) {',
-    "    for (const inner of Object.values(value)) deepFreeze(inner);",
-    "    Object.freeze(value);",
-    "  }",
-    "  return value;",
-    "}",
+
   );
   return `${out.join("\n").trimEnd()}\n`;
 }

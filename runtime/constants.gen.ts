@@ -106,38 +106,44 @@ export const KEY_FAMILIES = Object.freeze({
   contextRestartDisabledKey: Object.freeze({ prefix: "hookbox.context_restart_disabled", version: 1, family: "turn_data", type: "boolean" }),
 });
 
-/** How runtime/keys.ts checks a value of each type (mirrors the host's zod schemas). */
-export const VALUE_TYPES: Readonly<Record<string, ValueType>> = deepFreeze({
-  "string": {"kind":"string"},
-  "number": {"kind":"number"},
-  "integer": {"kind":"integer"},
-  "boolean": {"kind":"boolean"},
-  "string-list": {"kind":"list","items":"string"},
-  "json": {"kind":"json"},
-  "json-object": {"kind":"json-object"},
-  "usage": {"kind":"object","fields":{"inputTokens":{"type":"integer","optional":true},"outputTokens":{"type":"integer","optional":true},"totalTokens":{"type":"integer","optional":true}},"extra":false},
-  "userContext": {"kind":"object","fields":{"originalUserRequest":{"type":"string","optional":false},"userId":{"type":"string","optional":true},"projectId":{"type":"string","optional":true},"timestampMs":{"type":"number","optional":false}},"extra":true},
-  "toolChoiceType": {"kind":"enum","values":["auto","none","required","tool"]},
-  "toolChoice": {"kind":"object","fields":{"type":{"type":"toolChoiceType","optional":false},"toolName":{"type":"string","optional":true}},"extra":false},
-  "modelSettings": {"kind":"object","fields":{"temperature":{"type":"number","optional":true},"maxOutputTokens":{"type":"integer","optional":true},"topP":{"type":"number","optional":true},"topK":{"type":"integer","optional":true},"presencePenalty":{"type":"number","optional":true},"frequencyPenalty":{"type":"number","optional":true},"seed":{"type":"integer","optional":true},"stopSequences":{"type":"string-list","optional":true},"toolChoice":{"type":"toolChoice","optional":true}},"extra":false},
-  "toolConfig": {"kind":"object","fields":{"enabled":{"type":"boolean","optional":true},"maxIterations":{"type":"integer","optional":true},"maxParallelTools":{"type":"integer","optional":true},"toolTimeoutMs":{"type":"integer","optional":true},"allowedTools":{"type":"string-list","optional":true}},"extra":true},
-  "toolOrigin": {"kind":"enum","values":["host","script","provider"]},
-  "toolDefinition": {"kind":"object","fields":{"name":{"type":"string","optional":false},"description":{"type":"string","optional":false},"parameters":{"type":"json-object","optional":false},"origin":{"type":"toolOrigin","optional":true}},"extra":false},
-  "toolDefinitions": {"kind":"list","items":"toolDefinition"},
-  "toolError": {"kind":"object","fields":{"message":{"type":"string","optional":false},"code":{"type":"string","optional":true}},"extra":false},
-  "userPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false}},"extra":true},
-  "llmTextPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true},"citations":{"type":"json","optional":true}},"extra":true},
-  "toolCallPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"args":{"type":"json-object","optional":false},"raw_args":{"type":"string","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-  "toolUsePayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":true},"result":{"type":"json","optional":true},"error":{"type":"toolError","optional":true}},"extra":true},
-  "systemPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false}},"extra":true},
-  "reasoningPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-  "contextPayload": {"kind":"object","fields":{"restart_type":{"type":"string","optional":false},"item":{"type":"json","optional":true}},"extra":true},
-  "providerToolCallPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"args":{"type":"json-object","optional":false},"raw_args":{"type":"string","optional":true},"dynamic":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-  "providerToolResultPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"result":{"type":"json","optional":false},"is_error":{"type":"boolean","optional":true},"dynamic":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-  "sourcePayload": {"kind":"object","fields":{"source_type":{"type":"string","optional":false},"id":{"type":"string","optional":false},"url":{"type":"string","optional":true},"title":{"type":"string","optional":true},"media_type":{"type":"string","optional":true},"filename":{"type":"string","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-  "filePayload": {"kind":"object","fields":{"media_type":{"type":"string","optional":false},"data":{"type":"string","optional":true},"url":{"type":"string","optional":true},"reasoning":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-  "customPayload": {"kind":"object","fields":{"custom_kind":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
-});
+/**
+ * How runtime/keys.ts checks a value of each type (mirrors the host's zod schemas). A function, not a constant:
+ * building the table is a fifth of a fresh context's set-up and most runs never check a key (keys.ts makes it
+ * on first use, and freezes it).
+ */
+export function makeValueTypes(): Record<string, ValueType> {
+  return {
+    "string": {"kind":"string"},
+    "number": {"kind":"number"},
+    "integer": {"kind":"integer"},
+    "boolean": {"kind":"boolean"},
+    "string-list": {"kind":"list","items":"string"},
+    "json": {"kind":"json"},
+    "json-object": {"kind":"json-object"},
+    "usage": {"kind":"object","fields":{"inputTokens":{"type":"integer","optional":true},"outputTokens":{"type":"integer","optional":true},"totalTokens":{"type":"integer","optional":true}},"extra":false},
+    "userContext": {"kind":"object","fields":{"originalUserRequest":{"type":"string","optional":false},"userId":{"type":"string","optional":true},"projectId":{"type":"string","optional":true},"timestampMs":{"type":"number","optional":false}},"extra":true},
+    "toolChoiceType": {"kind":"enum","values":["auto","none","required","tool"]},
+    "toolChoice": {"kind":"object","fields":{"type":{"type":"toolChoiceType","optional":false},"toolName":{"type":"string","optional":true}},"extra":false},
+    "modelSettings": {"kind":"object","fields":{"temperature":{"type":"number","optional":true},"maxOutputTokens":{"type":"integer","optional":true},"topP":{"type":"number","optional":true},"topK":{"type":"integer","optional":true},"presencePenalty":{"type":"number","optional":true},"frequencyPenalty":{"type":"number","optional":true},"seed":{"type":"integer","optional":true},"stopSequences":{"type":"string-list","optional":true},"toolChoice":{"type":"toolChoice","optional":true}},"extra":false},
+    "toolConfig": {"kind":"object","fields":{"enabled":{"type":"boolean","optional":true},"maxIterations":{"type":"integer","optional":true},"maxParallelTools":{"type":"integer","optional":true},"toolTimeoutMs":{"type":"integer","optional":true},"allowedTools":{"type":"string-list","optional":true}},"extra":true},
+    "toolOrigin": {"kind":"enum","values":["host","script","provider"]},
+    "toolDefinition": {"kind":"object","fields":{"name":{"type":"string","optional":false},"description":{"type":"string","optional":false},"parameters":{"type":"json-object","optional":false},"origin":{"type":"toolOrigin","optional":true}},"extra":false},
+    "toolDefinitions": {"kind":"list","items":"toolDefinition"},
+    "toolError": {"kind":"object","fields":{"message":{"type":"string","optional":false},"code":{"type":"string","optional":true}},"extra":false},
+    "userPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false}},"extra":true},
+    "llmTextPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true},"citations":{"type":"json","optional":true}},"extra":true},
+    "toolCallPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"args":{"type":"json-object","optional":false},"raw_args":{"type":"string","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+    "toolUsePayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":true},"result":{"type":"json","optional":true},"error":{"type":"toolError","optional":true}},"extra":true},
+    "systemPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false}},"extra":true},
+    "reasoningPayload": {"kind":"object","fields":{"text":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+    "contextPayload": {"kind":"object","fields":{"restart_type":{"type":"string","optional":false},"item":{"type":"json","optional":true}},"extra":true},
+    "providerToolCallPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"args":{"type":"json-object","optional":false},"raw_args":{"type":"string","optional":true},"dynamic":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+    "providerToolResultPayload": {"kind":"object","fields":{"id":{"type":"string","optional":false},"name":{"type":"string","optional":false},"result":{"type":"json","optional":false},"is_error":{"type":"boolean","optional":true},"dynamic":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+    "sourcePayload": {"kind":"object","fields":{"source_type":{"type":"string","optional":false},"id":{"type":"string","optional":false},"url":{"type":"string","optional":true},"title":{"type":"string","optional":true},"media_type":{"type":"string","optional":true},"filename":{"type":"string","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+    "filePayload": {"kind":"object","fields":{"media_type":{"type":"string","optional":false},"data":{"type":"string","optional":true},"url":{"type":"string","optional":true},"reasoning":{"type":"boolean","optional":true},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+    "customPayload": {"kind":"object","fields":{"custom_kind":{"type":"string","optional":false},"provider_metadata":{"type":"json-object","optional":true}},"extra":true},
+  };
+}
 
 export type ValueType =
   | { kind: "string" | "number" | "integer" | "boolean" | "json" | "json-object" }
@@ -162,12 +168,4 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 function key<Id extends string, F extends string>(id: Id, family: F, type: string): { readonly id: Id; readonly family: F; readonly type: string } {
   return Object.freeze({ id, family, type });
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null) {
-    for (const inner of Object.values(value)) deepFreeze(inner);
-    Object.freeze(value);
-  }
-  return value;
 }

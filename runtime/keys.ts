@@ -1,9 +1,10 @@
 /*
  * Typed keys inside the sandbox: getKey / setKey / deleteKey and key families. Pure ECMAScript (no Node APIs,
- * no zod): values are checked against the generated VALUE_TYPES descriptors, which mirror the host's zod
- * schemas, so a script sees the same refusal the host would give.
+ * no zod): values are checked against the generated value-type descriptors (makeValueTypes), which mirror the
+ * host's zod schemas, so a script sees the same refusal the host would give.
  */
-import { KEY_FAMILIES, VALUE_TYPES, type ValueType } from "./constants.gen.js";
+import { KEY_FAMILIES, makeValueTypes, type ValueType } from "./constants.gen.js";
+import { ObjectFreeze, ObjectKeys } from "./primordials.js";
 
 export interface KeyRef {
   readonly id: string;
@@ -56,12 +57,35 @@ function checkArguments(operation: string, bag: unknown, key: unknown): void {
   }
 }
 
+let valueTypes: Readonly<Record<string, ValueType>> | undefined;
+
+/**
+ * The value-type table, made and deep-frozen in this context when a key is first checked: most runs never
+ * check one, and making it at install was a fifth of a fresh context's cost. It may be made after script code
+ * ran, so it is frozen with captured built-ins only (no Object.values, no iterator, no Object.freeze a script
+ * could have replaced): the same objects end up frozen as when it was made before any script code.
+ */
+function valueTypeTable(): Readonly<Record<string, ValueType>> {
+  if (valueTypes === undefined) valueTypes = deepFreeze(makeValueTypes());
+  return valueTypes;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    const names = ObjectKeys(value);
+    for (let index = 0; index < names.length; index++) deepFreeze((value as Record<string, unknown>)[names[index]!]);
+    ObjectFreeze(value);
+  }
+  return value;
+}
+
 /** Why `value` is not a JSON value of `typeName`, or undefined when it is. Paths look like `$.fields[0].name`. */
 export function valueProblem(value: unknown, typeName: string): string | undefined {
   const notJson = jsonProblem(value, "$", new Set());
   if (notJson !== undefined) return notJson;
+  const table = valueTypeTable();
   // A key built by hand with an unknown type is checked as JSON only.
-  const type = Object.hasOwn(VALUE_TYPES, typeName) ? VALUE_TYPES[typeName]! : { kind: "json" as const };
+  const type = Object.hasOwn(table, typeName) ? table[typeName]! : { kind: "json" as const };
   return typeProblem(value, type, "$");
 }
 
@@ -84,7 +108,7 @@ function typeProblem(value: unknown, type: ValueType, path: string): string | un
         : `${path}: expected one of ${type.values.map((v) => JSON.stringify(v)).join(", ")}, got ${describe(value)}`;
     case "list": {
       if (!Array.isArray(value)) return `${path}: expected list, got ${describe(value)}`;
-      const items = VALUE_TYPES[type.items]!;
+      const items = valueTypeTable()[type.items]!;
       for (let index = 0; index < value.length; index++) {
         const problem = typeProblem(value[index], items, `${path}[${index}]`);
         if (problem !== undefined) return problem;
@@ -98,7 +122,7 @@ function typeProblem(value: unknown, type: ValueType, path: string): string | un
           if (field.optional) continue;
           return `${path}.${name}: required field is missing`;
         }
-        const problem = typeProblem(value[name], VALUE_TYPES[field.type]!, `${path}.${name}`);
+        const problem = typeProblem(value[name], valueTypeTable()[field.type]!, `${path}.${name}`);
         if (problem !== undefined) return problem;
       }
       if (!type.extra) {
