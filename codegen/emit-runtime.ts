@@ -54,7 +54,10 @@ export function emitRuntimeConstants(spec: Spec): string {
     " * on first use, and freezes it).",
     " */",
     `export function makeValueTypes(): Record<string, ValueType> {`,
-    `  return ${objectLiteral(Object.entries(valueTypeTable(spec)).map(([name, type]) => [quote(name), JSON.stringify(type)]), "  ")};`,
+    `  return ${objectLiteral(
+      Object.entries(valueTypeTable(spec)).map(([name, type]) => [quote(name), JSON.stringify(type)]),
+      "  ",
+    )};`,
     "}",
     "",
   );
@@ -72,7 +75,6 @@ export function emitRuntimeConstants(spec: Spec): string {
     "function key<Id extends string, F extends string>(id: Id, family: F, type: string): { readonly id: Id; readonly family: F; readonly type: string } {",
     "  return Object.freeze({ id, family, type });",
     "}",
-
   );
   return `${out.join("\n").trimEnd()}\n`;
 }

@@ -65,7 +65,7 @@ let valueTypes: Readonly<Record<string, ValueType>> | undefined;
  * ran, so it is frozen with captured built-ins only (no Object.values, no iterator, no Object.freeze a script
  * could have replaced): the same objects end up frozen as when it was made before any script code.
  */
-function valueTypeTable(): Readonly<Record<string, ValueType>> {
+export function valueTypeTable(): Readonly<Record<string, ValueType>> {
   if (valueTypes === undefined) valueTypes = deepFreeze(makeValueTypes());
   return valueTypes;
 }

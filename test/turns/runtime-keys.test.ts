@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { contextRestartDisabledKey as runtimeFlagKey, getKey, setKey, deleteKey, valueProblem } from "../../runtime/keys.js";
-import { keys as runtimeKeys } from "../../runtime/constants.gen.js";
+import {
+  contextRestartDisabledKey as runtimeFlagKey,
+  getKey,
+  setKey,
+  deleteKey,
+  valueProblem,
+  valueTypeTable,
+} from "../../runtime/keys.js";
+import { keys as runtimeKeys, makeValueTypes } from "../../runtime/constants.gen.js";
 import * as host from "../../src/turns/keys.gen.js";
 import type { TypedKey } from "../../src/turns/typed-key.js";
 import type { Json } from "../../src/turns/json.js";
@@ -121,6 +128,22 @@ describe("typed keys inside the sandbox (runtime/keys.ts)", () => {
   it("exposes frozen constants", () => {
     expect(Object.isFrozen(runtimeKeys)).toBe(true);
     expect(Object.isFrozen(runtimeKeys.turnMetadata.model)).toBe(true);
+  });
+
+  it("checks against the generated value-type table, made once and frozen all the way down", () => {
+    const table = valueTypeTable();
+    expect(table).toEqual(makeValueTypes());
+    expect(valueTypeTable()).toBe(table);
+    const objects: object[] = [];
+    const walk = (value: unknown): void => {
+      if (typeof value !== "object" || value === null) return;
+      objects.push(value);
+      for (const inner of Object.values(value)) walk(inner);
+    };
+    walk(table);
+    // Each type, each object type's fields and field descriptors, each enum's values: all frozen.
+    expect(objects.length).toBeGreaterThan(100);
+    expect(objects.filter((value) => !Object.isFrozen(value))).toEqual([]);
   });
 });
 
