@@ -30,6 +30,7 @@ import { redactToolErrors, type Redactor } from "./redact.js";
 import { sendControl } from "./run-controls.js";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ClusterStore, ControlReply, RunControl } from "../store/cluster.js";
+import type { RunRecord } from "../store/types.js";
 import type { TenantsStatus } from "./lazy-runtimes.js";
 
 type Env = { Variables: { tenant: string } };
@@ -137,6 +138,16 @@ export function createApp({
     if (!run || session?.tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no run ${runId}`);
     return run;
   };
+  // What the events route needs of a run. One this process is executing, and whose end it has not handed to the
+  // store, is answered from what it recorded at the run's start, with no store read (and no commit that read
+  // would make first): SessionManager.runningTenant says why that run and its session still exist and are its
+  // tenant's. Another tenant gets the same 404 as for a missing run; any other run is read from the store.
+  const streamedRun = async (c: Context<Env>, runId: string): Promise<Pick<RunRecord, "id" | "status" | "lastSeq">> => {
+    const tenant = manager.runningTenant(runId);
+    if (tenant === undefined) return ownedRun(c, runId);
+    if (tenant !== c.get("tenant")) throw new ApiError(404, "NOT_FOUND", `no run ${runId}`);
+    return { id: runId, status: "running", lastSeq: 0 };
+  };
   const admitRun = async (tenant: string) => {
     if (draining())
       throw new ApiError(503, "DRAINING", "the server is shutting down and accepts no new runs", undefined, { "retry-after": "5" });
@@ -237,7 +248,7 @@ export function createApp({
   });
 
   app.get("/v1/runs/:runId/events", async (c) => {
-    const run = await ownedRun(c, c.req.param("runId"));
+    const run = await streamedRun(c, c.req.param("runId"));
     const raw = requestHeader(c, "last-event-id") ?? c.req.query("after") ?? "0";
     if (!/^\d{1,15}$/.test(raw.trim()))
       throw new ApiError(

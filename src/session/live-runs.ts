@@ -23,6 +23,10 @@ export interface LaunchOptions {
 interface LiveRun {
   runId: string;
   sessionId: string;
+  /** Its session's tenant, as the store checked it when the run was recorded (Store.createRun's `tenant`). */
+  tenant: string;
+  /** The loop returned: its final event may be committed any moment now. */
+  closing?: boolean;
   /** The run's epoch under this process (its lease's fencing token on a cluster store). */
   epoch: number;
   feed: RunFeed;
@@ -71,6 +75,20 @@ export class LiveRuns implements LeaseHolder {
   /** The live handle of a run executing in this process. */
   handle(runId: string): RunHandle | undefined {
     return this.live.get(runId)?.handle;
+  }
+
+  /**
+   * The tenant of a run executing in this process whose final event is not yet handed to the store, else
+   * undefined: what a request may learn of the run without reading the store (docs/server.md). While such a run
+   * is stored as running, every store refuses to delete its session (SESSION_BUSY, src/store/deletable.ts), so the
+   * run and its session exist, and its tenant never changes. Not on a cluster store: a node that has missed its
+   * lease's end does not know that another node may have finished the run since.
+   */
+  runningTenant(runId: string): string | undefined {
+    if (this.leases) return undefined;
+    const run = this.live.get(runId);
+    if (!run || run.closing || run.persistence.ending) return undefined;
+    return run.tenant;
   }
 
   /** The live event feed of a run executing in this process. */
@@ -165,6 +183,7 @@ export class LiveRuns implements LeaseHolder {
     const run: LiveRun = {
       runId: request.runId,
       sessionId: request.sessionId,
+      tenant: launch.persistence.tenant,
       epoch: launch.persistence.from?.epoch ?? 0,
       feed,
       persistence: new StoredRunPersistence({
@@ -222,6 +241,7 @@ export class LiveRuns implements LeaseHolder {
     run: LiveRun,
     result: (Pick<RunResult, "status" | "reason" | "errorCode"> & { iterations?: number }) | undefined,
   ): Promise<void> {
+    run.closing = true;
     if (this.live.get(run.runId) === run) {
       await run.persistence.closeRun(result);
       this.live.delete(run.runId);

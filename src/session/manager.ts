@@ -347,6 +347,14 @@ export class SessionManager {
     return this.runs.handle(runId);
   }
 
+  /**
+   * @internal The tenant of a run executing here that has not handed over its final event, known without a store
+   * read (src/session/live-runs.ts, `runningTenant`); undefined for any other run, which the caller reads from the store.
+   */
+  runningTenant(runId: string): string | undefined {
+    return this.runs.runningTenant(runId);
+  }
+
   /** Committed events with seq > afterSeq, then live ones; ends after the run's final `run-finished` (or when `signal` aborts). */
   events(runId: string, afterSeq = 0, signal?: AbortSignal): AsyncIterable<HookboxEvent> {
     return readRunEvents({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...(signal ? { signal } : {}) });

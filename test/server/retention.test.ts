@@ -97,6 +97,34 @@ describe("a session serve remembers (src/session/known-sessions.ts)", () => {
   });
 });
 
+describe("a run serve is executing (SessionManager.runningTenant)", () => {
+  it("streams its events to its tenant alone, and once it ended and another process deleted it, to no one", async () => {
+    const globex = api(server.url, "globex-key");
+    const { body } = await globex.request("POST", "/v1/sessions", {});
+    const { body: run } = await globex.request("POST", `/v1/sessions/${body.sessionId}/runs`, { prompt: "record both", step: true });
+    await readEvents(server.url, "globex-key", run.runId, { stopWhen: (m) => m.event.type === "debugger.pause" });
+    // Answered from what serve recorded at the run's start: another tenant's key gets a missing run's 404.
+    // (Its status alone: were it served, the stream would stay open until the run ends.)
+    const stranger = await fetch(`${server.url}/v1/runs/${run.runId}/events`, { headers: { authorization: "Bearer acme-key" } });
+    expect(stranger.status).toBe(404);
+    expect(await stranger.json()).toMatchObject({ error: { code: "NOT_FOUND" } });
+    const elsewhere = openStore(storeFile);
+    try {
+      await expect(elsewhere.deleteSession(body.sessionId)).rejects.toMatchObject({ code: "SESSION_BUSY" });
+      await globex.request("POST", `/v1/runs/${run.runId}/cancel`);
+      const read = await readEvents(server.url, "globex-key", run.runId);
+      expect(read.messages.at(-1)!.event).toMatchObject({ type: "run-finished", status: "cancelled" });
+      await elsewhere.deleteSession(body.sessionId);
+    } finally {
+      await elsewhere.close();
+    }
+    expect(await globex.request("GET", `/v1/runs/${run.runId}/events`)).toMatchObject({
+      status: 404,
+      body: { error: { code: "NOT_FOUND" } },
+    });
+  });
+});
+
 describe("retention", () => {
   it("deletes a tenant's sessions idle longer than runsDays and frees their bytes; a tenant without retention keeps its own", async () => {
     const kept = await finishedSession("globex-key");

@@ -236,6 +236,36 @@ describe("SessionManager", () => {
     }
   });
 
+  it("runningTenant knows a run executing here until its final event is handed over; the store answers for it after", async () => {
+    const { elsewhere, runtime, other } = sharedStore([{ toolCalls: [{ id: "c1", name: "a" }] }, { text: "done" }]);
+    // Told each event as it is committed, before any reader: the moment another process may delete a finished run.
+    const tenantWhenFinished: (string | undefined)[] = [];
+    const manager: SessionManager = new SessionManager({
+      store,
+      runtimeFor: async () => runtime,
+      onEvent: (_tenant, runId, event) => {
+        if (event.type === "run-finished") tenantWhenFinished.push(manager.runningTenant(runId));
+      },
+    });
+    try {
+      const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+      const handle = await session.run("go", { step: true });
+      const pause = await waitForEvent(manager.events(handle.runId), "debugger.pause");
+      expect(manager.runningTenant(handle.runId)).toBe("acme");
+      expect(other.runningTenant(handle.runId)).toBeUndefined();
+      // Why memory may answer while it runs: no process sharing the store can delete its session.
+      await expect(other.delete(session.id)).rejects.toMatchObject({ code: "SESSION_BUSY" });
+      handle.continue(pause.pauseId);
+      await waitForEvent(manager.events(handle.runId), "run-finished");
+      // Once its end is committed, another process may delete it: from then on, memory does not answer.
+      expect(tenantWhenFinished).toEqual([undefined]);
+      await other.delete(session.id);
+      expect(manager.runningTenant(handle.runId)).toBeUndefined();
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
   it("a remembered session deleted and made again under its id for another tenant is never run as the first tenant's", async () => {
     const { elsewhere, manager, other } = sharedStore([{ text: "done" }]);
     try {
