@@ -116,11 +116,20 @@ describe("SessionManager", () => {
         answerApproval: () => ({ ok: false as const, code: "NOT_FOUND" as const, message: "no approvals" }),
       }),
     };
-    const manager = new SessionManager({ store, runtimeFor: async () => buggy });
+    // The final event that settling writes: once it is committed, memory no longer answers for the run (runningTenant).
+    const tenantWhenFinished: (string | undefined)[] = [];
+    const manager: SessionManager = new SessionManager({
+      store,
+      runtimeFor: async () => buggy,
+      onEvent: (_tenant, runId, event) => {
+        if (event.type === "run-finished") tenantWhenFinished.push(manager.runningTenant(runId));
+      },
+    });
     const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
     const handle = await session.run("go");
     const events = await collect(manager.events(handle.runId));
     expect(events.at(-1)).toMatchObject({ type: "run-finished", status: "failed", errorCode: "HOST_FAULT" });
+    expect(tenantWhenFinished).toEqual([undefined]);
     const reason = (events.at(-1) as { reason: string }).reason;
     expect(reason).toContain("undefined is not a function");
     expect(reason).not.toContain("/opt/hookbox");
