@@ -1,6 +1,6 @@
 // Shared by the scripts in scripts/bench/: the bench's small hook payload, its 100 KB result, a script writer and
 // percentiles. The same shapes as scripts/bench.mjs uses, so figures compare.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -112,3 +112,11 @@ export function loopHookArgs(phase) {
   };
   return JSON.stringify([phase === "afterToolCall" ? { ...fields, durationMs: 1, result: { n: 3 } } : fields]);
 }
+
+/** dist/runtime.js wrapped as the worker runs it in a fresh context: the script's value is the runtime's install. */
+export function isolateRuntimeSource(dist) {
+  return `(function () { "use strict";\n${readFileSync(join(dist, "runtime.js"), "utf8")}\nreturn __hookboxBootstrap.install; })()`;
+}
+
+/** The runtime limits the bench scripts install the runtime with (a worker's defaults). */
+export const BENCH_RUNTIME_LIMITS = JSON.stringify({ maxPayloadBytes: 8 * 1048576, maxLogChars: 8192 });

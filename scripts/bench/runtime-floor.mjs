@@ -10,11 +10,10 @@
 // - hook_bare_us_per_call: the two hooks alone, as plain functions in the isolate (loop-floor.mjs's bare child).
 // The two shapes alternate in blocks, and each key is the median over the blocks (the machine is shared).
 // `--dist DIR`: another build (A/B).
-import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { LOOP_POLICY_FACTORY, loopHookArgs } from "./fixtures.mjs";
+import { BENCH_RUNTIME_LIMITS, LOOP_POLICY_FACTORY, isolateRuntimeSource, loopHookArgs } from "./fixtures.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const distArgument = process.argv.indexOf("--dist");
@@ -33,8 +32,8 @@ const BARE = `(function (text, after) {
 const before = loopHookArgs("beforeToolCall");
 const after = loopHookArgs("afterToolCall");
 
-const runtimeSource = `(function () { "use strict";\n${readFileSync(join(dist, "runtime.js"), "utf8")}\nreturn __hookboxBootstrap.install; })()`;
-const limits = JSON.stringify({ maxPayloadBytes: 8 * 1048576, maxLogChars: 8192 });
+const runtimeSource = isolateRuntimeSource(dist);
+const limits = BENCH_RUNTIME_LIMITS;
 const isolate = new ivm.Isolate({ memoryLimit: 128 });
 const runtime = isolate.compileScriptSync(runtimeSource);
 const bundle = isolate.compileScriptSync(LOOP_POLICY_FACTORY);
