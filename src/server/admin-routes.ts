@@ -1,7 +1,7 @@
 import type { Hono, MiddlewareHandler } from "hono";
 import { ApiError } from "./api-error.js";
 import { sha256Hex } from "./config.js";
-import { requestHeader } from "./request-headers.js";
+import { presentedKey } from "./request-headers.js";
 import { isDescriptorExhaustion } from "./connections.js";
 import type { LiveConfig } from "./live-config.js";
 import type { MetricGauges, ServerMetrics } from "./metrics.js";
@@ -22,8 +22,7 @@ export interface AdminServices {
  */
 export function registerAdminRoutes(app: Hono<Env>, services: AdminServices): void {
   const adminOnly: MiddlewareHandler<Env> = async (c, next) => {
-    const header = requestHeader(c, "authorization") ?? "";
-    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : (requestHeader(c, "x-api-key") ?? "");
+    const key = presentedKey(c);
     if (!key) throw new ApiError(401, "UNAUTHORIZED", "missing operator key: send Authorization: Bearer <key of server.adminKeys>");
     if (!services.live.current.adminKeys.has(sha256Hex(key)))
       throw new ApiError(401, "UNAUTHORIZED", "not an operator key (server.adminKeys)");

@@ -5,7 +5,7 @@ import type { ServerConfig } from "./config.js";
 import { sha256Hex } from "./config.js";
 import { ApiError, errorResponse } from "./api-error.js";
 import { bodyLimit } from "./request-body.js";
-import { requestHeader } from "./request-headers.js";
+import { presentedKey, requestHeader } from "./request-headers.js";
 import { ContinueBody, CreateSessionBody, ForkBody, StartRunBody, StreamTokenBody, readBody } from "./bodies.js";
 import type { TokenBucket } from "./rate-limit.js";
 import { LiveConfig } from "./live-config.js";
@@ -110,8 +110,7 @@ export function createApp({
 
   app.use("/v1/*", async (c, next) => {
     if (c.req.path.startsWith("/v1/admin/")) return next(); // the operator's keys, checked by admin-routes.ts
-    const header = requestHeader(c, "authorization") ?? "";
-    const key = header.startsWith("Bearer ") ? header.slice(7).trim() : (requestHeader(c, "x-api-key") ?? "");
+    const key = presentedKey(c);
     const tenant = key ? live.current.keys.get(sha256Hex(key)) : streamTokenTenant(c, streamTokens);
     if (!key && tenant === undefined) throw new ApiError(401, "UNAUTHORIZED", "missing API key: send Authorization: Bearer <key>");
     if (tenant === undefined || !tenants.has(tenant)) throw new ApiError(401, "UNAUTHORIZED", "unknown API key");

@@ -14,3 +14,9 @@ export function requestHeader(c: Context, name: string): string | undefined {
   const value = incoming.headers[name];
   return Array.isArray(value) ? value.join(", ") : value;
 }
+
+/** The API key a request presents: `Authorization: Bearer <key>`, else `X-Api-Key`; "" when it presents none. */
+export function presentedKey(c: Context): string {
+  const header = requestHeader(c, "authorization") ?? "";
+  return header.startsWith("Bearer ") ? header.slice(7).trim() : (requestHeader(c, "x-api-key") ?? "");
+}
