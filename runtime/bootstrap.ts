@@ -24,6 +24,9 @@ refuseResizableArrayBuffers();
 /** The runtime's entry point: the worker calls it with one `RuntimeOpCall` (wire/guest-ops.ts), spread. */
 export type Dispatcher = (...call: RuntimeOpCall) => string | undefined;
 
+/** The arguments of one op, as the worker sends them (the worker is trusted; the casts below rest on it). */
+type Ops<Op extends keyof RuntimeOps> = RuntimeOps[Op];
+
 export function install(host: HostChannel, limitsJson: string): Dispatcher {
   const limits = JSONParse(limitsJson) as RuntimeLimits;
   installConsole(host, limits);
@@ -57,32 +60,33 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
    * Nothing a script throws leaves dispatch: isolated-vm would read a value thrown out of the isolate (its
    * message, its stack: getters, traps) after the call's timeout stopped counting. Each op catches what
    * its own handling let through, without touching it.
-   * The tuple destructured in the parameter list narrows each op's arguments to its own types, with no cast.
+   * Positional parameters, not a destructured rest tuple: destructuring reads Array.prototype[Symbol.iterator],
+   * which a script can replace with a function that throws such a value before any op's catch is entered.
    */
-  return function dispatch(...[op, a, b, c, d, e]: RuntimeOpCall): string | undefined {
+  return function dispatch(op: RuntimeOpCall[0], a?: unknown, b?: unknown, c?: unknown, d?: unknown, e?: unknown): string | undefined {
     switch (op) {
       case "register":
         try {
-          return register(a);
+          return register(a as Ops<"register">[0]);
         } catch {
           return '{"ok":false,"error":' + unreadable("SCRIPT_LOAD") + "}";
         }
       case "call":
         try {
-          return callbacks.start(a, b, c, d, e);
+          return callbacks.start(a as Ops<"call">[0], b as Ops<"call">[1], c as Ops<"call">[2], d as Ops<"call">[3], e as Ops<"call">[4]);
         } catch {
-          callbacks.forget(a);
+          callbacks.forget(a as Ops<"call">[0]);
           return "-" + unreadable("SCRIPT_ERROR");
         }
       case "resume":
         try {
-          callbacks.resume(a, b, c, d);
+          callbacks.resume(a as Ops<"resume">[0], b as Ops<"resume">[1], c as Ops<"resume">[2], d as Ops<"resume">[3]);
         } catch {
           // the callback is then neither settled nor waiting: the worker fails it as never settling
         }
         return undefined;
       case "forget":
-        callbacks.forget(a);
+        callbacks.forget(a as Ops<"forget">[0]);
         return undefined;
       case "coverage":
         return readCoverage();

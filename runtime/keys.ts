@@ -1,10 +1,27 @@
 /*
  * Typed keys inside the sandbox: getKey / setKey / deleteKey and key families. Pure ECMAScript (no Node APIs,
  * no zod): values are checked against the generated value-type descriptors (makeValueTypes), which mirror the
- * host's zod schemas, so a script sees the same refusal the host would give.
+ * host's zod schemas, so a script sees the same refusal the host would give. Like all runtime code it uses only
+ * captured built-ins (primordials.ts): the values it checks are the script's, in a context the script may have
+ * tampered with, and the host checks every key again on its side.
  */
 import { KEY_FAMILIES, makeValueTypes, type ValueType } from "./constants.gen.js";
-import { ObjectFreeze, ObjectKeys } from "./primordials.js";
+import {
+  ArrayIsArray,
+  JSONStringify,
+  NumberIsFinite,
+  NumberIsInteger,
+  ObjectFreeze,
+  ObjectHasOwn,
+  ObjectKeys,
+  ObjectPrototype,
+  ReflectGetPrototypeOf,
+  RegExpPrototypeExec,
+  TypeErrorCtor,
+  WeakMapCtor,
+  WeakMapPrototypeGet,
+  WeakMapPrototypeSet,
+} from "./primordials.js";
 
 export interface KeyRef {
   readonly id: string;
@@ -17,9 +34,9 @@ type Bag = Record<string, unknown>;
 /** The value under `key`, or undefined when missing. Throws when the stored value breaks the key's type. */
 export function getKey(bag: Bag, key: KeyRef): unknown {
   checkArguments("getKey", bag, key);
-  if (!Object.hasOwn(bag, key.id)) return undefined;
+  if (!ObjectHasOwn(bag, key.id)) return undefined;
   const problem = valueProblem(bag[key.id], key.type);
-  if (problem !== undefined) throw new TypeError(`${key.id}: stored value does not match its type "${key.type}": ${problem}`);
+  if (problem !== undefined) throw new TypeErrorCtor(`${key.id}: stored value does not match its type "${key.type}": ${problem}`);
   return bag[key.id];
 }
 
@@ -27,7 +44,7 @@ export function getKey(bag: Bag, key: KeyRef): unknown {
 export function setKey(bag: Bag, key: KeyRef, value: unknown): void {
   checkArguments("setKey", bag, key);
   const problem = valueProblem(value, key.type);
-  if (problem !== undefined) throw new TypeError(`${key.id}: refused: ${problem}`);
+  if (problem !== undefined) throw new TypeErrorCtor(`${key.id}: refused: ${problem}`);
   bag[key.id] = value;
 }
 
@@ -42,18 +59,18 @@ const KEY_SUFFIX = /^[A-Za-z0-9_.-]+$/;
 export function contextRestartDisabledKey(suffix: string): KeyRef {
   const family = KEY_FAMILIES.contextRestartDisabledKey;
   const id = `${family.prefix}.${suffix}@v${family.version}`;
-  if (typeof suffix !== "string" || !KEY_SUFFIX.test(suffix)) {
-    throw new TypeError(`${id}: suffix must be non-empty letters, digits, '_', '-' or '.'`);
+  if (typeof suffix !== "string" || RegExpPrototypeExec(KEY_SUFFIX, suffix) === null) {
+    throw new TypeErrorCtor(`${id}: suffix must be non-empty letters, digits, '_', '-' or '.'`);
   }
-  return Object.freeze({ id, family: family.family, type: family.type });
+  return ObjectFreeze({ id, family: family.family, type: family.type });
 }
 
 function checkArguments(operation: string, bag: unknown, key: unknown): void {
-  if (typeof bag !== "object" || bag === null || Array.isArray(bag)) {
-    throw new TypeError(`${operation}: the bag must be an object (turn.data, turn.metadata or block.metadata)`);
+  if (typeof bag !== "object" || bag === null || ArrayIsArray(bag)) {
+    throw new TypeErrorCtor(`${operation}: the bag must be an object (turn.data, turn.metadata or block.metadata)`);
   }
   if (typeof key !== "object" || key === null || typeof (key as KeyRef).id !== "string") {
-    throw new TypeError(`${operation}: the key must be one of hookbox's keys (import { keys } from "hookbox")`);
+    throw new TypeErrorCtor(`${operation}: the key must be one of hookbox's keys (import { keys } from "hookbox")`);
   }
 }
 
@@ -81,11 +98,11 @@ function deepFreeze<T>(value: T): T {
 
 /** Why `value` is not a JSON value of `typeName`, or undefined when it is. Paths look like `$.fields[0].name`. */
 export function valueProblem(value: unknown, typeName: string): string | undefined {
-  const notJson = jsonProblem(value, "$", new Set());
+  const notJson = jsonProblem(value, "$", new WeakMapCtor());
   if (notJson !== undefined) return notJson;
   const table = valueTypeTable();
   // A key built by hand with an unknown type is checked as JSON only.
-  const type = Object.hasOwn(table, typeName) ? table[typeName]! : { kind: "json" as const };
+  const type = ObjectHasOwn(table, typeName) ? table[typeName]! : { kind: "json" as const };
   return typeProblem(value, type, "$");
 }
 
@@ -97,17 +114,21 @@ function typeProblem(value: unknown, type: ValueType, path: string): string | un
     case "number":
       return typeof value === "number" ? undefined : `${path}: expected number, got ${describe(value)}`;
     case "integer":
-      return Number.isInteger(value) ? undefined : `${path}: expected integer, got ${describe(value)}`;
+      return NumberIsInteger(value) ? undefined : `${path}: expected integer, got ${describe(value)}`;
     case "json":
       return undefined;
     case "json-object":
       return isPlainObject(value) ? undefined : `${path}: expected object, got ${describe(value)}`;
-    case "enum":
-      return type.values.includes(value as string)
-        ? undefined
-        : `${path}: expected one of ${type.values.map((v) => JSON.stringify(v)).join(", ")}, got ${describe(value)}`;
+    case "enum": {
+      let listed = "";
+      for (let index = 0; index < type.values.length; index++) {
+        if (type.values[index] === value) return undefined;
+        listed += (index === 0 ? "" : ", ") + JSONStringify(type.values[index]);
+      }
+      return `${path}: expected one of ${listed}, got ${describe(value)}`;
+    }
     case "list": {
-      if (!Array.isArray(value)) return `${path}: expected list, got ${describe(value)}`;
+      if (!ArrayIsArray(value)) return `${path}: expected list, got ${describe(value)}`;
       const items = valueTypeTable()[type.items]!;
       for (let index = 0; index < value.length; index++) {
         const problem = typeProblem(value[index], items, `${path}[${index}]`);
@@ -117,8 +138,11 @@ function typeProblem(value: unknown, type: ValueType, path: string): string | un
     }
     case "object": {
       if (!isPlainObject(value)) return `${path}: expected object, got ${describe(value)}`;
-      for (const [name, field] of Object.entries(type.fields)) {
-        if (!Object.hasOwn(value, name)) {
+      const names = ObjectKeys(type.fields);
+      for (let index = 0; index < names.length; index++) {
+        const name = names[index]!;
+        const field = type.fields[name]!;
+        if (!ObjectHasOwn(value, name)) {
           if (field.optional) continue;
           return `${path}.${name}: required field is missing`;
         }
@@ -126,48 +150,52 @@ function typeProblem(value: unknown, type: ValueType, path: string): string | un
         if (problem !== undefined) return problem;
       }
       if (!type.extra) {
-        const unknown = Object.keys(value).find((name) => !Object.hasOwn(type.fields, name));
-        if (unknown !== undefined) return `${path}.${unknown}: unknown field`;
+        const present = ObjectKeys(value);
+        for (let index = 0; index < present.length; index++) {
+          if (!ObjectHasOwn(type.fields, present[index]!)) return `${path}.${present[index]}: unknown field`;
+        }
       }
       return undefined;
     }
   }
 }
 
-function jsonProblem(value: unknown, path: string, seen: Set<object>): string | undefined {
+/** `onPath`: the objects on the path to `value`, marked true while their members are checked. */
+function jsonProblem(value: unknown, path: string, onPath: WeakMap<object, unknown>): string | undefined {
   if (value === null || typeof value === "string" || typeof value === "boolean") return undefined;
-  if (typeof value === "number") return Number.isFinite(value) ? undefined : `${path}: ${value} is not a JSON number`;
+  if (typeof value === "number") return NumberIsFinite(value) ? undefined : `${path}: ${value} is not a JSON number`;
   if (typeof value !== "object") return `${path}: ${describe(value)} is not JSON`;
-  if (seen.has(value)) return `${path}: circular reference is not JSON`;
-  seen.add(value);
+  if (WeakMapPrototypeGet(onPath, value) === true) return `${path}: circular reference is not JSON`;
+  WeakMapPrototypeSet(onPath, value, true);
   try {
-    if (Array.isArray(value)) {
+    if (ArrayIsArray(value)) {
       for (let index = 0; index < value.length; index++) {
-        const problem = jsonProblem(value[index], `${path}[${index}]`, seen);
+        const problem = jsonProblem(value[index], `${path}[${index}]`, onPath);
         if (problem !== undefined) return problem;
       }
       return undefined;
     }
     if (!isPlainObject(value)) return `${path}: ${describe(value)} is not JSON`;
-    for (const [name, inner] of Object.entries(value)) {
-      const problem = jsonProblem(inner, `${path}.${name}`, seen);
+    const names = ObjectKeys(value);
+    for (let index = 0; index < names.length; index++) {
+      const problem = jsonProblem(value[names[index]!], `${path}.${names[index]}`, onPath);
       if (problem !== undefined) return problem;
     }
     return undefined;
   } finally {
-    seen.delete(value);
+    WeakMapPrototypeSet(onPath, value, false);
   }
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const prototype = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
+  if (typeof value !== "object" || value === null || ArrayIsArray(value)) return false;
+  const prototype = ReflectGetPrototypeOf(value);
+  return prototype === ObjectPrototype || prototype === null;
 }
 
 function describe(value: unknown): string {
   if (value === null) return "null";
-  if (Array.isArray(value)) return "list";
+  if (ArrayIsArray(value)) return "list";
   if (typeof value === "object") return (value as object).constructor?.name ?? "object";
   return typeof value;
 }

@@ -3,10 +3,10 @@ import { createSandboxPool } from "../../src/sandbox/index.js";
 import { beforePayload, script } from "./helpers.js";
 
 /*
- * The runtime makes its value-type table (runtime/keys.ts) when a script first checks a key, not at install,
- * so script code may have replaced built-ins by then. The table must end up frozen as when it was made before
- * any script code: here a script turns Object.freeze into a no-op and Object.values into a spy, then checks a
- * key whose type is an object, and reads the table's fields object through Object.entries, which keys.ts calls.
+ * The runtime checks typed keys (runtime/keys.ts) in the script's own context, after script code may have replaced
+ * built-ins, and makes its value-type table on first use. It uses only built-ins captured before any script code
+ * ran: here a script replaces every built-in a naive check would call with one that lies (or records that it was
+ * called), and the checks must still refuse what they refuse and never call the replacements.
  */
 
 const pool = createSandboxPool({ workers: 1 });
@@ -17,47 +17,64 @@ import { setKey, keys } from "hookbox";
 export default {
   hooks: {
     beforeToolCall() {
-      const isFrozen = Object.isFrozen;
-      const ownKeys = Reflect.ownKeys;
-      const entries = Object.entries;
-      const values = Object.values;
-      const handed = [];
-      Object.freeze = (value) => value;
-      Object.values = (value) => (handed.push(value), values(value));
-      Object.entries = (value) => (handed.push(value), entries(value));
+      const called = [];
+      const lie = (name, answer) => function () { called.push(name); return answer; };
+      Object.freeze = lie("Object.freeze", undefined);
+      Object.values = lie("Object.values", []);
+      Object.entries = lie("Object.entries", []);
+      Object.keys = lie("Object.keys", []);
+      Object.getPrototypeOf = lie("Object.getPrototypeOf", null);
+      Object.hasOwn = lie("Object.hasOwn", true);
+      Number.isInteger = lie("Number.isInteger", true);
+      Number.isFinite = lie("Number.isFinite", true);
+      Array.isArray = lie("Array.isArray", false);
+      Array.prototype.includes = lie("Array.prototype.includes", true);
+      Array.prototype.find = lie("Array.prototype.find", undefined);
+      Array.prototype.map = lie("Array.prototype.map", []);
+      Array.prototype[Symbol.iterator] = lie("Array.prototype[Symbol.iterator]", { next: () => ({ done: true }) });
+      Set.prototype.has = lie("Set.prototype.has", false);
+      Set.prototype.add = lie("Set.prototype.add", undefined);
+      RegExp.prototype.test = lie("RegExp.prototype.test", true);
+      RegExp.prototype.exec = lie("RegExp.prototype.exec", []);
+      const refusal = (value) => {
+        try {
+          setKey({}, keys.turnMetadata.usage, value);
+          return "stored";
+        } catch (error) {
+          return String(error.message);
+        }
+      };
       const bag = {};
       setKey(bag, keys.turnMetadata.usage, { inputTokens: 1 });
-      let refusal = "";
-      try {
-        setKey(bag, keys.turnMetadata.usage, { inputTokens: 1.5 });
-      } catch (error) {
-        refusal = error.message;
-      }
-      const unfrozen = [];
-      const walk = (value, path) => {
-        if (typeof value !== "object" || value === null) return;
-        if (!isFrozen(value)) unfrozen.push(path);
-        for (const name of ownKeys(value)) walk(value[name], path + "." + String(name));
-      };
-      // The fields object of the "usage" type, not the values checked against it.
-      const fields = handed.filter((value) => value !== null && typeof value === "object" && typeof value.inputTokens === "object");
-      fields.forEach((value, index) => walk(value, "fields" + index));
-      return { action: "deny", reason: JSON.stringify({ fields: fields.length, unfrozen, refusal, stored: bag["hookbox.usage@v1"] }) };
+      const cyclic = { inputTokens: 1 };
+      cyclic.self = cyclic;
+      return { action: "deny", reason: JSON.stringify({
+        called,
+        fraction: refusal({ inputTokens: 1.5 }),
+        unknownField: refusal({ inputTokens: 1, extra: 2 }),
+        notAnObject: refusal([1]),
+        infinite: refusal({ inputTokens: Infinity }),
+        cyclic: refusal(cyclic),
+        stored: bag["hookbox.usage@v1"],
+      }) };
     },
   },
 };
 `;
 
-describe("the runtime's value-type table, made on first use", () => {
-  it("is frozen all the way down even when a script replaced Object.freeze and Object.values first", async () => {
+describe("the runtime's typed-key checks in a context the script tampered with", () => {
+  it("refuse what they refuse and call none of the built-ins the script replaced", async () => {
     const tenant = pool.tenant("value-types");
     const manifests = await tenant.load([script("tamper", TAMPERING)]);
     const run = await tenant.openRun({ runId: "value-types", scripts: manifests });
     const decision = (await run.callHook("tamper", "beforeToolCall", beforePayload())) as { reason: string };
-    const seen = JSON.parse(decision.reason) as { fields: number; unfrozen: string[]; refusal: string; stored: unknown };
-    expect(seen.fields).toBeGreaterThan(0);
-    expect(seen.unfrozen).toEqual([]);
-    expect(seen.refusal).toContain("$.inputTokens: expected integer");
+    const seen = JSON.parse(decision.reason) as Record<string, unknown>;
+    expect(seen.called).toEqual([]);
+    expect(seen.fraction).toContain("$.inputTokens: expected integer");
+    expect(seen.unknownField).toContain("$.extra: unknown field");
+    expect(seen.notAnObject).toContain("expected object, got list");
+    expect(seen.infinite).toContain("$.inputTokens: Infinity is not a JSON number");
+    expect(seen.cyclic).toContain("$.self: circular reference is not JSON");
     expect(seen.stored).toEqual({ inputTokens: 1 });
   });
 });
