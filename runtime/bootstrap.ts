@@ -5,12 +5,14 @@
  */
 import { installConsole } from "./console.js";
 import { describeThrown, unreadable } from "./guest-errors.js";
+import { isGuestDataError, toBoundedJson } from "./serialize.js";
 import { refuseResizableArrayBuffers } from "./array-buffers.js";
 import type { HostChannel, RuntimeLimits } from "./host-channel.js";
 import { createHookboxModule } from "./hookbox-module.js";
 import { createCallbacks } from "./callbacks.js";
 import { isDefinitionError, readDefinition, type LoadedScript } from "./script-definition.js";
-import { JSONParse, JSONStringify, ReflectApply, globalObject } from "./primordials.js";
+import { JSONParse, JSONStringify, ReflectApply, StringPrototypeSlice, globalObject } from "./primordials.js";
+import { MAX_ERROR_MESSAGE_CHARS } from "../src/sandbox/wire/error-limits.js";
 import { readCoverage } from "./coverage.js";
 import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
@@ -20,6 +22,13 @@ delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
 delete (globalObject as Record<string, unknown>).Atomics;
 delete (globalObject as Record<string, unknown>).WebAssembly;
 refuseResizableArrayBuffers();
+
+/** A registration that failed: the message is clipped like every error text that leaves the isolate. */
+function loadError(message: string): string {
+  return (
+    '{"ok":false,"error":{"code":"SCRIPT_LOAD","message":' + JSONStringify(StringPrototypeSlice(message, 0, MAX_ERROR_MESSAGE_CHARS)) + "}}"
+  );
+}
 
 /** The runtime's entry point: the worker calls it with one `RuntimeOpCall` (wire/guest-ops.ts), spread. */
 export type Dispatcher = (...call: RuntimeOpCall) => string | undefined;
@@ -34,25 +43,28 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
   let loaded: LoadedScript | undefined;
   const callbacks = createCallbacks(host, limits, () => loaded);
 
-  /** Runs the bundle's factory (the script's top-level code) and validates its default export. */
+  /**
+   * Runs the bundle's factory (the script's top-level code) and validates its default export. The text it returns
+   * is at most the tenant's maxPayloadBytes (plus a few bytes of framing): the manifest is the script's text (names,
+   * descriptions, schemas, onHookError), and a bigger one would outgrow the worker's reply frame, which the host
+   * answers by killing the worker with every co-tenant's call on it. It is built from strings, never by serializing
+   * a runtime-made object: Object.prototype.toJSON, which a script may have set, is not consulted.
+   */
   function register(factory: RuntimeOps["register"][0]): string {
     try {
-      if (typeof factory !== "function")
-        return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: "bundle did not evaluate to a factory" } });
+      if (typeof factory !== "function") return loadError("bundle did not evaluate to a factory");
       const namespace = ReflectApply(factory, undefined, [hookboxModule]) as { default?: unknown } | undefined;
       const exported = namespace === undefined || namespace === null ? undefined : namespace.default;
-      if (exported === undefined) {
-        return JSONStringify({
-          ok: false,
-          error: { code: "SCRIPT_LOAD", message: "the script has no default export: write `export default defineScript({...})`" },
-        });
-      }
+      if (exported === undefined) return loadError("the script has no default export: write `export default defineScript({...})`");
       const { script, manifest } = readDefinition(exported, limits.maxPayloadBytes);
+      const text = toBoundedJson(manifest, limits.maxPayloadBytes);
       loaded = script;
-      return JSONStringify({ ok: true, manifest });
+      return '{"ok":true,"manifest":' + text + "}";
     } catch (thrown) {
-      if (isDefinitionError(thrown)) return JSONStringify({ ok: false, error: { code: "SCRIPT_LOAD", message: thrown.message } });
-      return JSONStringify({ ok: false, error: JSONParse(describeThrown(thrown, "SCRIPT_LOAD")) });
+      if (isDefinitionError(thrown)) return loadError(thrown.message);
+      if (isGuestDataError(thrown))
+        return loadError("the script's manifest (names, descriptions, schemas, onHookError): " + thrown.path + " " + thrown.problem);
+      return '{"ok":false,"error":' + describeThrown(thrown, "SCRIPT_LOAD") + "}";
     }
   }
 

@@ -5,6 +5,7 @@ import {
   StringCtor,
   StringPrototypeIncludes,
   StringPrototypeSlice,
+  dict,
 } from "./primordials.js";
 import { isGuestDataError } from "./serialize.js";
 import {
@@ -32,32 +33,29 @@ function readString(read: () => unknown, max: number): string | undefined {
  */
 export function describeThrown(thrown: unknown, code = "SCRIPT_ERROR"): string {
   try {
+    const description = dict<string | undefined>();
+    description.code = code;
     if (isGuestDataError(thrown)) {
       // A value over the size limit is its own code, whatever else it is: the limit, not the contract, refused it.
-      const tooLarge = StringPrototypeIncludes(thrown.problem, "-byte limit");
-      return JSONStringify({
-        code: tooLarge ? "PAYLOAD_TOO_LARGE" : "HOOK_CONTRACT",
-        message: StringPrototypeSlice(thrown.problem, 0, MAX_ERROR_MESSAGE_CHARS),
-        path: StringPrototypeSlice(thrown.path, 0, MAX_ERROR_MESSAGE_CHARS),
-      });
-    }
-    if (thrown !== null && (typeof thrown === "object" || typeof thrown === "function")) {
+      description.code = StringPrototypeIncludes(thrown.problem, "-byte limit") ? "PAYLOAD_TOO_LARGE" : "HOOK_CONTRACT";
+      description.message = StringPrototypeSlice(thrown.problem, 0, MAX_ERROR_MESSAGE_CHARS);
+      description.path = StringPrototypeSlice(thrown.path, 0, MAX_ERROR_MESSAGE_CHARS);
+    } else if (thrown !== null && (typeof thrown === "object" || typeof thrown === "function")) {
       const error = thrown as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
-      const name = readString(() => error.name, MAX_ERROR_NAME_CHARS) ?? "Error";
-      const message =
+      description.name = readString(() => error.name, MAX_ERROR_NAME_CHARS) ?? "Error";
+      description.message =
         readString(() => error.message, MAX_ERROR_MESSAGE_CHARS) ??
         readString(() => thrown, MAX_ERROR_MESSAGE_CHARS) ??
         "(unprintable value)";
-      const stack = readString(() => error.stack, MAX_ERROR_STACK_CHARS);
+      description.stack = readString(() => error.stack, MAX_ERROR_STACK_CHARS);
       // A capability error's code (CAPABILITY_DENIED, ...) is kept so the host's error names it.
-      const errorCode = readString(() => error.code, MAX_ERROR_CODE_CHARS);
-      return JSONStringify({ code, name, message, stack, errorCode });
+      description.errorCode = readString(() => error.code, MAX_ERROR_CODE_CHARS);
+    } else {
+      description.name = "Error";
+      description.message = "threw a non-error value: " + (readString(() => thrown, MAX_ERROR_MESSAGE_CHARS) ?? typeof thrown);
     }
-    return JSONStringify({
-      code,
-      name: "Error",
-      message: "threw a non-error value: " + (readString(() => thrown, MAX_ERROR_MESSAGE_CHARS) ?? typeof thrown),
-    });
+    // Prototype-less: a toJSON a script put on Object.prototype is not consulted (it could replace the whole text).
+    return JSONStringify(description) as string;
   } catch {
     return unreadable(code);
   }

@@ -93,8 +93,9 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
   const manifest: RawManifest = { middleware: [], tools: [], hooks: [] };
   const name = exported.name;
   if (name !== undefined && typeof name !== "string") fail("name must be a string");
-  if (name !== undefined) manifest.name = name;
-  if (exported.onHookError !== undefined) manifest.onHookError = exported.onHookError;
+  // Defined, not assigned: a setter a script put on Object.prototype never sees them.
+  if (name !== undefined) defineData(manifest, "name", name);
+  if (exported.onHookError !== undefined) defineData(manifest, "onHookError", exported.onHookError);
 
   const middleware = readList(exported.middleware, "middleware");
   for (let i = 0; i < middleware.length; i++) {
