@@ -1,12 +1,4 @@
-import {
-  ErrorCtor,
-  JSONStringify,
-  ObjectDefineProperty,
-  StringCtor,
-  StringPrototypeIncludes,
-  StringPrototypeSlice,
-  dict,
-} from "./primordials.js";
+import { ErrorCtor, JSONStringify, StringCtor, StringPrototypeIncludes, StringPrototypeSlice, defineHidden, dict } from "./primordials.js";
 import { isGuestDataError } from "./serialize.js";
 import {
   MAX_ERROR_CODE_CHARS,
@@ -69,6 +61,8 @@ export function unreadable(code: string): string {
 /** An Error for the script, built by runtime code: carries a code and no host paths. */
 export function guestError(message: string, code?: string): Error {
   const error = new ErrorCtor(message);
-  if (code !== undefined) ObjectDefineProperty(error, "code", { value: code, writable: true, configurable: true });
+  // A prototype-less descriptor (defineHidden): a literal would inherit a `get` or `value` a script put on
+  // Object.prototype, and the error could not be made (a capability's refusal would never reach the script).
+  if (code !== undefined) defineHidden(error, "code", code);
   return error;
 }
