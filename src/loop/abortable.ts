@@ -32,3 +32,26 @@ export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<
     );
   });
 }
+
+/**
+ * Who to tell when `signal` aborts, with one listener on it however many come and go: each tool call of a batch
+ * adds itself and leaves when it ends, and an EventTarget listener costs several objects every time. A callback
+ * added to an already aborted signal is never called (as with addEventListener).
+ */
+export function abortWatchers(signal: AbortSignal): Set<(reason: unknown) => void> {
+  let watching = watchers.get(signal);
+  if (watching === undefined) {
+    const created = new Set<(reason: unknown) => void>();
+    watching = created;
+    watchers.set(signal, created);
+    signal.addEventListener(
+      "abort",
+      () => {
+        for (const watcher of [...created]) watcher(signal.reason);
+      },
+      { once: true },
+    );
+  }
+  return watching;
+}
+const watchers = new WeakMap<AbortSignal, Set<(reason: unknown) => void>>();

@@ -86,31 +86,51 @@ export class HookChain {
     private readonly options: HookChainOptions = {},
   ) {}
 
+  // beforeToolCall and afterToolCall are one async function each (two per tool call: no closures, no promise per
+  // level); they report their verdict under the call's id and attempt themselves.
   /**
    * `signal` ends an open approval of this call when its batch stops (another call aborted the run);
    * `recheck` marks arguments other hooks produced (a retry's): every decision on them is a re-check.
    */
-  async beforeToolCall(payload: BeforeToolCallPayload, options: BeforeOptions = {}): Promise<BeforeOutcome> {
-    return this.toolEvaluated("beforeToolCall", payload, (trace) => this.before(payload, trace, options));
+  beforeToolCall(payload: BeforeToolCallPayload, options: BeforeOptions = {}): Promise<BeforeOutcome> {
+    return this.before(payload, options);
   }
 
-  async afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
-    return this.toolEvaluated("afterToolCall", payload, (trace) => this.after(payload, trace));
+  afterToolCall(payload: AfterToolCallPayload): Promise<AfterOutcome> {
+    return this.after(payload);
   }
 
   async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
-    return this.toolEvaluated("onToolError", payload, (trace) => this.onError(payload, trace));
+    const trace = this.started("onToolError", payload);
+    return this.toolVerdict("onToolError", payload, await this.onError(payload, trace), trace);
   }
 
-  /** One tool-call hook evaluation, reported under the call's id and attempt. */
-  private toolEvaluated<O extends { kind: string }>(
+  /** An evaluation starts: shadows see the payload; its trace. */
+  private started(hook: HookName, payload: HookPayload): Trace {
+    this.options.shadowHooks?.observe(hook, payload);
+    return { decision: { action: "none" }, failed: false, asked: false };
+  }
+
+  /** A tool-call hook evaluation ended in `outcome`: its verdict is reported (when anyone records verdicts). */
+  private toolVerdict<O extends BeforeOutcome | AfterOutcome | ErrorOutcome>(
     hook: "beforeToolCall" | "afterToolCall" | "onToolError",
     payload: BeforeToolCallPayload | AfterToolCallPayload | OnToolErrorPayload,
-    chain: (trace: Trace) => Promise<O>,
-  ): Promise<O> {
-    return this.evaluated(hook, payload, { callId: payload.call.id, attempt: payload.attempt }, chain, (outcome, trace) =>
-      toolHookVerdict(hook, payload, outcome, trace),
-    );
+    outcome: O,
+    trace: Trace,
+  ): O {
+    const onVerdict = this.options.onVerdict;
+    if (onVerdict === undefined) return outcome;
+    const verdict = toolHookVerdict(hook, payload, outcome, trace);
+    onVerdict({
+      hook,
+      callId: payload.call.id,
+      attempt: payload.attempt,
+      verdict,
+      decision: trace.decision,
+      payload,
+      shadow: this.options.shadow ?? false,
+    });
+    return outcome;
   }
 
   /** One chain evaluation: shadows see the payload, the chain decides, its verdict is reported under `at`. */
@@ -121,8 +141,7 @@ export class HookChain {
     chain: (trace: Trace) => Promise<O>,
     verdictOf: (outcome: O, trace: Trace) => Verdict,
   ): Promise<O> {
-    this.options.shadowHooks?.observe(hook, payload);
-    const trace: Trace = { decision: { action: "none" }, failed: false, asked: false };
+    const trace = this.started(hook, payload);
     const outcome = await chain(trace);
     const verdict = verdictOf(outcome, trace);
     this.options.onVerdict?.({ hook, ...at, verdict, decision: trace.decision, payload, shadow: this.options.shadow ?? false });
@@ -137,35 +156,45 @@ export class HookChain {
    * hook-decision events), until one pass changes nothing. Hooks that never agree (each rewriting what the
    * other let through) end as a deny after MAX_ARGUMENT_PASSES passes: nothing unchecked runs.
    */
-  private async before(payload: BeforeToolCallPayload, trace: Trace, options: BeforeOptions): Promise<BeforeOutcome> {
+  private async before(payload: BeforeToolCallPayload, options: BeforeOptions): Promise<BeforeOutcome> {
+    const trace = this.started("beforeToolCall", payload);
     const providers = this.with("beforeToolCall");
-    const passed = new Map<HookProvider, JsonObject>();
-    const keys = new Map<JsonObject, string>();
+    /** The arguments each provider (by its place in `providers`) last let through. */
+    const passed: (JsonObject | undefined)[] = [];
+    // Arguments are compared as canonical JSON, made once per arguments object, and only when two differ as objects.
+    let keys: Map<JsonObject, string> | undefined;
     const keyOf = (args: JsonObject) => {
+      keys ??= new Map();
       let key = keys.get(args);
       if (key === undefined) keys.set(args, (key = canonicalJson(args)));
       return key;
     };
+    const saw = (seen: JsonObject | undefined, args: JsonObject) => seen !== undefined && (seen === args || keyOf(seen) === keyOf(args));
     let args = payload.call.args;
-    const saw = (provider: HookProvider) => {
-      const seen = passed.get(provider);
-      return seen !== undefined && (seen === args || keyOf(seen) === keyOf(args));
-    };
     for (let pass = 1; pass <= MAX_ARGUMENT_PASSES; pass++) {
       const recheck = options.recheck === true || pass > 1;
-      for (const provider of providers) {
-        if (saw(provider)) continue;
-        const step = await this.beforeStep(provider, { ...payload, call: { ...payload.call, args } }, trace, { ...options, recheck });
-        if (step.kind !== "proceed") return step;
+      for (let index = 0; index < providers.length; index++) {
+        if (saw(passed[index], args)) continue;
+        // The loop's payload itself while the arguments are still its own (no copy per hook).
+        const current = args === payload.call.args ? payload : { ...payload, call: { ...payload.call, args } };
+        const step = await this.beforeStep(providers[index], current, trace, options, recheck);
+        if (step.kind !== "proceed") return this.toolVerdict("beforeToolCall", payload, step, trace);
         args = step.args;
-        passed.set(provider, args);
+        passed[index] = args;
       }
-      if (providers.every(saw)) return { kind: "proceed", args };
+      let everyone = true;
+      for (let index = 0; index < providers.length && everyone; index++) everyone = saw(passed[index], args);
+      if (everyone) return this.toolVerdict("beforeToolCall", payload, { kind: "proceed", args }, trace);
     }
-    return {
-      kind: "deny",
-      reason: `the beforeToolCall hooks kept rewriting the arguments: none of ${MAX_ARGUMENT_PASSES} passes let one version of them through every hook`,
-    };
+    return this.toolVerdict(
+      "beforeToolCall",
+      payload,
+      {
+        kind: "deny",
+        reason: `the beforeToolCall hooks kept rewriting the arguments: none of ${MAX_ARGUMENT_PASSES} passes let one version of them through every hook`,
+      },
+      trace,
+    );
   }
 
   /** One beforeToolCall hook's decision on `current`: proceed (with the arguments it let through) or a terminal outcome. */
@@ -173,10 +202,10 @@ export class HookChain {
     provider: HookProvider,
     current: BeforeToolCallPayload,
     trace: Trace,
-    options: BeforeOptions & { recheck: boolean },
+    options: BeforeOptions,
+    recheck: boolean,
   ): Promise<BeforeOutcome> {
     const { id: callId, args } = current.call;
-    const recheck = options.recheck;
     let decision;
     try {
       decision = await provider.call("beforeToolCall", current);
@@ -287,29 +316,34 @@ export class HookChain {
     return { kind: "finish" };
   }
 
-  private async after(payload: AfterToolCallPayload, trace: Trace): Promise<AfterOutcome> {
+  private async after(payload: AfterToolCallPayload): Promise<AfterOutcome> {
+    const trace = this.started("afterToolCall", payload);
     let { result, error } = payload;
     for (const provider of this.with("afterToolCall")) {
       let decision;
       try {
-        decision = await provider.call("afterToolCall", { ...payload, result, error });
+        // The loop's payload itself until a hook changes the result or the error (no copy per hook).
+        const current = result === payload.result && error === payload.error ? payload : { ...payload, result, error };
+        decision = await provider.call("afterToolCall", current);
         refuseForProviderCall(payload, provider.name, decision);
       } catch (failure) {
         const outcome = this.fail(provider, "afterToolCall", payload.call.id, failure, trace);
         if (outcome.policy === "fail-open") continue;
-        if (outcome.policy === "abort-run") return { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode };
+        if (outcome.policy === "abort-run")
+          return this.toolVerdict("afterToolCall", payload, { kind: "abort", reason: outcome.reason, errorCode: outcome.errorCode }, trace);
         // fail-closed: the result is withheld and the model sees an error instead
         const withheld = { ...outcome.error, message: `result withheld: ${outcome.error.message}` };
-        return { kind: "apply", result: undefined, error: withheld, withheld: true };
+        return this.toolVerdict("afterToolCall", payload, { kind: "apply", result: undefined, error: withheld, withheld: true }, trace);
       }
       this.decided(provider, "afterToolCall", payload.call.id, decision, trace);
       if (!decision) continue;
-      if ("action" in decision) return { kind: "abort", reason: `${provider.name}: ${decision.reason}` };
+      if ("action" in decision)
+        return this.toolVerdict("afterToolCall", payload, { kind: "abort", reason: `${provider.name}: ${decision.reason}` }, trace);
       if (decision.result !== undefined) result = decision.result;
       if (typeof decision.error === "string") error = { message: decision.error };
       else if (decision.error === null) error = undefined;
     }
-    return { kind: "apply", result, error };
+    return this.toolVerdict("afterToolCall", payload, { kind: "apply", result, error }, trace);
   }
 
   private async onError(payload: OnToolErrorPayload, trace: Trace): Promise<ErrorOutcome> {

@@ -13,7 +13,7 @@ import { composeMiddleware, type Middleware } from "./middleware-chain.js";
 import { engineStep, userContextMiddleware } from "./engine-step.js";
 import { RetryBudget } from "./retry-budget.js";
 import { Stepper } from "./stepper.js";
-import { executeToolCall } from "./tool-call.js";
+import { executeToolCall, type CallServices } from "./tool-call.js";
 import { describeCall, pendingCalls } from "./pending-calls.js";
 import { answerText, observeProviderCalls, providerCalls } from "./provider-calls.js";
 import type { ProviderTools } from "../engine/infer.js";
@@ -152,22 +152,22 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
     meter.check();
     await options.persistence?.onSnapshot(phase, turn);
   };
-  const context = (): CommonContext => ({
-    sessionId: ids.sessionId,
-    inferenceId: ids.inferenceId,
-    traceId: ids.traceId,
-    turnId: ids.turnId,
-    timestampMs: Date.now(),
-    tags: options.tags,
-    userContext: options.userContext,
-    ...(options.deadlineMs !== undefined ? { deadlineMs: options.deadlineMs } : {}),
-    budget: usageMeter.budget({
-      iteration: iterations,
-      maxIterations: limits.maxIterations,
-      retriesLeft: budget.retriesLeft(),
-      deadlineMs: options.deadlineMs,
-    }),
-  });
+  // A fresh object per call (callers add their own fields to it), built field by field in its key order: this runs
+  // several times per tool call, and a spread of an optional field costs an object and a generic copy.
+  const context = (): CommonContext => {
+    const ctx: CommonContext = {
+      sessionId: ids.sessionId,
+      inferenceId: ids.inferenceId,
+      traceId: ids.traceId,
+      turnId: ids.turnId,
+      timestampMs: Date.now(),
+      tags: options.tags,
+      userContext: options.userContext,
+    } as CommonContext;
+    if (options.deadlineMs !== undefined) ctx.deadlineMs = options.deadlineMs;
+    ctx.budget = usageMeter.budget(iterations, limits.maxIterations, budget.retriesLeft(), options.deadlineMs);
+    return ctx;
+  };
 
   const finish = async (ending: Ending): Promise<RunResult> => {
     await shadow?.settle(components?.shadow?.waitMs ?? 0);
@@ -350,23 +350,27 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       }
 
       const journal = options.persistence?.journal;
+      // One set of services for the batch's calls (runBatch gives them all its one signal).
+      let services: CallServices | undefined;
+      const servicesFor = (batchSignal: AbortSignal): CallServices =>
+        services?.signal === batchSignal
+          ? services
+          : (services = {
+              registry,
+              hooks,
+              events,
+              budget,
+              signal: batchSignal,
+              context,
+              errorPolicy: limits.errorPolicy,
+              toolTimeoutMs: limits.toolTimeoutMs,
+              defaultBackoffMs: limits.defaultBackoffMs,
+              journal,
+              ...(options.persistence?.fence ? { fence: () => options.persistence!.fence!() } : {}),
+              maxToolResultBytes: meter.budgets.maxToolResultBytes,
+            });
       const outcomes = await runBatch(pending, limits.maxParallelTools, signal, async (call, batchSignal) => {
-        const outcome = await traceToolCall(trace, call, () =>
-          executeToolCall(call, {
-            registry,
-            hooks,
-            events,
-            budget,
-            signal: batchSignal,
-            context,
-            errorPolicy: limits.errorPolicy,
-            toolTimeoutMs: limits.toolTimeoutMs,
-            defaultBackoffMs: limits.defaultBackoffMs,
-            journal,
-            ...(options.persistence?.fence ? { fence: () => options.persistence!.fence!() } : {}),
-            maxToolResultBytes: meter.budgets.maxToolResultBytes,
-          }),
-        );
+        const outcome = await traceToolCall(trace, call, () => executeToolCall(call, servicesFor(batchSignal)));
         if (outcome.kind === "result") {
           meter.addResultBlock(call.name, outcome.block);
           meter.check();

@@ -1,14 +1,23 @@
 import { HookboxError } from "../errors.js";
-import type { CommonContext, ToolCallRef, ToolContext, ToolErrorInfo } from "../contracts/context.js";
+import type {
+  AfterToolCallPayload,
+  BeforeToolCallPayload,
+  CommonContext,
+  OnToolErrorPayload,
+  ToolCallRef,
+  ToolContext,
+  ToolErrorInfo,
+} from "../contracts/context.js";
+import type { EventBody } from "../events/types.js";
 import { canonicalJson, type Json, type JsonObject } from "../turns/json.js";
 import type { Block } from "../turns/turn.js";
 import { BlockMetadataKeys, PayloadKeys } from "../turns/keys.gen.js";
 import type { ErrorPolicy, RunPersistence } from "../host/types.js";
 import type { EventLog } from "./event-log.js";
-import type { HookChain } from "./hook-chain.js";
+import type { BeforeOutcome, HookChain } from "./hook-chain.js";
 import type { RetryBudget } from "./retry-budget.js";
 import type { RegisteredTool, ToolRegistry } from "./tool-registry.js";
-import { raceAbort, sleep } from "./abortable.js";
+import { abortWatchers, sleep } from "./abortable.js";
 import { withRunContext } from "./ambient.js";
 import { newId } from "./ids.js";
 
@@ -36,6 +45,7 @@ export interface CallServices {
   toolTimeoutMs?: number;
   defaultBackoffMs: number;
   signal: AbortSignal;
+  /** The run's context now: a fresh object on every call, which the caller extends into a payload or ctx. */
   context(): CommonContext;
   journal?: RunPersistence["journal"];
   /** The run's ownership check before a handler runs (RunPersistence.fence). */
@@ -47,6 +57,8 @@ export interface CallServices {
 type AttemptOutcome = { result?: Json; error?: ToolErrorInfo };
 
 const RESTART_PREFIX = "context_restart_";
+
+type ToolFinishedBody = Extract<EventBody, { type: "tool-finished" }>;
 
 /**
  * One tool call's whole life: beforeToolCall -> validated execution under a timeout -> onToolError and
@@ -61,31 +73,25 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const origin = tool?.origin ?? "host";
   // Unparsable arguments stay with the call until a hook (or an approver) gives it arguments of its own.
   let rawArgs = call.rawArgs;
-  const ref = (args: JsonObject): ToolCallRef => ({
-    id: call.id,
-    name: call.name,
-    args,
-    origin,
-    ...(rawArgs !== undefined ? { rawArgs } : {}),
-  });
-  const base = () => ({ ...services.context(), timestampMs: Date.now() });
-
-  /** The arguments every beforeToolCall hook let through, or how the call ends instead. */
-  const guarded = async (args: JsonObject, attempt: number, recheck: boolean): Promise<{ args: JsonObject } | { ends: CallOutcome }> => {
-    const before = await hooks.beforeToolCall(
-      { ...base(), phase: "beforeToolCall", call: ref(args), attempt },
-      { signal: services.signal, recheck },
-    );
-    if (before.kind === "proceed") return { args: before.args };
-    if (before.kind === "abort") return { ends: before };
-    if (before.kind === "skip") return { ends: finished(call, origin, before.result, undefined) };
-    if (before.kind === "deny")
-      return { ends: finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" }) };
-    return { ends: finished(call, origin, undefined, before.error) };
+  // Payloads are built field by field on a fresh context() (its key order, then the hook's own fields): several
+  // per tool call, where each spread would copy the whole context once more.
+  const ref = (args: JsonObject): ToolCallRef => {
+    const called: ToolCallRef = { id: call.id, name: call.name, args, origin };
+    if (rawArgs !== undefined) called.rawArgs = rawArgs;
+    return called;
   };
 
-  const first = await guarded(call.args, 1, false);
-  if ("ends" in first) return first.ends;
+  /** The beforeToolCall chain on `args`: proceed with the arguments every hook let through, or how the call ends. */
+  const guard = (args: JsonObject, attempt: number, recheck: boolean): Promise<BeforeOutcome> => {
+    const payload = services.context() as BeforeToolCallPayload;
+    payload.phase = "beforeToolCall";
+    payload.call = ref(args);
+    payload.attempt = attempt;
+    return hooks.beforeToolCall(payload, { signal: services.signal, recheck });
+  };
+
+  const first = await guard(call.args, 1, false);
+  if (first.kind !== "proceed") return guardEnded(call, origin, first);
   let args = first.args;
   if (args !== call.args) rawArgs = undefined;
   let attempt = 1;
@@ -98,12 +104,17 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
     const outcome: AttemptOutcome = "tool" in admitted ? await runOnce(admitted.tool, call, args, attempt, services) : admitted;
     const durationMs = Date.now() - started;
     if (attempt > 1) services.budget.spend(durationMs);
-    events.emit({ type: "tool-finished", callId: call.id, name: call.name, attempt, durationMs, ...outcome });
+    events.emit(finishedEvent(call, attempt, durationMs, outcome));
     if (services.signal.aborted) throw services.signal.reason;
 
     let error = outcome.error;
     if (error) {
-      const decision = await hooks.onToolError({ ...base(), phase: "onToolError", call: ref(args), attempt, error });
+      const failed = services.context() as OnToolErrorPayload;
+      failed.phase = "onToolError";
+      failed.call = ref(args);
+      failed.attempt = attempt;
+      failed.error = error;
+      const decision = await hooks.onToolError(failed);
       if (decision.kind === "abort") return decision;
       const wantsRetry = decision.kind === "retry" || (decision.kind === "default" && services.errorPolicy === "retry");
       if (decision.kind === "default" && services.errorPolicy === "abort") {
@@ -123,8 +134,8 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
           if (decision.kind === "retry" && decision.args) rawArgs = undefined;
           // Arguments a retry brings have passed no guard yet: the whole beforeToolCall chain checks them.
           if (decision.kind === "retry" && decision.args && canonicalJson(decision.args) !== canonicalJson(args)) {
-            const checked = await guarded(decision.args, attempt, true);
-            if ("ends" in checked) return checked.ends;
+            const checked = await guard(decision.args, attempt, true);
+            if (checked.kind !== "proceed") return guardEnded(call, origin, checked);
             args = checked.args;
           }
           continue;
@@ -135,20 +146,27 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
       }
     }
 
-    const after = await hooks.afterToolCall({
-      ...base(),
-      phase: "afterToolCall",
-      call: ref(args),
-      attempt,
-      durationMs,
-      ...(outcome.result !== undefined && !error ? { result: outcome.result } : {}),
-      ...(error ? { error } : {}),
-    });
+    const payload = services.context() as AfterToolCallPayload;
+    payload.phase = "afterToolCall";
+    payload.call = ref(args);
+    payload.attempt = attempt;
+    payload.durationMs = durationMs;
+    if (outcome.result !== undefined && !error) payload.result = outcome.result;
+    if (error) payload.error = error;
+    const after = await hooks.afterToolCall(payload);
     if (after.kind === "abort") return after;
     const restart = asRestart(after.result);
     if (restart && !after.error) return { kind: "restart", callId: call.id, blockId: call.blockId, ...restart };
     return finished(call, origin, after.result, after.error);
   }
+}
+
+/** How a call ends that its beforeToolCall chain did not let through. */
+function guardEnded(call: PendingCall, origin: string, before: Exclude<BeforeOutcome, { kind: "proceed" }>): CallOutcome {
+  if (before.kind === "abort") return before;
+  if (before.kind === "skip") return finished(call, origin, before.result, undefined);
+  if (before.kind === "deny") return finished(call, origin, undefined, { message: `denied by policy: ${before.reason}`, code: "DENIED" });
+  return finished(call, origin, undefined, before.error);
 }
 
 /** The tool to run, or why the call is refused before its handler starts. */
@@ -176,26 +194,31 @@ async function runOnce(
   attempt: number,
   services: CallServices,
 ): Promise<AttemptOutcome> {
-  const ctx: ToolContext = {
-    ...services.context(),
-    timestampMs: Date.now(),
-    toolName: tool.name,
-    callId: call.id,
-    callName: call.name,
-    attempt,
-  };
+  const ctx = services.context() as ToolContext;
+  ctx.toolName = tool.name;
+  ctx.callId = call.id;
+  ctx.callName = call.name;
+  ctx.attempt = attempt;
   const timeoutMs = tool.timeoutMs ?? services.toolTimeoutMs;
+  // The handler's signal aborts when the run does or the call times out, and the call stops waiting for it then.
   const controller = new AbortController();
-  const onRunAbort = () => controller.abort(services.signal.reason);
-  services.signal.addEventListener("abort", onRunAbort, { once: true });
-  const timer = timeoutMs
-    ? setTimeout(() => controller.abort(new HookboxError("TOOL_TIMEOUT", `tool ${tool.name} timed out after ${timeoutMs} ms`)), timeoutMs)
-    : undefined;
+  const watchers = abortWatchers(services.signal);
+  let stop: ((reason: unknown) => void) | undefined;
+  let timer: NodeJS.Timeout | undefined;
   try {
-    const result = await raceAbort(
-      withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal, { maxResultBytes: services.maxToolResultBytes })),
-      controller.signal,
-    );
+    const result = await new Promise<Json>((resolve, reject) => {
+      stop = (reason) => {
+        controller.abort(reason);
+        reject(controller.signal.reason);
+      };
+      watchers.add(stop);
+      if (timeoutMs)
+        timer = setTimeout(() => stop!(new HookboxError("TOOL_TIMEOUT", `tool ${tool.name} timed out after ${timeoutMs} ms`)), timeoutMs);
+      withRunContext(ctx, () => tool.invoke(args, ctx, controller.signal, { maxResultBytes: services.maxToolResultBytes })).then(
+        resolve,
+        reject,
+      );
+    });
     if (result === undefined) return { result: null };
     return { result };
   } catch (error) {
@@ -205,8 +228,16 @@ async function runOnce(
     return { error: toErrorInfo(error) };
   } finally {
     clearTimeout(timer);
-    services.signal.removeEventListener("abort", onRunAbort);
+    if (stop !== undefined) watchers.delete(stop);
   }
+}
+
+/** tool-finished: the attempt's result or error after the call's fields (an event body per attempt, without a spread). */
+function finishedEvent(call: PendingCall, attempt: number, durationMs: number, outcome: AttemptOutcome): ToolFinishedBody {
+  const body: ToolFinishedBody = { type: "tool-finished", callId: call.id, name: call.name, attempt, durationMs };
+  if ("result" in outcome) body.result = outcome.result;
+  if ("error" in outcome) body.error = outcome.error;
+  return body;
 }
 
 function toErrorInfo(error: unknown): ToolErrorInfo {

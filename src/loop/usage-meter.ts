@@ -99,16 +99,14 @@ export class UsageMeter {
   }
 
   /** The `budget` every ctx and hook payload carries. */
-  budget(state: { iteration: number; maxIterations: number; retriesLeft: number; deadlineMs?: number }): Budget {
-    return {
-      iteration: state.iteration,
-      maxIterations: state.maxIterations,
-      tokensUsed: this.tokensUsed,
-      ...(this.limits.maxTokens !== undefined ? { maxTokens: this.limits.maxTokens } : {}),
-      costUsd: this.used.costUsd,
-      ...(this.limits.maxCostUsd !== undefined ? { maxCostUsd: this.limits.maxCostUsd } : {}),
-      retriesLeft: state.retriesLeft,
-      ...(state.deadlineMs !== undefined ? { deadlineMs: state.deadlineMs } : {}),
-    };
+  budget(iteration: number, maxIterations: number, retriesLeft: number, deadlineMs: number | undefined): Budget {
+    // Field by field, in the key order hooks and middleware see: several of these per tool call.
+    const budget = { iteration, maxIterations, tokensUsed: this.tokensUsed } as Budget;
+    if (this.limits.maxTokens !== undefined) budget.maxTokens = this.limits.maxTokens;
+    budget.costUsd = this.used.costUsd;
+    if (this.limits.maxCostUsd !== undefined) budget.maxCostUsd = this.limits.maxCostUsd;
+    budget.retriesLeft = retriesLeft;
+    if (deadlineMs !== undefined) budget.deadlineMs = deadlineMs;
+    return budget;
   }
 }

@@ -64,20 +64,21 @@ export class Admission {
 
     const plan = kind === "hook" ? this.resultUse.plan(script, target) : undefined;
     const encoded = encodeCallArgs(kind, request.args, plan?.lazy);
-    const label = `${script}: ${describeCall(request)}`;
+    // The label is made only for a refusal (this runs on every callback).
+    const label = () => `${script}: ${describeCall(request)}`;
     if (encoded.bytes > this.limits.maxPayloadBytes)
       throw new HookboxError(
         "PAYLOAD_TOO_LARGE",
-        `${label}: the payload is ${encoded.bytes} bytes, over the sandbox's maxPayloadBytes of ${this.limits.maxPayloadBytes}`,
+        `${label()}: the payload is ${encoded.bytes} bytes, over the sandbox's maxPayloadBytes of ${this.limits.maxPayloadBytes}`,
         { bytes: encoded.bytes, maxPayloadBytes: this.limits.maxPayloadBytes },
       );
     const depth = nestingDepth();
     if (depth >= this.limits.maxNestingDepth)
-      throw new HookboxError("SANDBOX_OVERLOADED", `${label}: sandbox calls nested ${depth} deep (limit ${this.limits.maxNestingDepth})`);
+      throw new HookboxError("SANDBOX_OVERLOADED", `${label()}: sandbox calls nested ${depth} deep (limit ${this.limits.maxNestingDepth})`);
     if (waiting >= this.limits.maxQueueDepth)
       throw new HookboxError(
         "SANDBOX_OVERLOADED",
-        `tenant ${this.tenant}: ${waiting} callbacks are already waiting (limit ${this.limits.maxQueueDepth}); refusing ${label}`,
+        `tenant ${this.tenant}: ${waiting} callbacks are already waiting (limit ${this.limits.maxQueueDepth}); refusing ${label()}`,
       );
     return { bundle: loaded.bundle, encoded, depth, prefetch: plan?.prefetch ?? false };
   }

@@ -19,8 +19,17 @@ export interface EncodedArgs {
  * (runtime/lazy-json.ts), so passing a big tool result through a hook costs no parsing in the sandbox.
  */
 export function encodeCallArgs(kind: CallKind, args: unknown[], lazyResult = true): EncodedArgs {
+  const text = JSON.stringify(args);
   const payload = args[0] as { result?: unknown } | null | undefined;
-  if (lazyResult && kind === "hook" && args.length === 1 && typeof payload?.result === "object" && payload.result !== null) {
+  // The result's text is shorter than the whole payload's: under the bound, the payload travels whole, stringified once.
+  if (
+    text.length >= LAZY_RESULT_MIN_BYTES &&
+    lazyResult &&
+    kind === "hook" &&
+    args.length === 1 &&
+    typeof payload?.result === "object" &&
+    payload.result !== null
+  ) {
     const lazy = JSON.stringify(payload.result) as string | undefined;
     if (typeof lazy === "string" && lazy.length >= LAZY_RESULT_MIN_BYTES && (lazy[0] === "{" || lazy[0] === "[")) {
       // An undefined property is left out by JSON.stringify: the payload without its result.
@@ -28,7 +37,6 @@ export function encodeCallArgs(kind: CallKind, args: unknown[], lazyResult = tru
       return { args: rest, lazy, bytes: rest.length + lazy.length };
     }
   }
-  const text = JSON.stringify(args);
   return { args: text, bytes: text.length };
 }
 
@@ -49,6 +57,11 @@ export class LazyResult {
   }
 }
 
+// The plans, made once (one is looked up per hook call).
+const LAZY = Object.freeze({ lazy: true, prefetch: false });
+const LAZY_PREFETCHED = Object.freeze({ lazy: true, prefetch: true });
+const EAGER = Object.freeze({ lazy: false, prefetch: false });
+
 /** What a hook did with the last big result it got lazily. */
 type ResultUseKind = "passes" | "ignores" | "reads";
 
@@ -63,12 +76,12 @@ export class ResultUse {
   private readonly hooks = new Map<string, { use: ResultUseKind; eagerCalls: number }>();
 
   /** How the next big result for `script`'s `hook` travels. */
-  plan(script: string, hook: string): { lazy: boolean; prefetch: boolean } {
+  plan(script: string, hook: string): Readonly<{ lazy: boolean; prefetch: boolean }> {
     const seen = this.hooks.get(`${script}\0${hook}`);
-    if (seen === undefined || seen.use === "ignores") return { lazy: true, prefetch: false };
-    if (seen.use === "passes") return { lazy: true, prefetch: true };
+    if (seen === undefined || seen.use === "ignores") return LAZY;
+    if (seen.use === "passes") return LAZY_PREFETCHED;
     seen.eagerCalls++;
-    return { lazy: seen.eagerCalls % 16 === 0, prefetch: false };
+    return seen.eagerCalls % 16 === 0 ? LAZY : EAGER;
   }
 
   /** A hook that got a lazy result settled: `text` as returned ("" = nothing), `passed` if it returned the result untouched. */

@@ -1,0 +1,115 @@
+// The host's allocations per tool call of loop_tool_calls_per_s: `node scripts/bench/loop-allocations.mjs` (after
+// `npm run build`) runs scripts/bench/loop-throughput.mjs's workload with the inspector's allocation sampler on
+// (`HeapProfiler.startSampling`, objects later collected by a minor or a major GC included) over the measured rounds
+// only, and prints one JSON object: `loop_host_bytes_per_call` (sampled bytes / tool calls) and the largest sources,
+// by function (self bytes per call, with the frames that called it).
+// `--dist DIR`: another build (A/B); `--rounds N` (default 5); `--top N` (default 25); `--depth N` frames of stack
+// per source (default 6); `--interval BYTES` the sampling interval (default 512: smaller is finer and slower).
+import { existsSync, readFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { SourceMap } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { measureLoopToolCallsPerSecond } from "./loop-throughput.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
+const option = (name, fallback) => {
+  const at = process.argv.indexOf(name);
+  return at > 0 ? process.argv[at + 1] : fallback;
+};
+const dist = resolve(option("--dist", join(root, "dist")));
+const rounds = Number(option("--rounds", "5"));
+const top = Number(option("--top", "25"));
+const depth = Number(option("--depth", "6"));
+const interval = Number(option("--interval", "512"));
+const concurrentRuns = 8;
+const iterations = 10;
+const callsPerIteration = 10;
+
+const session = new Session();
+session.connect();
+let profile;
+const callsPerSecond = await measureLoopToolCallsPerSecond({
+  dist,
+  rounds,
+  concurrentRuns,
+  iterations,
+  callsPerIteration,
+  onMeasure: {
+    start: () =>
+      session.post("HeapProfiler.startSampling", {
+        samplingInterval: interval,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      }),
+    end: (started) => {
+      profile = started.then(() => session.post("HeapProfiler.stopSampling"));
+    },
+  },
+});
+const { profile: sampled } = await profile;
+session.disconnect();
+
+const calls = rounds * concurrentRuns * iterations * callsPerIteration;
+// A frame in the build is named by its place in src/ (the build's source maps), others by their file.
+const sourceMaps = new Map();
+const sourceMapOf = (url) => {
+  if (!sourceMaps.has(url)) {
+    const file = url.startsWith("file://") ? fileURLToPath(url) : "";
+    sourceMaps.set(url, file && existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8"))) : null);
+  }
+  return sourceMaps.get(url);
+};
+const frameName = (frame) => {
+  const entry = frame.url ? sourceMapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber) : undefined;
+  if (entry?.originalSource) {
+    const source = entry.originalSource.replace(/^.*?\/src\//, "src/");
+    return `${frame.functionName || entry.name || "(anonymous)"} ${source}:${entry.originalLine + 1}`;
+  }
+  const file = frame.url ? frame.url.replace(/^.*\/(dist|node_modules)\//, "$1/").replace(/^node:/, "") : "";
+  return `${frame.functionName || "(anonymous)"} ${file}:${frame.lineNumber + 1}`;
+};
+// Self bytes by function, and by (function + the frames above it) for the stacks.
+const bySource = new Map();
+let total = 0;
+const walk = (node, stack) => {
+  const here = [frameName(node.callFrame), ...stack];
+  if (node.selfSize > 0) {
+    total += node.selfSize;
+    const key = here[0];
+    const entry = bySource.get(key) ?? { bytes: 0, stacks: new Map() };
+    entry.bytes += node.selfSize;
+    const stackKey = here.slice(1, depth).join(" < ");
+    entry.stacks.set(stackKey, (entry.stacks.get(stackKey) ?? 0) + node.selfSize);
+    bySource.set(key, entry);
+  }
+  for (const child of node.children) walk(child, here);
+};
+walk(sampled.head, []);
+
+const perCall = (bytes) => Math.round(bytes / calls);
+const sources = [...bySource.entries()]
+  .sort((a, b) => b[1].bytes - a[1].bytes)
+  .slice(0, top)
+  .map(([where, entry]) => ({
+    where,
+    bytes_per_call: perCall(entry.bytes),
+    stacks: [...entry.stacks.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 3)
+      .map(([stack, bytes]) => `${perCall(bytes)} B: ${stack}`),
+  }));
+process.stdout.write(
+  `${JSON.stringify(
+    {
+      dist,
+      rounds,
+      tool_calls: calls,
+      loop_tool_calls_per_s: Math.round(callsPerSecond),
+      loop_host_bytes_per_call: perCall(total),
+      sources,
+    },
+    null,
+    2,
+  )}\n`,
+);
