@@ -4,7 +4,8 @@
 // only, and prints one JSON object: `loop_host_bytes_per_call` (sampled bytes / tool calls) and the largest sources,
 // by function (self bytes per call, with the frames that called it).
 // `--dist DIR`: another build (A/B); `--rounds N` (default 5); `--top N` (default 25); `--depth N` frames of stack
-// per source (default 6); `--interval BYTES` the sampling interval (default 512: smaller is finer and slower).
+// per source (default 6); `--interval BYTES` the sampling interval (default 512: smaller is finer and slower);
+// `--module PATH`: the bytes of the stacks through that module (e.g. src/turns/typed-key.ts), by caller.
 import { existsSync, readFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { SourceMap } from "node:module";
@@ -22,6 +23,7 @@ const rounds = Number(option("--rounds", "5"));
 const top = Number(option("--top", "25"));
 const depth = Number(option("--depth", "6"));
 const interval = Number(option("--interval", "512"));
+const throughModule = option("--module", undefined);
 const concurrentRuns = 8;
 const iterations = 10;
 const callsPerIteration = 10;
@@ -69,8 +71,11 @@ const frameName = (frame) => {
   const file = frame.url ? frame.url.replace(/^.*\/(dist|node_modules)\//, "$1/").replace(/^node:/, "") : "";
   return `${frame.functionName || "(anonymous)"} ${file}:${frame.lineNumber + 1}`;
 };
-// Self bytes by function, and by (function + the frames above it) for the stacks.
+// Self bytes by function, and by (function + the frames above it) for the stacks; and by the nearest src/ module
+// on the stack (what a module's code allocates, in Node's built-ins included).
 const bySource = new Map();
+const byModule = new Map();
+const throughStacks = new Map();
 let total = 0;
 const walk = (node, stack) => {
   const here = [frameName(node.callFrame), ...stack];
@@ -82,6 +87,13 @@ const walk = (node, stack) => {
     const stackKey = here.slice(1, depth).join(" < ");
     entry.stacks.set(stackKey, (entry.stacks.get(stackKey) ?? 0) + node.selfSize);
     bySource.set(key, entry);
+    const module = here.find((frame) => / src\//.test(frame))?.replace(/^.* (src\/[^:]*):.*$/, "$1") ?? "(outside src/)";
+    byModule.set(module, (byModule.get(module) ?? 0) + node.selfSize);
+    const through = throughModule ? here.findIndex((frame) => frame.includes(` ${throughModule}:`)) : -1;
+    if (through >= 0) {
+      const stack = here.slice(through, through + depth).join(" < ");
+      throughStacks.set(stack, (throughStacks.get(stack) ?? 0) + node.selfSize);
+    }
   }
   for (const child of node.children) walk(child, here);
 };
@@ -107,6 +119,20 @@ process.stdout.write(
       tool_calls: calls,
       loop_tool_calls_per_s: Math.round(callsPerSecond),
       loop_host_bytes_per_call: perCall(total),
+      modules: Object.fromEntries(
+        [...byModule.entries()]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, top)
+          .map(([module, bytes]) => [module, perCall(bytes)]),
+      ),
+      ...(throughModule
+        ? {
+            through: [...throughStacks.entries()]
+              .sort((a, b) => b[1] - a[1])
+              .slice(0, top)
+              .map(([stack, bytes]) => `${perCall(bytes)} B: ${stack}`),
+          }
+        : {}),
       sources,
     },
     null,

@@ -9,11 +9,12 @@ import type {
   OnToolErrorPayload,
   ToolErrorInfo,
 } from "../contracts/context.js";
-import { canonicalJson, type Json, type JsonObject } from "../turns/json.js";
+import type { Json, JsonObject } from "../turns/json.js";
 import type { HookName } from "../turns/keys.gen.js";
 import type { EventBody } from "../events/types.js";
 import type { HookProvider } from "./hook-provider.js";
 import type { Approvals } from "./approvals.js";
+import { ArgumentsPassed } from "./arguments-passed.js";
 import { RUN_CALL_ID, runHookVerdict, toolHookVerdict, type Trace } from "./verdict.js";
 import type { ChainVerdict, Verdict } from "../host/types.js";
 
@@ -159,32 +160,20 @@ export class HookChain {
   private async before(payload: BeforeToolCallPayload, options: BeforeOptions): Promise<BeforeOutcome> {
     const trace = this.started("beforeToolCall", payload);
     const providers = this.with("beforeToolCall");
-    /** The arguments each provider (by its place in `providers`) last let through. */
-    const passed: (JsonObject | undefined)[] = [];
-    // Arguments are compared as canonical JSON, made once per arguments object, and only when two differ as objects.
-    let keys: Map<JsonObject, string> | undefined;
-    const keyOf = (args: JsonObject) => {
-      keys ??= new Map();
-      let key = keys.get(args);
-      if (key === undefined) keys.set(args, (key = canonicalJson(args)));
-      return key;
-    };
-    const saw = (seen: JsonObject | undefined, args: JsonObject) => seen !== undefined && (seen === args || keyOf(seen) === keyOf(args));
+    const passed = new ArgumentsPassed(providers.length);
     let args = payload.call.args;
     for (let pass = 1; pass <= MAX_ARGUMENT_PASSES; pass++) {
       const recheck = options.recheck === true || pass > 1;
       for (let index = 0; index < providers.length; index++) {
-        if (saw(passed[index], args)) continue;
+        if (passed.saw(index, args)) continue;
         // The loop's payload itself while the arguments are still its own (no copy per hook).
         const current = args === payload.call.args ? payload : { ...payload, call: { ...payload.call, args } };
         const step = await this.beforeStep(providers[index], current, trace, options, recheck);
         if (step.kind !== "proceed") return this.toolVerdict("beforeToolCall", payload, step, trace);
         args = step.args;
-        passed[index] = args;
+        passed.let(index, args);
       }
-      let everyone = true;
-      for (let index = 0; index < providers.length && everyone; index++) everyone = saw(passed[index], args);
-      if (everyone) return this.toolVerdict("beforeToolCall", payload, { kind: "proceed", args }, trace);
+      if (passed.byEveryone(args)) return this.toolVerdict("beforeToolCall", payload, { kind: "proceed", args }, trace);
     }
     return this.toolVerdict(
       "beforeToolCall",

@@ -38,13 +38,17 @@ export function pendingCalls(turn: Turn): PendingCall[] {
     const answered = open.findIndex((call) => call.payload[PayloadKeys.id] === block.payload[PayloadKeys.id]);
     if (answered >= 0) open.splice(answered, 1);
   }
-  return open.map((block) => ({ blockId: block.id, ...readCall(block) }));
+  return open.map((block) => {
+    // readCall's fresh object, with the block id: no copy of it per call.
+    const call = readCall(block) as PendingCall;
+    call.blockId = block.id;
+    return call;
+  });
 }
 
 /** A call as events and pauses show it (the block id is the loop's own bookkeeping). */
-export const describeCall = ({ id, name, args, rawArgs }: CallFields) => ({
-  id,
-  name,
-  args,
-  ...(rawArgs !== undefined ? { rawArgs } : {}),
-});
+export const describeCall = ({ id, name, args, rawArgs }: CallFields): CallFields => {
+  const described: CallFields = { id, name, args };
+  if (rawArgs !== undefined) described.rawArgs = rawArgs;
+  return described;
+};

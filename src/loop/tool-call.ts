@@ -2,6 +2,7 @@ import { HookboxError } from "../errors.js";
 import type {
   AfterToolCallPayload,
   BeforeToolCallPayload,
+  CodeOrigin,
   CommonContext,
   OnToolErrorPayload,
   ToolCallRef,
@@ -73,24 +74,7 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const origin = tool?.origin ?? "host";
   // Unparsable arguments stay with the call until a hook (or an approver) gives it arguments of its own.
   let rawArgs = call.rawArgs;
-  // Payloads are built field by field on a fresh context() (its key order, then the hook's own fields): several
-  // per tool call, where each spread would copy the whole context once more.
-  const ref = (args: JsonObject): ToolCallRef => {
-    const called: ToolCallRef = { id: call.id, name: call.name, args, origin };
-    if (rawArgs !== undefined) called.rawArgs = rawArgs;
-    return called;
-  };
-
-  /** The beforeToolCall chain on `args`: proceed with the arguments every hook let through, or how the call ends. */
-  const guard = (args: JsonObject, attempt: number, recheck: boolean): Promise<BeforeOutcome> => {
-    const payload = services.context() as BeforeToolCallPayload;
-    payload.phase = "beforeToolCall";
-    payload.call = ref(args);
-    payload.attempt = attempt;
-    return hooks.beforeToolCall(payload, { signal: services.signal, recheck });
-  };
-
-  const first = await guard(call.args, 1, false);
+  const first = await guard(services, toolCallRef(call, origin, call.args, rawArgs), 1, false);
   if (first.kind !== "proceed") return guardEnded(call, origin, first);
   let args = first.args;
   if (args !== call.args) rawArgs = undefined;
@@ -111,7 +95,7 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
     if (error) {
       const failed = services.context() as OnToolErrorPayload;
       failed.phase = "onToolError";
-      failed.call = ref(args);
+      failed.call = toolCallRef(call, origin, args, rawArgs);
       failed.attempt = attempt;
       failed.error = error;
       const decision = await hooks.onToolError(failed);
@@ -134,7 +118,7 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
           if (decision.kind === "retry" && decision.args) rawArgs = undefined;
           // Arguments a retry brings have passed no guard yet: the whole beforeToolCall chain checks them.
           if (decision.kind === "retry" && decision.args && canonicalJson(decision.args) !== canonicalJson(args)) {
-            const checked = await guard(decision.args, attempt, true);
+            const checked = await guard(services, toolCallRef(call, origin, decision.args, rawArgs), attempt, true);
             if (checked.kind !== "proceed") return guardEnded(call, origin, checked);
             args = checked.args;
           }
@@ -148,7 +132,7 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
 
     const payload = services.context() as AfterToolCallPayload;
     payload.phase = "afterToolCall";
-    payload.call = ref(args);
+    payload.call = toolCallRef(call, origin, args, rawArgs);
     payload.attempt = attempt;
     payload.durationMs = durationMs;
     if (outcome.result !== undefined && !error) payload.result = outcome.result;
@@ -159,6 +143,25 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
     if (restart && !after.error) return { kind: "restart", callId: call.id, blockId: call.blockId, ...restart };
     return finished(call, origin, after.result, after.error);
   }
+}
+
+// Payloads are built field by field on a fresh context() (its key order, then the hook's own fields): several per
+// tool call, where each spread would copy the whole context once more.
+
+/** The call as hooks see it. */
+function toolCallRef(call: PendingCall, origin: CodeOrigin, args: JsonObject, rawArgs: string | undefined): ToolCallRef {
+  const ref: ToolCallRef = { id: call.id, name: call.name, args, origin };
+  if (rawArgs !== undefined) ref.rawArgs = rawArgs;
+  return ref;
+}
+
+/** The beforeToolCall chain on the call: proceed with the arguments every hook let through, or how the call ends. */
+function guard(services: CallServices, ref: ToolCallRef, attempt: number, recheck: boolean): Promise<BeforeOutcome> {
+  const payload = services.context() as BeforeToolCallPayload;
+  payload.phase = "beforeToolCall";
+  payload.call = ref;
+  payload.attempt = attempt;
+  return services.hooks.beforeToolCall(payload, { signal: services.signal, recheck });
 }
 
 /** How a call ends that its beforeToolCall chain did not let through. */

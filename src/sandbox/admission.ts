@@ -37,6 +37,11 @@ export interface Admitted {
   prefetch: boolean;
 }
 
+/** How a refusal names the callback (made only for a refusal: admission runs on every callback). */
+function labelOf(request: CallbackRequest): string {
+  return `${request.script}: ${describeCall(request)}`;
+}
+
 /**
  * Whether a run may start a callback: every rule a callback must pass before it is queued, in one place,
  * cheapest first. A refusal throws a HookboxError naming the script, the callback and the limit; nothing
@@ -64,21 +69,22 @@ export class Admission {
 
     const plan = kind === "hook" ? this.resultUse.plan(script, target) : undefined;
     const encoded = encodeCallArgs(kind, request.args, plan?.lazy);
-    // The label is made only for a refusal (this runs on every callback).
-    const label = () => `${script}: ${describeCall(request)}`;
     if (encoded.bytes > this.limits.maxPayloadBytes)
       throw new HookboxError(
         "PAYLOAD_TOO_LARGE",
-        `${label()}: the payload is ${encoded.bytes} bytes, over the sandbox's maxPayloadBytes of ${this.limits.maxPayloadBytes}`,
+        `${labelOf(request)}: the payload is ${encoded.bytes} bytes, over the sandbox's maxPayloadBytes of ${this.limits.maxPayloadBytes}`,
         { bytes: encoded.bytes, maxPayloadBytes: this.limits.maxPayloadBytes },
       );
     const depth = nestingDepth();
     if (depth >= this.limits.maxNestingDepth)
-      throw new HookboxError("SANDBOX_OVERLOADED", `${label()}: sandbox calls nested ${depth} deep (limit ${this.limits.maxNestingDepth})`);
+      throw new HookboxError(
+        "SANDBOX_OVERLOADED",
+        `${labelOf(request)}: sandbox calls nested ${depth} deep (limit ${this.limits.maxNestingDepth})`,
+      );
     if (waiting >= this.limits.maxQueueDepth)
       throw new HookboxError(
         "SANDBOX_OVERLOADED",
-        `tenant ${this.tenant}: ${waiting} callbacks are already waiting (limit ${this.limits.maxQueueDepth}); refusing ${label()}`,
+        `tenant ${this.tenant}: ${waiting} callbacks are already waiting (limit ${this.limits.maxQueueDepth}); refusing ${labelOf(request)}`,
       );
     return { bundle: loaded.bundle, encoded, depth, prefetch: plan?.prefetch ?? false };
   }
