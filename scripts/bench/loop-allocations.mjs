@@ -6,6 +6,8 @@
 // `--dist DIR`: another build (A/B); `--rounds N` (default 5); `--top N` (default 25); `--depth N` frames of stack
 // per source (default 6); `--interval BYTES` the sampling interval (default 512: smaller is finer and slower);
 // `--module PATH`: the bytes of the stacks through that module (e.g. src/turns/typed-key.ts), by caller.
+// `--gc`: no sampler; the main thread's GC pauses over the measured rounds instead (`loop_gc_pause_us_per_call`,
+// and the scavenges and mark-compacts per 1,000 tool calls), from `PerformanceObserver` gc entries.
 import { existsSync, readFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 import { SourceMap } from "node:module";
@@ -27,6 +29,43 @@ const throughModule = option("--module", undefined);
 const concurrentRuns = 8;
 const iterations = 10;
 const callsPerIteration = 10;
+
+const calls = rounds * concurrentRuns * iterations * callsPerIteration;
+if (process.argv.includes("--gc")) {
+  const { PerformanceObserver, constants } = await import("node:perf_hooks");
+  let measuring = false;
+  const pauses = { ms: 0, minor: 0, major: 0 };
+  const observer = new PerformanceObserver((list) => {
+    if (!measuring) return;
+    for (const entry of list.getEntries()) {
+      pauses.ms += entry.duration;
+      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) pauses.minor++;
+      else if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) pauses.major++;
+    }
+  });
+  observer.observe({ entryTypes: ["gc"] });
+  const callsPerSecond = await measureLoopToolCallsPerSecond({
+    dist,
+    rounds,
+    concurrentRuns,
+    iterations,
+    callsPerIteration,
+    onMeasure: { start: () => (measuring = true), end: () => setImmediate(() => (measuring = false)) },
+  });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  observer.disconnect();
+  process.stdout.write(
+    `${JSON.stringify({
+      dist,
+      rounds,
+      loop_tool_calls_per_s: Math.round(callsPerSecond),
+      loop_gc_pause_us_per_call: Math.round((pauses.ms * 1000 * 10) / calls) / 10,
+      scavenges_per_1000_calls: Math.round((pauses.minor * 1000 * 10) / calls) / 10,
+      mark_compacts_per_1000_calls: Math.round((pauses.major * 1000 * 10) / calls) / 10,
+    })}\n`,
+  );
+  process.exit(0);
+}
 
 const session = new Session();
 session.connect();
@@ -52,7 +91,6 @@ const callsPerSecond = await measureLoopToolCallsPerSecond({
 const { profile: sampled } = await profile;
 session.disconnect();
 
-const calls = rounds * concurrentRuns * iterations * callsPerIteration;
 // A frame in the build is named by its place in src/ (the build's source maps), others by their file.
 const sourceMaps = new Map();
 const sourceMapOf = (url) => {
