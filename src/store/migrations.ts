@@ -280,6 +280,54 @@ export const MIGRATIONS: Migration[] = [
       DROP TABLE usage_ledger_8;
     `,
   },
+  {
+    version: 10,
+    description:
+      "fewer pages a write: a run's events, hook chain records and snapshots in one table in the order they were written, found by one index",
+    // Keyed by run, each table's rows of the runs in flight sat on pages of their own in each table, and a page split
+    // there rewrote its neighbours (other runs' rows) too: a commit changed three or more pages per run and table.
+    // One rowid table appends every run's rows at its end, whatever the run; its index by (run, seq, idx, kind)
+    // holds small entries only. The old tables' names stay as views, so reads (and tools) see the same rows.
+    // Hook chain records copied here are put at seq 0 (the seq they followed was not recorded): before the run's events.
+    sql: `
+      CREATE TABLE run_records (
+        run_id TEXT NOT NULL REFERENCES runs (id),
+        seq INTEGER NOT NULL,
+        kind INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        type TEXT,
+        body TEXT,
+        call_id TEXT,
+        hook TEXT,
+        attempt INTEGER,
+        shadow INTEGER,
+        verdict TEXT,
+        decision TEXT,
+        payload TEXT,
+        phase TEXT,
+        blocks TEXT,
+        head TEXT,
+        block_bytes INTEGER,
+        iterations INTEGER,
+        created_ms INTEGER
+      );
+      INSERT INTO run_records (run_id, seq, kind, idx, type, body)
+      SELECT run_id, seq, 0, 0, type, body FROM events ORDER BY run_id, seq;
+      INSERT INTO run_records (run_id, seq, kind, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
+      SELECT run_id, 0, 1, idx, call_id, hook, attempt, shadow, verdict, decision, payload FROM hook_calls ORDER BY run_id, idx;
+      INSERT INTO run_records (run_id, seq, kind, idx, phase, blocks, head, block_bytes, iterations, created_ms)
+      SELECT run_id, last_seq, 2, idx, phase, blocks, head, block_bytes, iterations, created_ms FROM snapshots ORDER BY run_id, idx;
+      CREATE UNIQUE INDEX run_records_by_run ON run_records (run_id, seq, idx, kind);
+      DROP TABLE events;
+      DROP TABLE hook_calls;
+      DROP TABLE snapshots;
+      CREATE VIEW events AS SELECT run_id, seq, type, body FROM run_records WHERE kind = 0;
+      CREATE VIEW hook_calls AS
+        SELECT run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload FROM run_records WHERE kind = 1;
+      CREATE VIEW snapshots AS
+        SELECT run_id, idx, phase, blocks, head, block_bytes, seq AS last_seq, iterations, created_ms FROM run_records WHERE kind = 2;
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

@@ -29,10 +29,9 @@ const SQL = {
     + (SELECT coalesce(sum(length(block)), 0) FROM tool_results WHERE run_id IN (${RUNS}))
     + (SELECT coalesce(sum(length(decision) + coalesce(length(payload), 0) + length(call_id) + length(hook) + length(verdict)), 0)
          FROM hook_calls WHERE run_id IN (${RUNS})) AS bytes`,
-  deleteHookCalls: `DELETE FROM hook_calls WHERE run_id IN (${RUNS})`,
+  // Events, hook chain records and snapshots (run_records, whose views the byte count reads).
+  deleteRunRecords: `DELETE FROM run_records WHERE run_id IN (${RUNS})`,
   deleteToolResults: `DELETE FROM tool_results WHERE run_id IN (${RUNS})`,
-  deleteEvents: `DELETE FROM events WHERE run_id IN (${RUNS})`,
-  deleteSnapshots: `DELETE FROM snapshots WHERE run_id IN (${RUNS})`,
   deleteLegacySnapshots: `DELETE FROM legacy_snapshots WHERE run_id IN (${RUNS})`,
   deletePauses: `DELETE FROM pauses WHERE run_id IN (${RUNS})`,
   deleteRuns: "DELETE FROM runs WHERE session_id = ?1",
@@ -64,10 +63,8 @@ export class SqliteSessionDeletes {
     );
     const freedBytes = (s.bytes.get(sessionId) as { bytes: number }).bytes;
     for (const name of [
-      "deleteHookCalls",
+      "deleteRunRecords",
       "deleteToolResults",
-      "deleteEvents",
-      "deleteSnapshots",
       "deleteLegacySnapshots",
       "deletePauses",
       "deleteRuns",

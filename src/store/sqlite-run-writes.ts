@@ -26,10 +26,12 @@ export function applyRunWrite(statements: SqliteStatements, batch: SqliteBatch, 
     s.recordToolResult.run(runId, result.callId, result.blockJson);
     bytes += result.blockJson.length;
   }
+  // A write's hook chain records follow the run's seq as the write leaves it (known from its events or read once).
+  const hookCallSeq = write.hookCalls?.length ? (batch.knownRun(runId)?.lastSeq ?? readRun(s, batch, runId).lastSeq) : 0;
   for (const call of write.hookCalls ?? []) {
     s.insertHookCall.run(
       runId,
-      runId,
+      hookCallSeq,
       call.callId,
       call.hook,
       call.attempt,

@@ -6,6 +6,9 @@ const USAGE_COLUMNS = ["runs", "inferences", "input_tokens", "output_tokens", "c
 const USAGE_NAMES = ["runs", "inferences", "inputTokens", "outputTokens", "costUsd", "toolCalls", "sandboxCpuMs"];
 const USAGE_SUMS = USAGE_COLUMNS.map((column, i) => `coalesce(sum(${column}), 0) AS ${USAGE_NAMES[i]}`).join(", ");
 
+/** What a row of run_records is (its `kind`): the views events, hook_calls and snapshots each show one kind. */
+export const RECORD_KIND = { event: 0, hookCall: 1, snapshot: 2 } as const;
+
 /** Every statement the store runs, by name. */
 const SQL = {
   insertSession:
@@ -27,7 +30,9 @@ const SQL = {
   countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
   reopenRun:
     "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ?, epoch = epoch + 1 WHERE id = ? AND status = 'interrupted' RETURNING *",
-  insertEvent: "INSERT INTO events (run_id, seq, type, body) VALUES (?, ?, ?, ?)",
+  // A run's events, hook chain records and snapshots are rows of run_records (schema 10; kinds in RECORD_KIND), read
+  // through the views of the tables they replaced (events, hook_calls, snapshots).
+  insertEvent: `INSERT INTO run_records (run_id, seq, kind, idx, type, body) VALUES (?, ?, ${RECORD_KIND.event}, 0, ?, ?)`,
   // One update for a write's events: they follow the committed seq, or nothing of the write is kept. A run
   // created before the loop named its inference id takes it from its first event.
   // With an epoch (?6), only its owner's writes are kept.
@@ -59,12 +64,16 @@ const SQL = {
   nextLogPosition: "SELECT coalesce(max(pos) + 1, 0) AS next FROM session_log WHERE session_id = ?",
   insertLogBlock: "INSERT INTO session_log (session_id, pos, block) VALUES (?, ?, ?)",
   logBlocks: "SELECT block FROM session_log WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos",
-  insertSnapshot:
-    "INSERT INTO snapshots (run_id, idx, phase, blocks, head, block_bytes, last_seq, iterations, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-  latestSnapshot: "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.idx DESC LIMIT 1",
-  listSnapshots: "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.idx",
+  // A snapshot's seq is its last_seq; a run's seq only grows, so its snapshots in (seq, idx) order are in idx order,
+  // the order of the index by run.
+  insertSnapshot: `INSERT INTO run_records (run_id, idx, phase, blocks, head, block_bytes, seq, iterations, created_ms, kind)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${RECORD_KIND.snapshot})`,
+  latestSnapshot:
+    "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.last_seq DESC, s.idx DESC LIMIT 1",
+  listSnapshots: "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.last_seq, s.idx",
   // A snapshot whose head is the same as the one before it stores none: the latest stored one up to it is its head.
-  snapshotHead: "SELECT head FROM snapshots WHERE run_id = ? AND idx <= ? AND head IS NOT NULL ORDER BY idx DESC LIMIT 1",
+  snapshotHead:
+    "SELECT head FROM snapshots WHERE run_id = ?1 AND last_seq <= ?2 AND idx <= ?3 AND head IS NOT NULL ORDER BY last_seq DESC, idx DESC LIMIT 1",
   latestLegacySnapshot: "SELECT * FROM legacy_snapshots WHERE run_id = ? ORDER BY idx DESC LIMIT 1",
   listLegacySnapshots: "SELECT * FROM legacy_snapshots WHERE run_id = ? ORDER BY idx",
   // A session's runs, latest first (of those started before a given run, with ?2).
@@ -74,8 +83,11 @@ const SQL = {
     ORDER BY r.started_ms DESC, r.rowid DESC`,
   recordToolResult: "INSERT OR REPLACE INTO tool_results (run_id, call_id, block) VALUES (?, ?, ?)",
   listToolResults: "SELECT call_id, block FROM tool_results WHERE run_id = ?",
-  insertHookCall: `INSERT INTO hook_calls (run_id, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
-    VALUES (?, (SELECT coalesce(max(idx), 0) + 1 FROM hook_calls WHERE run_id = ?), ?, ?, ?, ?, ?, ?, ?)`,
+  // A hook chain record follows the run's seq when it is written (?2); its index is one more than the run's latest
+  // record's, found from the end of the run's rows in the index.
+  insertHookCall: `INSERT INTO run_records (run_id, seq, kind, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
+    VALUES (?1, ?2, ${RECORD_KIND.hookCall}, coalesce((SELECT idx FROM run_records WHERE run_id = ?1 AND kind = ${RECORD_KIND.hookCall}
+      ORDER BY seq DESC, idx DESC LIMIT 1), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
   runningRuns: "SELECT * FROM runs WHERE status = 'running'",
   insertUsage: `INSERT INTO usage_ledger (tenant, at_ms, run_id, seq, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   usageTotals: `SELECT ${USAGE_COLUMNS.map((column, i) => `${column} AS ${USAGE_NAMES[i]}`).join(", ")} FROM tenant_usage WHERE tenant = ?`,

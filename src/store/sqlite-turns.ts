@@ -84,7 +84,8 @@ export class SqliteTurns {
   }
 
   private info(row: SnapshotRow, previousHead: string | undefined): SnapshotInfo {
-    const headJson = row.head ?? previousHead ?? (this.s.snapshotHead.get(row.run_id, row.idx) as { head: string } | undefined)?.head;
+    const headJson =
+      row.head ?? previousHead ?? (this.s.snapshotHead.get(row.run_id, row.last_seq, row.idx) as { head: string } | undefined)?.head;
     if (headJson === undefined)
       throw new HookboxError("STORE", `snapshot ${row.idx} of run ${row.run_id} has no turn head`, { runId: row.run_id });
     return positionOf(row, { layout: { segments: decodeSegments(row.blocks, row.session_id), headJson, blockBytes: row.block_bytes } });

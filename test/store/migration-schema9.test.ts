@@ -1,0 +1,231 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { copyFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
+import type { HookboxEvent } from "../../src/events/types.js";
+import { jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
+import { tempDir } from "./helpers.js";
+
+/*
+ * test/fixtures/store/schema9.db is a store written by hookbox at 29adb29 (store schema 9: events, hook_calls and
+ * snapshots each a WITHOUT ROWID table keyed by run), then VACUUMed: `hookbox run --store ...` twice in session
+ * sess_history with a policy of two hooks (beforeToolCall, afterToolCall; one inference with two lookup calls, then
+ * an answer), and a `--step` run in sess_cut killed with SIGKILL at its first pause. Opened by this build, those rows
+ * move into run_records (schema 10) and read as schema 9 kept them; new rows follow them.
+ */
+
+const fixture = join(repoRoot, "test/fixtures/store/schema9.db");
+const policy = `import { defineScript } from "hookbox";
+export default defineScript({ name: "policy", hooks: { beforeToolCall(p) { return undefined; }, afterToolCall(p) { return undefined; } } });
+`;
+const tools = `export default [{ name: "lookup", description: "look up an order", parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+  handler: (args) => ({ id: args.id, total: 120 }) }];
+`;
+const model = {
+  steps: [
+    {
+      text: "Looking it up.",
+      toolCalls: [
+        { id: "c1", name: "lookup", args: { id: "A17" } },
+        { id: "c2", name: "lookup", args: { id: "B2" } },
+      ],
+      usage: { inputTokens: 10, outputTokens: 5 },
+    },
+    { text: "Order A17 totals 120.", usage: { inputTokens: 20, outputTokens: 7 } },
+  ],
+};
+
+let dir: string;
+let file: string;
+let store: Store | undefined;
+
+beforeEach(() => {
+  dir = tempDir("hookbox-migration9-");
+  file = join(dir, "store.db");
+  copyFileSync(fixture, file);
+  writeFileSync(join(dir, "policy.ts"), policy);
+  writeFileSync(join(dir, "tools.mjs"), tools);
+  writeFileSync(join(dir, "model.json"), JSON.stringify(model));
+});
+
+afterEach(async () => {
+  await store?.close();
+  store = undefined;
+});
+
+function query<Row>(sql: string, ...params: (string | number)[]): Row[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return db.prepare(sql).all(...params) as Row[];
+  } finally {
+    db.close();
+  }
+}
+
+type Rows = Record<string, unknown>[];
+
+/** What schema 9 holds of each run, read from its own tables (the same names are views after the migration). */
+function runRows(): Map<string, { events: Rows; hookCalls: Rows; snapshots: Rows }> {
+  const runs = query<{ id: string }>("SELECT id FROM runs ORDER BY id");
+  return new Map(
+    runs.map(({ id }) => [
+      id,
+      {
+        events: query("SELECT seq, type, body FROM events WHERE run_id = ? ORDER BY seq", id),
+        hookCalls: query(
+          "SELECT idx, call_id, hook, attempt, shadow, verdict, decision, payload FROM hook_calls WHERE run_id = ? ORDER BY idx",
+          id,
+        ),
+        snapshots: query(
+          "SELECT idx, phase, blocks, head, block_bytes, last_seq, iterations, created_ms FROM snapshots WHERE run_id = ? ORDER BY idx",
+          id,
+        ),
+      },
+    ]),
+  );
+}
+
+function resumeCut(): ReturnType<typeof startCli> {
+  writeFileSync(
+    join(dir, "config.json"),
+    JSON.stringify({
+      tenants: [
+        {
+          name: "default",
+          apiKeys: [{ sha256: "0".repeat(64) }],
+          scripts: ["policy.ts"],
+          hostTools: "tools.mjs",
+          model: "scripted:model.json",
+        },
+      ],
+    }),
+  );
+  const cli = startCli(["resume", "--store", file, "--session", "sess_cut", "--config", join(dir, "config.json"), "--json"]);
+  let seen = "";
+  cli.child.stdout.on("data", (chunk: Buffer) => {
+    seen += chunk;
+    for (const line of seen.split("\n").slice(0, -1)) {
+      const event = JSON.parse(line) as HookboxEvent;
+      if (event.type === "debugger.pause") cli.child.stdin.write(`${JSON.stringify({ continue: event.pauseId })}\n`);
+    }
+    seen = seen.slice(seen.lastIndexOf("\n") + 1);
+  });
+  return cli;
+}
+
+describe("a store written by schema 9 (events, hook_calls and snapshots keyed by run)", () => {
+  it("migrates on open: every run's events, hook chain records, snapshots and turns, and the stored bytes, read as before", async () => {
+    expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(9);
+    const before = runRows();
+    const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
+    const history = new Map<string, string>();
+    expect([...before.values()].every((rows) => rows.events.length > 0 && rows.hookCalls.length > 0)).toBe(true);
+
+    store = openStore(file);
+    expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(STORE_SCHEMA_VERSION);
+    expect(query("SELECT name, type FROM sqlite_master WHERE name IN ('events', 'hook_calls', 'snapshots') ORDER BY name")).toEqual([
+      { name: "events", type: "view" },
+      { name: "hook_calls", type: "view" },
+      { name: "snapshots", type: "view" },
+    ]);
+    const [cut] = await store.listRuns("sess_cut");
+    for (const [runId, rows] of before) {
+      const events = await store.listEventTexts(runId);
+      // Opening marked the killed run interrupted: one more event after the ones it had.
+      const kept = runId === cut.id ? events.slice(0, -1) : events;
+      expect(kept.map((row) => ({ seq: row.seq, type: row.type, body: row.json }))).toEqual(rows.events);
+      expect((await store.listHookCalls(runId)).map((call) => call.index)).toEqual(rows.hookCalls.map((row) => row.idx));
+      expect((await store.listHookCalls(runId)).map((call) => JSON.stringify(call.decision))).toEqual(
+        rows.hookCalls.map((row) => row.decision),
+      );
+      const infos = await store.listSnapshotInfos(runId);
+      expect(infos.map((info) => [info.index, info.phase, info.lastSeq])).toEqual(
+        rows.snapshots.map((row) => [row.idx, row.phase, row.last_seq]),
+      );
+      const latest = await store.latestSnapshotInfo(runId);
+      expect(latest?.index).toBe(rows.snapshots.at(-1)?.idx);
+      history.set(runId, await store.readTurnText(latest!.stored));
+      expect(JSON.parse(history.get(runId)!)).toMatchObject({ blocks: expect.any(Array) });
+    }
+    const interrupted = (await store.listEventTexts(cut.id)).at(-1)!;
+    expect(interrupted.type).toBe("run-interrupted");
+    expect((await store.tenantUsage("default")).storedBytes).toBe(bytes + interrupted.json.length);
+    // Every row moved: the same counts through the views as in the old tables.
+    const counts = query<{ kind: number; n: number }>("SELECT kind, count(*) AS n FROM run_records GROUP BY kind ORDER BY kind");
+    const sum = (pick: (rows: { events: Rows; hookCalls: Rows; snapshots: Rows }) => Rows) =>
+      [...before.values()].reduce((total, rows) => total + pick(rows).length, 0);
+    expect(counts).toEqual([
+      { kind: 0, n: sum((rows) => rows.events) + 1 },
+      { kind: 1, n: sum((rows) => rows.hookCalls) },
+      { kind: 2, n: sum((rows) => rows.snapshots) },
+    ]);
+  });
+
+  it("a run after the migration continues the session, and the interrupted run resumes: their records follow the migrated ones", async () => {
+    const before = runRows();
+    const run = await runCli([
+      "run",
+      join(dir, "policy.ts"),
+      "--model",
+      `scripted:${join(dir, "model.json")}`,
+      "--host-tools",
+      join(dir, "tools.mjs"),
+      "--store",
+      file,
+      "--session",
+      "sess_history",
+      "--prompt",
+      "Once more.",
+      "--json",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const events = jsonLines(run.stdout) as HookboxEvent[];
+    const resumed = await resumeCut().done;
+    const resumedEvents = jsonLines(resumed.stdout) as HookboxEvent[];
+    expect(resumedEvents.at(-1), resumed.stderr).toMatchObject({ type: "run-finished", status: "completed" });
+
+    store = openStore(file);
+    const started = events.find((e) => e.type === "run-started");
+    const runId = started!.type === "run-started" ? started!.runId : "";
+    expect((await store.listEventTexts(runId)).map((row) => row.seq)).toEqual(events.map((e) => e.seq));
+    const calls = await store.listHookCalls(runId);
+    expect(calls.map((call) => call.index)).toEqual(calls.map((_, i) => i + 1));
+    expect(calls.map((call) => call.hook).sort()).toEqual([
+      "afterToolCall",
+      "afterToolCall",
+      "beforeFinish",
+      "beforeRun",
+      "beforeToolCall",
+      "beforeToolCall",
+    ]);
+    // The new run's history is the session's: its turn holds the migrated runs' blocks first.
+    const turn = JSON.parse(await store.readTurnText((await store.latestSnapshotInfo(runId))!.stored)) as { blocks: unknown[] };
+    expect(turn.blocks.length).toBeGreaterThan(8);
+
+    const [cut] = await store.listRuns("sess_cut");
+    const old = before.get(cut.id)!;
+    const cutCalls = await store.listHookCalls(cut.id);
+    // The migrated records keep their indexes; the resumed run's come after them, one by one.
+    expect(cutCalls.map((call) => call.index)).toEqual(cutCalls.map((_, i) => i + 1));
+    expect(cutCalls.length).toBeGreaterThan(old.hookCalls.length);
+    const cutEvents = await store.listEventTexts(cut.id);
+    expect(cutEvents.map((row) => row.seq)).toEqual(cutEvents.map((_, i) => i + 1));
+    const infos = await store.listSnapshotInfos(cut.id);
+    expect(infos.map((info) => info.index)).toEqual(infos.map((_, i) => i + 1));
+    expect(infos.at(-1)?.phase).toBe("final");
+  });
+
+  it("deleting a migrated session frees what its rows were charged and leaves no row of its runs", async () => {
+    const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
+    const runIds = query<{ id: string }>("SELECT id FROM runs WHERE session_id = 'sess_history'").map((row) => row.id);
+    store = openStore(file);
+    const deleted = await store.deleteSession("sess_history");
+    expect(deleted.freedBytes).toBeGreaterThan(0);
+    const interrupted = (await store.listEventTexts((await store.listRuns("sess_cut"))[0].id)).at(-1)!;
+    expect((await store.tenantUsage("default")).storedBytes).toBe(bytes + interrupted.json.length - deleted.freedBytes);
+    await store.close();
+    store = undefined;
+    for (const runId of runIds) expect(query("SELECT kind FROM run_records WHERE run_id = ?", runId)).toEqual([]);
+  });
+});
