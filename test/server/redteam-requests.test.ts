@@ -184,9 +184,9 @@ describe("hookbox serve under request attacks", () => {
   it("a store error reaches the tenant without the host's paths, and the server goes on", async () => {
     const hostDir = dirname(fixture.store);
     const { sessionId: broken } = await runToEnd(server.url, "attacker-key");
-    // The operator's store loses a table under the running server: every snapshot write now fails.
+    // The operator's store loses a table under the running server: every snapshot write (its new blocks) now fails.
     const db = new DatabaseSync(fixture.store);
-    db.exec("DROP TABLE snapshots");
+    db.exec("DROP TABLE session_log");
     db.close();
     const { final, runId } = await runToEnd(server.url, "attacker-key");
     expect(final).toMatchObject({ status: "failed", errorCode: "STORE" });
@@ -198,7 +198,7 @@ describe("hookbox serve under request attacks", () => {
     expect(view.status).toBe(500);
     expect(JSON.stringify(view.body)).not.toContain(hostDir);
     expect(view.body.error.message).toMatch(/reference fault-\d+-\d+/);
-    expect(server.stderr()).toContain("no such table: snapshots");
+    expect(server.stderr()).toContain("no such table: session_log");
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   }, 60_000);
 });
