@@ -9,6 +9,8 @@
 //   session-js    SessionManager over openMemoryStore(), each client creating a session, starting the run and
 //                 reading its events as JSON text to run-finished (what the SSE route reads): + the store contract
 //   session-sqlite  the same over openStore(":memory:"): what `hookbox serve --store :memory:` runs, minus HTTP
+//   session-loop  not in the default levels: session-js without the policy (the `loop` level's run): the session
+//                 layer and its events' way to a reader with no sandbox workers, whose CPU moves the other levels
 // Each level runs in a child process of its own (a clean heap and JIT), measured from process.cpuUsage() (all of
 // its threads, V8's JIT and GC threads included, as serve's own CPU is counted) over the timed part only; the
 // sandbox workers' CPU is reported apart. Levels alternate over `--rounds`; the medians are printed.
@@ -29,6 +31,7 @@ import { treeCpuMs } from "./proc-cpu.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const LEVELS = ["loop", "host-hooks", "sandboxed", "session-js", "session-sqlite"];
+const EXTRA_LEVELS = ["session-loop"];
 const PROMPT = "Refund A17";
 
 /** The policy.ts of writeTenant as trusted host hooks: the same decisions, made in this process. */
@@ -46,7 +49,7 @@ async function measureLevel(level, { clients, runsPerClient, warmUp, dist }) {
   const library = await import(pathToFileURL(join(dist, "index.js")).href);
   const dir = mkdtempSync(join(tmpdir(), "hookbox-run-floor-"));
   writeTenant(dir);
-  const sandboxed = level !== "loop" && level !== "host-hooks";
+  const sandboxed = level !== "loop" && level !== "host-hooks" && level !== "session-loop";
   const config = {
     name: "bench",
     scripts: sandboxed ? [{ path: join(dir, "policy.ts") }] : [],
@@ -55,7 +58,12 @@ async function measureLevel(level, { clients, runsPerClient, warmUp, dist }) {
   };
   const pool = library.createSandboxPool();
   const runtime = await library.createTenantRuntime(config, pool, level === "host-hooks" ? { host: { hooks: [HOST_POLICY] } } : {});
-  const store = level === "session-js" ? library.openMemoryStore() : level === "session-sqlite" ? library.openStore(":memory:") : undefined;
+  const store =
+    level === "session-js" || level === "session-loop"
+      ? library.openMemoryStore()
+      : level === "session-sqlite"
+        ? library.openStore(":memory:")
+        : undefined;
   const manager = store && new library.SessionManager({ store, runtimeFor: async () => runtime });
   let sessions = 0;
   const oneRun = store
@@ -124,7 +132,9 @@ if (process.argv[2] === "--level") {
     },
   });
   const levels = values.levels ? values.levels.split(",") : LEVELS;
-  for (const level of levels) if (!LEVELS.includes(level)) throw new Error(`unknown level ${level}: one of ${LEVELS.join(", ")}`);
+  for (const level of levels)
+    if (!LEVELS.includes(level) && !EXTRA_LEVELS.includes(level))
+      throw new Error(`unknown level ${level}: one of ${[...LEVELS, ...EXTRA_LEVELS].join(", ")}`);
   const args = [
     values.clients ?? "50",
     values["runs-per-client"] ?? "6",

@@ -94,8 +94,8 @@ export interface RunPersistence {
    * `turn` it reads before it returns: the loop goes on with the same turn object (its blocks never change).
    */
   onSnapshot(phase: SnapshotPhase, turn: Turn): void | Promise<void>;
-  /** Called for every event, in seq order, before it is delivered to readers. */
-  onEvent(event: HookboxEvent): void;
+  /** Called for every event, in seq order, before it is delivered to readers; `json` is its text, made once (src/events/event-json.ts). */
+  onEvent(event: HookboxEvent, json?: string): void;
   /** Called for every text delta (never stored): live readers get it after the events emitted before it. */
   onLiveEvent?(event: TextDeltaEvent): void;
   /** Resolves once every event handed to `onEvent` is committed or refused: the loop awaits it after its final event. */

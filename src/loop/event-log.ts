@@ -1,14 +1,14 @@
 import type { EventBody, HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js";
-import { eventJson } from "../events/event-json.js";
+import { withEventJson } from "../events/event-json.js";
 import { AnswerSoFar } from "../events/answer-so-far.js";
 
 export interface EventLogOptions {
-  /** Sees each event before any reader (persistence). */
-  sink?: (event: HookboxEvent) => void;
+  /** Sees each event, with its JSON text, before any reader (persistence). */
+  sink?: (event: HookboxEvent, json: string) => void;
   /** Sees each text delta (persistence passes it on to live readers after the events before it). */
   liveSink?: (event: TextDeltaEvent) => void;
-  /** Decides whether an event is recorded at all (the run's byte budget); a refused one gets no seq and no reader sees it. */
-  admit?: (event: HookboxEvent) => boolean;
+  /** Decides whether an event is recorded at all (the run's byte budget, from its JSON text); a refused one gets no seq and no reader sees it. */
+  admit?: (event: HookboxEvent, json: string) => boolean;
   firstSeq?: number;
 }
 
@@ -26,6 +26,8 @@ interface QueuedDelta {
  */
 export class EventLog {
   private readonly events: HookboxEvent[] = [];
+  /** Each event's JSON text, at the same index. */
+  private readonly texts: string[] = [];
   private readonly waiters = new Set<() => void>();
   private readonly deltaReaders = new Set<(queued: QueuedDelta) => void>();
   private readonly answer = new AnswerSoFar();
@@ -48,12 +50,13 @@ export class EventLog {
       sessionId: this.ids.sessionId,
       inferenceId: this.ids.inferenceId,
     } as HookboxEvent;
-    if (this.options.admit && !this.options.admit(event)) return event;
-    // Its JSON text is made once (by the budget's admission, or here): the store, stream readers and --json use it.
-    eventJson(event);
+    // Its JSON text is made once, here: the budget counts it, the store writes it, stream readers and --json send it.
+    const json = JSON.stringify(event);
+    if (this.options.admit && !this.options.admit(event, json)) return event;
     this.nextSeq += 1;
-    this.options.sink?.(event);
+    this.options.sink?.(event, json);
     this.events.push(event);
+    this.texts.push(json);
     this.answer.observe(event);
     if (event.type === "run-finished") this.closed = true;
     this.wake();
@@ -99,7 +102,9 @@ export class EventLog {
           continue;
         }
         if (index < this.events.length) {
-          const event = this.events[index++];
+          // A reader of objects finds the event's text with eventJson (--json prints it).
+          const event = withEventJson(this.events[index], this.texts[index]);
+          index += 1;
           yield event;
           if (event.type === "run-finished") return;
           continue;

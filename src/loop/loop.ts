@@ -111,8 +111,8 @@ export function startLoop(initial: Turn, options: LoopOptions): RunHandle {
   const events = new EventLog(
     { sessionId: options.ids.sessionId, inferenceId: options.ids.inferenceId },
     {
-      admit: (event) => meter.admit(event),
-      sink: (event) => persistence?.onEvent(event),
+      admit: (event, json) => meter.admit(event, json),
+      sink: (event, json) => persistence?.onEvent(event, json),
       liveSink: (event) => persistence?.onLiveEvent?.(event),
       firstSeq: options.resume?.nextSeq ?? 1,
     },

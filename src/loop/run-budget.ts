@@ -44,9 +44,9 @@ export class RunBudgetMeter {
     this.turnBytes = this.measure(startTurn);
   }
 
-  /** Called for every event before it is recorded: false when it does not fit in the run's byte budget. */
-  admit(event: HookboxEvent): boolean {
-    const bytes = eventJson(event).length;
+  /** Called for every event (with its JSON text) before it is recorded: false when it does not fit in the run's byte budget. */
+  admit(event: HookboxEvent, json = eventJson(event)): boolean {
+    const bytes = json.length;
     // The run's last event always goes through: a reader must learn how the run ended (and why).
     if (event.type !== "run-finished" && this.runBytes + bytes > this.budgets.maxRunBytes) {
       this.refuseEvents(this.runBytes + bytes);

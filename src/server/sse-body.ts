@@ -3,6 +3,9 @@ import type { ServerResponse } from "node:http";
 /** Characters an event stream queues for a connection that has not taken them before its writer waits. */
 export const SSE_HIGH_WATER_CHARS = 64 * 1024;
 
+/** What a writer that may go on is handed (one promise for every such write). */
+const GO_ON: Promise<void> = Promise.resolve();
+
 /** Where the chunks go: a web stream the HTTP server reads, or Node's response written directly. */
 interface Sink {
   /** Sends one chunk; false when the connection wants no more until it asks (`wanted` again). */
@@ -116,18 +119,35 @@ export class SseBody {
    * than `highWaterChars` wait for it. Writing after the end does nothing.
    */
   write(text: string): Promise<void> {
-    if (this.ended) return Promise.resolve();
-    this.queued.push(text);
-    this.queuedChars += text.length;
-    if (this.wanted) this.scheduleHandOver();
-    if (this.queuedChars <= this.highWaterChars) return Promise.resolve();
-    return new Promise((resolve) => this.drained.push(resolve));
+    return this.enqueue(text) ? GO_ON : this.drain();
   }
 
   /** One SSE message: `id:` when given, `data:` lines of `data` (a line break in it starts another `data:` line). */
-  message(data: string, id?: string): Promise<void> {
-    const lines = /[\r\n]/.test(data) ? data.split(/\r\n|\r|\n/).join("\ndata: ") : data;
-    return this.write(id === undefined ? `data: ${lines}\n\n` : `data: ${lines}\nid: ${id}\n\n`);
+  message(data: string, id?: string | number): Promise<void> {
+    return this.write(sseMessage(data, id));
+  }
+
+  /**
+   * The same message, for a writer that goes on without a promise while it may: false once more than
+   * `highWaterChars` wait for the connection, and the writer is to wait for `drain()` before the next.
+   */
+  queueMessage(data: string, id?: string | number): boolean {
+    return this.enqueue(sseMessage(data, id));
+  }
+
+  /** Resolves once no more than `highWaterChars` wait for the connection (at once when none do, or after the end). */
+  drain(): Promise<void> {
+    if (this.ended || this.queuedChars <= this.highWaterChars) return GO_ON;
+    return new Promise((resolve) => this.drained.push(resolve));
+  }
+
+  /** Queues `text` (nothing after the end); false when more than `highWaterChars` now wait for the connection. */
+  private enqueue(text: string): boolean {
+    if (this.ended) return true;
+    this.queued.push(text);
+    this.queuedChars += text.length;
+    if (this.wanted) this.scheduleHandOver();
+    return this.queuedChars <= this.highWaterChars;
   }
 
   /** Ends the stream after what is queued. */
@@ -178,4 +198,10 @@ export class SseBody {
     this.drained = [];
     for (const resolve of waiting) resolve();
   }
+}
+
+/** An SSE message's text: `data:` lines of `data` (a line break in it starts another `data:` line), then `id:` when given. */
+function sseMessage(data: string, id: string | number | undefined): string {
+  const lines = /[\r\n]/.test(data) ? data.split(/\r\n|\r|\n/).join("\ndata: ") : data;
+  return id === undefined ? `data: ${lines}\n\n` : `data: ${lines}\nid: ${id}\n\n`;
 }

@@ -45,9 +45,10 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
         textDeltas: true,
         ...(pace ? { pace } : {}),
       })) {
-        // A text delta has no id: Last-Event-ID names stored events only.
-        if (item.seq === undefined) await body.message(item.json);
-        else await body.message(redactEventText(item, options.redact), String(item.seq));
+        // A text delta has no id: Last-Event-ID names stored events only. The writer waits only for a slow reader.
+        const goOn =
+          item.seq === undefined ? body.queueMessage(item.json) : body.queueMessage(redactEventText(item, options.redact), item.seq);
+        if (!goOn) await body.drain();
         if (body.closed) break;
       }
     } catch (error) {

@@ -9,6 +9,7 @@ import { RunFeed } from "./run-feed.js";
 import { isRunEnd } from "../store/interrupted.js";
 import { RunLeases, type LeaseHolder } from "./run-leases.js";
 import { performance } from "node:perf_hooks";
+import { eventWithText } from "../events/event-json.js";
 
 /** What a run is launched with: its runtime and request, its journal, and what its writer starts from. */
 export interface LaunchOptions {
@@ -122,7 +123,7 @@ export class LiveRuns implements LeaseHolder {
       run.handle?.cancel(reason);
       const before = await this.store.getRun(run.runId);
       await this.store.markInterrupted(run.runId, reason, run.epoch ? { epoch: run.epoch } : {});
-      for (const event of await this.store.listEvents(run.runId, before?.lastSeq ?? 0)) run.feed.publish(event);
+      for (const event of await this.store.listEvents(run.runId, before?.lastSeq ?? 0)) run.feed.publish(eventWithText(event));
     }
     if (runs.length > 0) await withTimeout(Promise.all(runs.map((run) => run.done)), 2000);
     this.leases?.stop();
@@ -199,11 +200,11 @@ export class LiveRuns implements LeaseHolder {
     };
     this.leases?.taken(run.runId, launch.leaseTakenAt ?? performance.now());
     // The session is free for its next run as soon as the final event is committed.
-    feed.subscribe((event) => {
+    feed.subscribe(({ event }) => {
       if (isRunEnd(event)) this.release(run);
     });
     const observe = this.onEvent;
-    if (observe) feed.subscribe((event) => observe(launch.persistence.tenant, run.runId, event));
+    if (observe) feed.subscribe(({ event }) => observe(launch.persistence.tenant, run.runId, event));
     this.live.set(run.runId, run);
     this.busy.set(run.sessionId, run);
     let handle: RunHandle;

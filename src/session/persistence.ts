@@ -5,7 +5,7 @@ import type { RunWrite, RunWriteResult, Store } from "../store/types.js";
 import { HookboxError, isHookboxError } from "../errors.js";
 import type { RunFeed } from "./run-feed.js";
 import type { JsonObject } from "../turns/json.js";
-import { eventJson } from "../events/event-json.js";
+import { eventJson, eventWithText, type EventWithText } from "../events/event-json.js";
 import { hookCallWrite } from "../store/row-bytes.js";
 import { committedTurn, planTurn, type CommittedTurn } from "../store/turn-plan.js";
 
@@ -61,6 +61,10 @@ interface Gathering {
   regardlessOfQuota: boolean;
   written: Promise<RunWriteResult>;
   settle: { resolve(result: RunWriteResult): void; reject(error: unknown): void };
+  /** The events this write publishes once committed, in order (one reaction for all of them, not one each). */
+  published: EventWithText[];
+  /** A refusal fails the run (it carries events or active hook chain records): the next snapshot throws it. */
+  failsRun: boolean;
 }
 
 export class StoredRunPersistence implements RunPersistence {
@@ -109,17 +113,26 @@ export class StoredRunPersistence implements RunPersistence {
   }
 
   // Arrow properties: the loop may call these detached from the object.
-  readonly onEvent = (event: HookboxEvent): void => {
+  readonly onEvent = (event: HookboxEvent, json: string = eventJson(event)): void => {
     if (this.frozen || this.failure) return;
     this.issuedSeq = event.seq;
     this.inferenceId ||= event.inferenceId;
     if (event.type === "inference-finished") this.iterations += 1;
-    if (event.type === "run-finished") this.ending = true;
+    // One object per event from here on: the store writes it, the feed and every stream reader pass it on.
+    const entry = eventWithText(event, json);
+    if (event.type !== "run-finished") {
+      const gathering = this.joining({});
+      (gathering.part.events ??= []).push(entry);
+      gathering.published.push(entry);
+      gathering.failsRun = true;
+      return;
+    }
+    this.ending = true;
     // The final event is written alone: refused over the quota, endOverQuota replaces it and nothing else.
-    this.write({ events: [{ event, json: eventJson(event) }] }, { alone: event.type === "run-finished" }).then(
-      () => this.committedEvent(event),
+    this.write({ events: [entry] }, { alone: true }).then(
+      () => this.committedEvent(entry),
       (error: unknown) => {
-        if (event.type === "run-finished" && isHookboxError(error) && error.code === "STORE_QUOTA") return this.endOverQuota(event, error);
+        if (isHookboxError(error) && error.code === "STORE_QUOTA") return this.endOverQuota(event, error);
         this.failure ??= error;
       },
     );
@@ -134,16 +147,14 @@ export class StoredRunPersistence implements RunPersistence {
   readonly onHookCall = (verdict: ChainVerdict): void => {
     if (this.frozen || this.failure) return;
     const { payload, ...rest } = verdict;
-    // A shadow record is written alone: refused (over the quota), it takes nothing of the run with it.
-    const written = this.write(
-      { hookCalls: [hookCallWrite({ ...rest, ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }) })] },
-      { alone: verdict.shadow },
-    );
-    // A shadow record that cannot be written (over the quota too) is lost, never the run's failure; an active
-    // one (what replay and provenance read) fails the next snapshot, so the run ends with the store's error.
-    written.catch((error: unknown) => {
-      if (!verdict.shadow) this.failure ??= error;
-    });
+    const record = hookCallWrite({ ...rest, ...(verdict.shadow ? {} : { payload: payload as unknown as JsonObject }) });
+    // A shadow record is written alone: refused (over the quota), it takes nothing of the run with it, and it is
+    // lost, never the run's failure. An active one (what replay and provenance read) fails the next snapshot,
+    // so the run ends with the store's error.
+    const gathering = this.joining({ alone: verdict.shadow });
+    (gathering.part.hookCalls ??= []).push(record);
+    if (verdict.shadow) this.handOver();
+    else gathering.failsRun = true;
   };
 
   readonly onSnapshot = async (phase: SnapshotPhase, turn: Turn): Promise<void> => {
@@ -203,12 +214,13 @@ export class StoredRunPersistence implements RunPersistence {
       ...(result?.reason ? { reason: result.reason } : {}),
       ...(result?.errorCode ? { errorCode: result.errorCode } : {}),
     };
-    await this.write({ events: [{ event, json: eventJson(event) }] }, { regardlessOfQuota: true }).then(
-      () => this.committedEvent(event),
+    const entry = eventWithText(event);
+    await this.write({ events: [entry] }, { regardlessOfQuota: true }).then(
+      () => this.committedEvent(entry),
       (error: unknown) => {
         // Readers still learn how the run ended; a full store takes the same event once it has room.
-        this.options.feed.publish(event);
-        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(event);
+        this.options.feed.publish(entry);
+        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(entry);
       },
     );
   }
@@ -218,10 +230,10 @@ export class StoredRunPersistence implements RunPersistence {
    * 30 s), so the stored run ends as its readers saw it end. Stops on any other failure; a process that exits
    * first leaves the run `running`, and the next store open marks it interrupted.
    */
-  private storeWhenRoom(event: HookboxEvent, waitMs = 1000): void {
+  private storeWhenRoom(entry: EventWithText, waitMs = 1000): void {
     setTimeout(() => {
-      this.options.store.write({ ...this.owner, events: [{ event, json: eventJson(event) }] }).catch((error: unknown) => {
-        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(event, Math.min(waitMs * 2, 30_000));
+      this.options.store.write({ ...this.owner, events: [entry] }).catch((error: unknown) => {
+        if (isHookboxError(error) && error.code === "STORE_FULL") this.storeWhenRoom(entry, Math.min(waitMs * 2, 30_000));
       });
     }, waitMs).unref();
   }
@@ -232,10 +244,10 @@ export class StoredRunPersistence implements RunPersistence {
     this.frozen = true;
   }
 
-  private committedEvent(event: HookboxEvent): void {
-    this.committedSeq = event.seq;
-    if (event.type === "run-finished") this.ended = true;
-    this.options.feed.publish(event);
+  private committedEvent(entry: EventWithText): void {
+    this.committedSeq = entry.seq;
+    if (entry.type === "run-finished") this.ended = true;
+    this.options.feed.publish(entry);
   }
 
   /**
@@ -243,9 +255,7 @@ export class StoredRunPersistence implements RunPersistence {
    * write being gathered (unless it is to be `alone`, or its quota differs); a snapshot ends the write.
    */
   private write(part: WritePart, how: { regardlessOfQuota?: boolean; alone?: boolean; now?: boolean } = {}): Promise<RunWriteResult> {
-    const regardlessOfQuota = how.regardlessOfQuota ?? false;
-    if (this.gathering && (how.alone || this.gathering.regardlessOfQuota !== regardlessOfQuota)) this.handOver();
-    const gathering = (this.gathering ??= this.gather(regardlessOfQuota));
+    const gathering = this.joining(how);
     const into = gathering.part;
     if (part.events) (into.events ??= []).push(...part.events);
     if (part.toolResults) (into.toolResults ??= []).push(...part.toolResults);
@@ -255,15 +265,31 @@ export class StoredRunPersistence implements RunPersistence {
     return gathering.written;
   }
 
+  /** The write a part joins: the one being gathered, unless the part is to be `alone` or its quota differs. */
+  private joining(how: { regardlessOfQuota?: boolean; alone?: boolean }): Gathering {
+    const regardlessOfQuota = how.regardlessOfQuota ?? false;
+    if (this.gathering && (how.alone || this.gathering.regardlessOfQuota !== regardlessOfQuota)) this.handOver();
+    return (this.gathering ??= this.gather(regardlessOfQuota));
+  }
+
   /** A new write to gather parts into, handed to the store at the end of this turn of the event loop at the latest. */
   private gather(regardlessOfQuota: boolean): Gathering {
     let settle!: Gathering["settle"];
     const written = new Promise<RunWriteResult>((resolve, reject) => (settle = { resolve, reject }));
-    const gathering: Gathering = { part: {}, regardlessOfQuota, written, settle };
+    const gathering: Gathering = { part: {}, regardlessOfQuota, written, settle, published: [], failsRun: false };
     setImmediate(() => {
       if (this.gathering === gathering) this.handOver();
     });
-    // Settled after the caller's own handlers (the publish of an event) ran.
+    // Before the write's other reactions: its events are published before `settled()` or an awaited snapshot returns.
+    written.then(
+      () => {
+        for (const entry of gathering.published) this.committedEvent(entry);
+      },
+      (error: unknown) => {
+        if (gathering.failsRun) this.failure ??= error;
+      },
+    );
+    // Settled after the write's events were published (and the caller's own handlers ran).
     this.writes = written.then(
       () => undefined,
       (error: unknown) => {
@@ -297,8 +323,8 @@ export class StoredRunPersistence implements RunPersistence {
    */
   private endOverQuota(event: HookboxEvent & { type: "run-finished" }, error: HookboxError): Promise<void> {
     const { text: _text, ...rest } = event;
-    const ending: HookboxEvent = { ...rest, status: "failed", errorCode: "STORE_QUOTA", reason: error.message };
-    return this.write({ events: [{ event: ending, json: eventJson(ending) }] }, { regardlessOfQuota: true }).then(
+    const ending = eventWithText({ ...rest, status: "failed", errorCode: "STORE_QUOTA", reason: error.message });
+    return this.write({ events: [ending] }, { regardlessOfQuota: true }).then(
       () => this.committedEvent(ending),
       (failed: unknown) => {
         this.failure ??= failed;

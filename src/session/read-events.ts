@@ -2,7 +2,7 @@ import type { HookboxEvent, LiveEvent, TextDeltaEvent } from "../events/types.js
 import type { PageOptions, StoredEventText, Store } from "../store/types.js";
 import { isTerminal, type RunFeed } from "./run-feed.js";
 import { onePerTick } from "./one-per-tick.js";
-import { eventJson } from "../events/event-json.js";
+import { withEventJson, type EventWithText } from "../events/event-json.js";
 import { isInterruption, isRunEnd } from "../store/interrupted.js";
 
 /** One read of stored events: at most this many, and stop after ~1 MiB of them. */
@@ -45,18 +45,18 @@ export interface ReadRunEventsOptions extends EventReaderOptions {
 /** How one kind of item is read from the store and made from a live event. */
 interface ItemSource<T extends { seq: number; type: string }> {
   page(afterSeq: number, page: PageOptions): Promise<T[]>;
-  fromLive(event: HookboxEvent): T;
+  fromLive(entry: EventWithText): T;
   /** The status of a `run-finished` item. */
   status(item: T): string | undefined;
   /** The JSON characters of an item (what a page is charged). */
   chars(item: T): number;
 }
 
-/** What a live reader may be handed besides the events: a text delta, and the last seq published before it. */
-type Queued = { event: HookboxEvent } | { delta: TextDeltaEvent; afterSeq: number };
+/** What a live reader is handed: an event with its text as published, or a text delta and the last seq published before it. */
+type Queued = EventWithText | { delta: TextDeltaEvent; afterSeq: number };
 
 /** Where a queued item belongs: an event at its seq, a delta right after the event it followed. */
-const queuedSeq = (queued: Queued): number => ("delta" in queued ? queued.afterSeq : queued.event.seq);
+const queuedSeq = (queued: Queued): number => ("delta" in queued ? queued.afterSeq : queued.seq);
 
 /**
  * A run's events with seq > afterSeq: first what the store committed, then live ones as they are
@@ -70,7 +70,8 @@ export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<Liv
 export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<LiveEvent> {
   return readRunItems<HookboxEvent, TextDeltaEvent>(options, (delta) => delta, {
     page: (afterSeq, page) => options.store.listEvents(options.runId, afterSeq, page),
-    fromLive: (event) => event,
+    // A reader of objects finds the text the event was published with (eventJson: --json prints it).
+    fromLive: (entry) => withEventJson(entry.event, entry.json),
     status: (event) => (event.type === "run-finished" ? event.status : undefined),
     chars: (event) => JSON.stringify(event).length,
   });
@@ -80,7 +81,8 @@ export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<Liv
 export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator<StoredEventText | LiveDeltaText> {
   return readRunItems<StoredEventText, LiveDeltaText>(options, (delta) => ({ type: "text-delta", json: JSON.stringify(delta) }), {
     page: (afterSeq, page) => options.store.listEventTexts(options.runId, afterSeq, page),
-    fromLive: (event) => ({ seq: event.seq, type: event.type, json: eventJson(event) }),
+    // The published entry itself (its seq, type and text): no copy per reader.
+    fromLive: (entry) => entry,
     status: (item) => (item.type === "run-finished" ? (JSON.parse(item.json) as { status?: string }).status : undefined),
     chars: (item) => item.json.length,
   });
@@ -99,8 +101,8 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
   let unsubscribeDeltas: (() => void) | undefined;
   const follow = (local: RunFeed) => {
     feed = local;
-    unsubscribe = local.subscribe((event) => {
-      queue.push({ event });
+    unsubscribe = local.subscribe((entry) => {
+      queue.push(entry);
       alarm();
     }, alarm);
     unsubscribeDeltas = options.textDeltas
@@ -122,7 +124,7 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
   // the store (and charged as a stored page would be), with the live ones queued after them.
   const backlog = initial && !initial.isClosed ? initial.eventsAfter(last) : undefined;
   if (initial) follow(initial);
-  if (backlog?.length) queue.unshift(...backlog.map((event) => ({ event })));
+  if (backlog?.length) queue.unshift(...backlog);
   let backlogTaken = backlog !== undefined;
   const cluster = options.store.cluster;
   const unwatch = cluster?.watchRun(options.runId, alarm);
@@ -145,7 +147,7 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
   };
   // A live run's reader leaves the store as soon as the feed has the event after the last one read: from
   // there on every event reaches it live, and reading on would only re-read what the feed brings anyway.
-  const caughtUp = () => live() && queue.length > 0 && "event" in queue[0] && queue[0].event.seq <= last + 1;
+  const caughtUp = () => live() && queue.length > 0 && !("delta" in queue[0]) && queue[0].seq <= last + 1;
   /** Yields the stored events after `last`; true once the run's end (or an interruption nothing resumes) was read. */
   async function* stored(): AsyncGenerator<T | D, boolean> {
     // The first time, with the feed's backlog taken, every event after `last` comes from the feed.
@@ -172,7 +174,7 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
     return false;
   }
   try {
-    if (backlog?.length && options.pace) await options.pace(backlog.reduce((sum, event) => sum + source.chars(source.fromLive(event)), 0));
+    if (backlog?.length && options.pace) await options.pace(backlog.reduce((sum, entry) => sum + entry.json.length, 0));
     if (yield* stored()) return;
     for (;;) {
       if (options.signal?.aborted) return;
@@ -186,11 +188,10 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
             if (queued.afterSeq === last) yield fromDelta(queued.delta);
             continue;
           }
-          const event = queued.event;
-          if (event.seq <= last) continue;
-          yield source.fromLive(event);
-          last = event.seq;
-          if (isTerminal(event, false)) return;
+          if (queued.seq <= last) continue;
+          yield source.fromLive(queued);
+          last = queued.seq;
+          if (isTerminal(queued.event, false)) return;
         }
         if (options.signal?.aborted) return;
         if (!live()) continue;

@@ -1,10 +1,10 @@
-import type { HookboxEvent, TextDeltaEvent } from "../events/types.js";
+import type { TextDeltaEvent } from "../events/types.js";
 import { isInterruption, isRunEnd } from "../store/interrupted.js";
 import { AnswerSoFar } from "../events/answer-so-far.js";
+import type { EventWithText } from "../events/event-json.js";
 
-import { eventJson } from "../events/event-json.js";
-
-type Listener = (event: HookboxEvent) => void;
+/** Told each published event with its JSON text (the same object for every listener: never to be changed). */
+type Listener = (entry: EventWithText) => void;
 /** `afterSeq`: the last event published before the delta (the delta belongs right after it). */
 type DeltaListener = (event: TextDeltaEvent, afterSeq: number) => void;
 
@@ -25,7 +25,7 @@ export class RunFeed {
   private readonly answer = new AnswerSoFar();
   private closed = false;
   /** Published events with consecutive seqs, the last one `lastSeq`: those kept for a reader that joins. */
-  private readonly recent: HookboxEvent[] = [];
+  private readonly recent: EventWithText[] = [];
   private recentChars = 0;
 
   /** `lastSeq`: the run's committed seq when the feed starts (a resumed run's). */
@@ -36,7 +36,7 @@ export class RunFeed {
    * (the reader reads those from the store). A reader that subscribes in the same turn of the event loop gets
    * every later event live: together, no gap and no duplicate.
    */
-  eventsAfter(afterSeq: number): HookboxEvent[] | undefined {
+  eventsAfter(afterSeq: number): EventWithText[] | undefined {
     if (afterSeq >= this.lastSeq) return [];
     const first = this.lastSeq - this.recent.length + 1;
     if (afterSeq + 1 < first) return undefined;
@@ -68,11 +68,17 @@ export class RunFeed {
   }
 
   /** A listener that throws is a reader's bug: it is logged and never stops the run or the other readers. */
-  publish(event: HookboxEvent): void {
-    this.keep(event);
-    this.lastSeq = Math.max(this.lastSeq, event.seq);
-    this.answer.observe(event);
-    for (const listener of this.listeners) guard(event.seq, () => listener(event));
+  publish(entry: EventWithText): void {
+    this.keep(entry);
+    this.lastSeq = Math.max(this.lastSeq, entry.seq);
+    this.answer.observe(entry.event);
+    for (const listener of this.listeners) {
+      try {
+        listener(entry);
+      } catch (error) {
+        readerFailed(entry.seq, error);
+      }
+    }
   }
 
   publishDelta(event: TextDeltaEvent): void {
@@ -81,16 +87,16 @@ export class RunFeed {
   }
 
   /** Keeps the event if it follows the last one published (anything else starts the kept events over after it). */
-  private keep(event: HookboxEvent): void {
-    if (event.seq !== this.lastSeq + 1) {
+  private keep(entry: EventWithText): void {
+    if (entry.seq !== this.lastSeq + 1) {
       this.recent.length = 0;
       this.recentChars = 0;
       return;
     }
-    this.recent.push(event);
-    this.recentChars += eventJson(event).length;
+    this.recent.push(entry);
+    this.recentChars += entry.json.length;
     while (this.recent.length > RECENT_EVENTS.limit || (this.recentChars > RECENT_EVENTS.maxChars && this.recent.length > 0))
-      this.recentChars -= eventJson(this.recent.shift()!).length;
+      this.recentChars -= this.recent.shift()!.json.length;
   }
 
   close(): void {
@@ -105,8 +111,12 @@ function guard(seq: number, call: () => void): void {
   try {
     call();
   } catch (error) {
-    process.stderr.write(`hookbox: an event reader failed on event ${seq}: ${(error as Error)?.message ?? String(error)}\n`);
+    readerFailed(seq, error);
   }
+}
+
+function readerFailed(seq: number, error: unknown): void {
+  process.stderr.write(`hookbox: an event reader failed on event ${seq}: ${(error as Error)?.message ?? String(error)}\n`);
 }
 
 /**

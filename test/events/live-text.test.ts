@@ -10,6 +10,7 @@ import { SessionManager } from "../../src/session/manager.js";
 import { openMemoryStore, openStore, type Store } from "../../src/store/index.js";
 import { event, run, session, tempDir } from "../store/helpers.js";
 import { RunFeed } from "../../src/session/run-feed.js";
+import { eventWithText } from "../../src/events/event-json.js";
 import { readRunEvents } from "../../src/session/read-events.js";
 
 const noPool: SandboxPool = {
@@ -180,7 +181,7 @@ describe("live text: a reader that joins mid-answer", () => {
     feed.publishDelta(delta);
     const heard: string[] = [];
     feed.subscribeDeltas((d, afterSeq) => heard.push(`${d.delta}@${afterSeq}${d.sofar ? " sofar" : ""}`))();
-    feed.publish(event("r1", 2, { type: "inference-finished", iteration: 1, text: "Hello", toolCalls: [] }));
+    feed.publish(eventWithText(event("r1", 2, { type: "inference-finished", iteration: 1, text: "Hello", toolCalls: [] })));
     feed.subscribeDeltas((d) => heard.push(d.delta))();
     feed.publishDelta({ ...delta, iteration: 2, delta: "Next" });
     feed.publishDelta({ ...delta, iteration: 2, delta: " one" });
@@ -204,10 +205,10 @@ describe("a stored run's live reader and text deltas", () => {
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) seen.push((await reader.next()).value!.type);
     feed.publishDelta({ type: "text-delta", iteration: 1, delta: "Hel", timestampMs: 1, sessionId: "s1", inferenceId: "i" });
-    feed.publish(finished);
+    feed.publish(eventWithText(finished));
     const ending = event("r1", 4, { type: "run-finished", status: "completed", iterations: 1 });
     await store.appendEvent("r1", ending);
-    feed.publish(ending);
+    feed.publish(eventWithText(ending));
     for await (const item of { [Symbol.asyncIterator]: () => reader }) seen.push(item.type);
     expect(seen).toEqual(["run-started", "inference-started", "inference-finished", "run-finished"]);
   });
@@ -222,11 +223,11 @@ describe("a stored run's live reader and text deltas", () => {
     expect((await reader.next()).value).toMatchObject({ type: "run-started" });
     const started = event("r1", 2, { type: "inference-started", iteration: 1 });
     await store.appendEvent("r1", started);
-    feed.publish(started);
+    feed.publish(eventWithText(started));
     feed.publishDelta({ type: "text-delta", iteration: 1, delta: "Hel", timestampMs: 1, sessionId: "s1", inferenceId: "i" });
     const ending = event("r1", 3, { type: "run-finished", status: "completed", iterations: 1 });
     await store.appendEvent("r1", ending);
-    feed.publish(ending);
+    feed.publish(eventWithText(ending));
     const seen: string[] = [];
     for await (const item of { [Symbol.asyncIterator]: () => reader }) seen.push(item.type);
     expect(seen).toEqual(["inference-started", "text-delta", "run-finished"]);

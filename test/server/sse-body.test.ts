@@ -41,6 +41,23 @@ describe("an event stream's body (src/server/sse-body.ts)", () => {
     expect(held).toBe(false);
   });
 
+  it("queues messages without a promise while the connection keeps up, and says when the writer is to wait for drain()", async () => {
+    const body = new SseBody({ highWaterChars: 40 });
+    const reader = body.stream.getReader();
+    expect(body.queueMessage('{"seq":1}', 1)).toBe(true);
+    expect(body.queueMessage('{"seq":2,"pad":"xxxxxxxxxx"}', 2)).toBe(false); // now over the mark
+    let drained = false;
+    void body.drain().then(() => (drained = true));
+    await nextTurn();
+    expect(drained).toBe(false);
+    expect(text((await reader.read()).value)).toBe('data: {"seq":1}\nid: 1\n\ndata: {"seq":2,"pad":"xxxxxxxxxx"}\nid: 2\n\n');
+    await nextTurn();
+    expect(drained).toBe(true);
+    expect(body.queueMessage("a\nb", 3)).toBe(true);
+    body.close();
+    expect(text((await reader.read()).value)).toBe("data: a\ndata: b\nid: 3\n\n");
+  });
+
   it("ends after what is queued; a connection that goes away releases a held writer and tells the stream", async () => {
     const closing = new SseBody();
     void closing.write("last");

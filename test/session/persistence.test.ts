@@ -63,7 +63,7 @@ describe.each([
   it("a final event refused over the quota is replaced by a small failed one; the events before it are kept", async () => {
     const { persistence, feed } = await writer(5_000);
     const ended = new Promise<HookboxEvent>((resolve) =>
-      feed.subscribe((published) => published.type === "run-finished" && resolve(published)),
+      feed.subscribe((published) => published.type === "run-finished" && resolve(published.event)),
     );
     persistence.onEvent(event("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" }));
     persistence.onEvent(event("r1", 2, { type: "run-finished", status: "completed", iterations: 0, text: "y".repeat(10_000) }));
@@ -71,5 +71,35 @@ describe.each([
     const stored = await store.listEvents("r1");
     expect(stored.map((e) => e.seq)).toEqual([1, 2]);
     expect(stored[1]).toMatchObject({ type: "run-finished", status: "failed", errorCode: "STORE_QUOTA" });
+  });
+
+  it("publishes each event once committed, in order, with the text it was handed: the object is not serialized again", async () => {
+    const { persistence, feed } = await writer(20_000);
+    const published: { seq: number; json: string }[] = [];
+    feed.subscribe(({ seq, json }) => published.push({ seq, json }));
+    const events = [1, 2, 3].map((seq) => event("r1", seq, { type: "inference-started", iteration: seq }));
+    const texts = events.map((one) => JSON.stringify(one));
+    // Changed after its text was made: what is stored and published is still the text.
+    for (const one of events) (one as { iteration?: number }).iteration = 99;
+    for (const [index, one] of events.entries()) persistence.onEvent(one, texts[index]);
+    expect(published).toEqual([]); // not yet committed
+    await persistence.settled();
+    expect(published).toEqual(texts.map((json, index) => ({ seq: index + 1, json })));
+    expect((await store.listEventTexts("r1", 0)).map((row) => row.json)).toEqual(texts);
+  });
+
+  it.each([
+    [
+      "an event",
+      (persistence: StoredRunPersistence) =>
+        persistence.onEvent(event("r1", 1, { type: "log", script: "s", level: "info", message: "x".repeat(50_000) })),
+    ],
+    ["an active chain record", (persistence: StoredRunPersistence) => persistence.onHookCall(verdict(false, "x".repeat(50_000)))],
+  ])("%s refused over the quota, in a write of its own, fails the run's next snapshot", async (_what, hand) => {
+    const { persistence } = await writer(20_000);
+    hand(persistence);
+    await new Promise((resolve) => setImmediate(resolve)); // its write goes alone at the end of the turn
+    await persistence.settled();
+    await expect(persistence.onSnapshot("post_inference", turn("t1", ["hello"]))).rejects.toMatchObject({ code: "STORE_QUOTA" });
   });
 });

@@ -1,10 +1,20 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { RECENT_EVENTS, RunFeed } from "../../src/session/run-feed.js";
 import type { HookboxEvent } from "../../src/events/types.js";
+import { eventWithText, type EventWithText } from "../../src/events/event-json.js";
 
-const log = (seq: number, message = "m"): HookboxEvent =>
-  ({ type: "log", seq, timestampMs: seq, sessionId: "s1", inferenceId: "i1", script: "s", level: "info", message }) as HookboxEvent;
-const seqs = (events: HookboxEvent[] | undefined) => events?.map((event) => event.seq);
+const log = (seq: number, message = "m"): EventWithText =>
+  eventWithText({
+    type: "log",
+    seq,
+    timestampMs: seq,
+    sessionId: "s1",
+    inferenceId: "i1",
+    script: "s",
+    level: "info",
+    message,
+  } as HookboxEvent);
+const seqs = (events: EventWithText[] | undefined) => events?.map((event) => event.seq);
 
 describe("RunFeed's latest events", () => {
   const { limit, maxChars } = RECENT_EVENTS;
@@ -40,7 +50,7 @@ describe("RunFeed's latest events", () => {
     expect(feed.eventsAfter(0)).toBeUndefined();
     expect(seqs(feed.eventsAfter(1))).toEqual([2, 3, 4]);
     RECENT_EVENTS.limit = limit;
-    RECENT_EVENTS.maxChars = JSON.stringify(log(5, "x".repeat(100))).length * 2;
+    RECENT_EVENTS.maxChars = log(5, "x".repeat(100)).json.length * 2;
     for (const seq of [5, 6, 7]) feed.publish(log(seq, "x".repeat(100)));
     expect(feed.eventsAfter(4)).toBeUndefined();
     expect(seqs(feed.eventsAfter(5))).toEqual([6, 7]);
