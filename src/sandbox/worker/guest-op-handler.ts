@@ -17,6 +17,49 @@ export interface Collector {
   logs: LogRecord[];
   /** Guest CPU time the message's segments used, ms (the host charges it to the run). */
   cpuMs?: number;
+  /** UTF-8 bytes of the settled values and requests in the reply so far (`replyBudgetBytes`). */
+  payloadBytes?: number;
+  /** UTF-8 bytes of the log lines in the reply so far (`REPLY_LOG_BYTES`). */
+  logBytes?: number;
+}
+
+/*
+ * Each text a script sends out is bounded by itself, in characters, but one segment may send many (sixteen
+ * capability requests, a hundred log lines) and a character is up to three bytes of UTF-8; the host answers a
+ * reply frame over its cap (4 x maxPayloadBytes + 1 MiB, src/sandbox/pool.ts) by killing the worker with every
+ * co-tenant's call. So one reply carries at most `replyBudgetBytes` of values and requests and `REPLY_LOG_BYTES`
+ * of log lines, which leaves the rest of the cap to what the worker adds (clipped errors, names, framing).
+ */
+export function replyBudgetBytes(maxPayloadBytes: number): number {
+  return 3 * maxPayloadBytes + 128 * 1024;
+}
+export const REPLY_LOG_BYTES = 384 * 1024;
+
+/** Charges `text` to one of the reply's budgets; false, charging nothing, when it does not fit. */
+function charge(collector: Collector, budget: "payloadBytes" | "logBytes", text: string, limit: number): boolean {
+  const used = collector[budget] ?? 0;
+  const bytes = Buffer.byteLength(text);
+  if (used + bytes > limit) return false;
+  collector[budget] = used + bytes;
+  return true;
+}
+
+/** Fails `call` in the middle of its segment: what it sent in this reply is dropped, later settles are ignored. */
+function failCall(
+  collector: Collector,
+  calls: Map<number, WorkerCall>,
+  call: WorkerCall,
+  code: "PAYLOAD_TOO_LARGE",
+  message: string,
+): void {
+  call.finished = true;
+  calls.delete(call.callId);
+  collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
+  collector.outcomes.push({
+    type: "failed",
+    callId: call.callId,
+    error: { code, message: `${call.context.script}: ${call.kind} ${call.target} ${message}`, details: { script: call.context.script } },
+  });
 }
 
 /** A callback the worker is running (or that awaits the host), as the worker tracks it. */
@@ -41,6 +84,8 @@ export interface WorkerCall {
 
 /** Capability requests one callback may have in flight (the runtime refuses more before asking). */
 export const MAX_PENDING_CAPABILITIES = 16;
+
+const isCount = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 
 const LEVELS = new Set<unknown>(["debug", "info", "warn", "error"] satisfies GuestLogLevel[]);
 
@@ -103,7 +148,17 @@ export function settleCall(
   calls.delete(call.callId);
   // A request made by a callback that then settled (in this segment) is never answered.
   if (call.pendingRequests > 0) collector.outcomes = collector.outcomes.filter((outcome) => outcome.callId !== call.callId);
-  if (ok && text.length <= call.maxPayloadBytes) {
+  if (ok && text.length <= call.maxPayloadBytes && !charge(collector, "payloadBytes", text, replyBudgetBytes(call.maxPayloadBytes)))
+    collector.outcomes.push({
+      type: "failed",
+      callId: call.callId,
+      error: {
+        code: "PAYLOAD_TOO_LARGE",
+        message: `returned ${Buffer.byteLength(text)} bytes, more than the ${replyBudgetBytes(call.maxPayloadBytes)} bytes one reply has room for with what the script sent before it`,
+        details: { path: "$" },
+      },
+    });
+  else if (ok && text.length <= call.maxPayloadBytes) {
     const outcome: CallbackOutcome = { type: "settled", callId: call.callId, value: text };
     if (typeof lazyKey === "string" && lazyKey.length <= 1024) outcome.lazyKey = lazyKey;
     collector.outcomes.push(outcome);
@@ -166,8 +221,19 @@ export function createGuestOpHandler(deps: ChannelDeps, self: () => ScriptContex
         settleCall(collector, deps.calls, call, b, c, d);
       } else if (op === ("request" satisfies keyof GuestOps)) {
         const call = ownCall(a);
-        if (call === undefined || typeof b !== "number" || (c !== "next" && c !== "capability") || typeof d !== "string") return undefined;
+        // The host's protocol takes a request id only as a count: anything else in a reply would have it kill the worker.
+        if (call === undefined || !isCount(b) || (c !== "next" && c !== "capability") || typeof d !== "string") return undefined;
         if (d.length > call.maxPayloadBytes) return undefined;
+        if (!charge(collector, "payloadBytes", d, replyBudgetBytes(call.maxPayloadBytes))) {
+          failCall(
+            collector,
+            deps.calls,
+            call,
+            "PAYLOAD_TOO_LARGE",
+            `sent more to the host in one go than a reply has room for (${replyBudgetBytes(call.maxPayloadBytes)} bytes of requests and values)`,
+          );
+          return undefined;
+        }
         if (c === "next") {
           if (call.nextRequested) return undefined;
           call.nextRequested = true;
@@ -185,17 +251,22 @@ export function createGuestOpHandler(deps: ChannelDeps, self: () => ScriptContex
         if (context === undefined || typeof a !== "string" || !LEVELS.has(a) || typeof b !== "string") return undefined;
         const limiter = deps.limiter;
         if (!limiter.take()) return undefined;
+        const message: Log[1] = b.length > deps.maxLogChars ? b.slice(0, deps.maxLogChars) : b;
+        // A line the reply has no room for is dropped like one over the rate, and counted with them.
+        if (!charge(collector, "logBytes", message, REPLY_LOG_BYTES)) {
+          limiter.countDropped();
+          return undefined;
+        }
         const entry = { tenant: context.tenant.name, runId: context.runId, script: context.script };
         const dropped = limiter.drainDropped();
         if (dropped > 0)
           collector.logs.push({
             ...entry,
             level: "warn",
-            message: `${dropped} log lines dropped: over the limit of ${limiter.perSecond} per second`,
+            message: `${dropped} log lines dropped: over the limit of ${limiter.perSecond} per second or of ${REPLY_LOG_BYTES} bytes in one reply`,
           });
         const level = a as Log[0];
-        const message: Log[1] = b;
-        collector.logs.push({ ...entry, level, message: message.slice(0, deps.maxLogChars) });
+        collector.logs.push({ ...entry, level, message });
       }
     } catch {
       // Never let a host exception reach guest code.

@@ -23,6 +23,11 @@ export class LogLimiter {
     return false;
   }
 
+  /** Counts a line dropped for another reason (no room in the reply), reported with the others. */
+  countDropped(): void {
+    this.dropped += 1;
+  }
+
   /** Lines dropped since the last call (and resets the count). */
   drainDropped(): number {
     const dropped = this.dropped;
