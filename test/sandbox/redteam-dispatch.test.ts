@@ -10,7 +10,9 @@ import { attackLimits, attacker, redTeamPool } from "./redteam-helpers.js";
  * what a script throws without touching it: each call after the tampering ends the way the script's own code
  * decides, or with the isolate's own limit, never with the supervisor's kill.
  */
-const { pool, good } = redTeamPool({ workers: 2, killGraceMs: 500 });
+// A long grace: a script's CPU limit on a loaded machine can take seconds of wall time, and the supervisor's kill
+// must not come first; a throw that escaped the isolate hangs the worker for good, so it is still killed.
+const { pool, good } = redTeamPool({ workers: 2, killGraceMs: 5000 });
 
 const BOMB = `() => { throw { get message() { while (true) {} }, get stack() { while (true) {} } }; }`;
 const indexGetters = Array.from(
