@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
+import { jsonLines, repoRoot, runCli } from "../helpers/cli.js";
+import { lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
 import { usageDelta } from "../../src/store/usage.js";
 import { tempDir } from "./helpers.js";
 
@@ -21,23 +21,6 @@ const fixture = join(repoRoot, "test/fixtures/store/schema8.db");
 const policy = `import { defineScript } from "hookbox";
 export default defineScript({ name: "policy", hooks: { afterToolCall(p) { return undefined; } } });
 `;
-const tools = `export default [{ name: "lookup", description: "look up an order", parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
-  handler: (args) => ({ id: args.id, total: 120 }) }];
-`;
-const model = {
-  steps: [
-    {
-      text: "Looking it up.",
-      toolCalls: [
-        { id: "c1", name: "lookup", args: { id: "A17" } },
-        { id: "c2", name: "lookup", args: { id: "B2" } },
-      ],
-      usage: { inputTokens: 10, outputTokens: 5 },
-    },
-    { text: "Order A17 totals 120.", usage: { inputTokens: 20, outputTokens: 7 } },
-  ],
-};
-
 let dir: string;
 let file: string;
 let store: Store | undefined;
@@ -47,8 +30,8 @@ beforeEach(() => {
   file = join(dir, "store.db");
   copyFileSync(fixture, file);
   writeFileSync(join(dir, "policy.ts"), policy);
-  writeFileSync(join(dir, "tools.mjs"), tools);
-  writeFileSync(join(dir, "model.json"), JSON.stringify(model));
+  writeFileSync(join(dir, "tools.mjs"), lookupTools);
+  writeFileSync(join(dir, "model.json"), JSON.stringify(twoLookupsModel));
 });
 
 afterEach(async () => {
@@ -56,14 +39,7 @@ afterEach(async () => {
   store = undefined;
 });
 
-function query<Row>(sql: string, ...params: (string | number)[]): Row[] {
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    return db.prepare(sql).all(...params) as Row[];
-  } finally {
-    db.close();
-  }
-}
+const query = <Row>(sql: string, ...params: (string | number)[]): Row[] => queryFile<Row>(file, sql, ...params);
 
 type Spent = { inputTokens: number; outputTokens: number; costUsd: number };
 const SPENT_BY_RUN = `SELECT run_id AS runId, sum(input_tokens) AS inputTokens, sum(output_tokens) AS outputTokens, sum(cost_usd) AS costUsd
@@ -140,32 +116,7 @@ describe("a store written by schema 8 (a rowid usage ledger with two indexes, us
 
   it("the run interrupted under schema 8 resumes with the tokens it had spent counted against its budget", async () => {
     // 15 tokens before the kill, 27 in the inference after it: 42, past a budget of 40 (27 alone is within it).
-    writeFileSync(
-      join(dir, "config.json"),
-      JSON.stringify({
-        tenants: [
-          {
-            name: "default",
-            apiKeys: [{ sha256: "0".repeat(64) }],
-            scripts: ["policy.ts"],
-            hostTools: "tools.mjs",
-            model: "scripted:model.json",
-            limits: { maxTokens: 40 },
-          },
-        ],
-      }),
-    );
-    const cli = startCli(["resume", "--store", file, "--session", "sess_cut", "--config", join(dir, "config.json"), "--json"]);
-    let seen = "";
-    cli.child.stdout.on("data", (chunk: Buffer) => {
-      seen += chunk;
-      for (const line of seen.split("\n").slice(0, -1)) {
-        const event = JSON.parse(line) as HookboxEvent;
-        if (event.type === "debugger.pause") cli.child.stdin.write(`${JSON.stringify({ continue: event.pauseId })}\n`);
-      }
-      seen = seen.slice(seen.lastIndexOf("\n") + 1);
-    });
-    const resumed = await cli.done;
+    const resumed = await resumeStepped({ dir, file, sessionId: "sess_cut", limits: { maxTokens: 40 } });
     const events = jsonLines(resumed.stdout) as HookboxEvent[];
     expect(events.at(-1), resumed.stderr).toMatchObject({ type: "run-finished", status: "failed", errorCode: "BUDGET" });
     expect((events.at(-1) as { reason?: string }).reason).toContain("42 tokens");

@@ -1,0 +1,60 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import type { HookboxEvent } from "../../src/events/types.js";
+import { startCli } from "../helpers/cli.js";
+
+/* What the migration tests of stores written by schema 8 and 9 share: the tools and model their fixtures were made with. */
+
+export const lookupTools = `export default [{ name: "lookup", description: "look up an order", parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
+  handler: (args) => ({ id: args.id, total: 120 }) }];
+`;
+
+/** One inference with two lookup calls (15 tokens), then an answer (27 tokens). */
+export const twoLookupsModel = {
+  steps: [
+    {
+      text: "Looking it up.",
+      toolCalls: [
+        { id: "c1", name: "lookup", args: { id: "A17" } },
+        { id: "c2", name: "lookup", args: { id: "B2" } },
+      ],
+      usage: { inputTokens: 10, outputTokens: 5 },
+    },
+    { text: "Order A17 totals 120.", usage: { inputTokens: 20, outputTokens: 7 } },
+  ],
+};
+
+/** The rows of a query, read from the store file by a read-only connection of its own. */
+export function queryFile<Row>(file: string, sql: string, ...params: (string | number)[]): Row[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return db.prepare(sql).all(...params) as Row[];
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * `hookbox resume` of a step-mode session in the fixture's store, as tenant "default" of a config written into
+ * `dir` (policy.ts, tools.mjs, model.json there), each pause answered with a continue line on stdin.
+ */
+export function resumeStepped(options: { dir: string; file: string; sessionId: string; limits?: Record<string, number> }) {
+  const { dir, file, sessionId, limits } = options;
+  const tenant = { name: "default", apiKeys: [{ sha256: "0".repeat(64) }], scripts: ["policy.ts"], hostTools: "tools.mjs" };
+  writeFileSync(
+    join(dir, "config.json"),
+    JSON.stringify({ tenants: [{ ...tenant, model: "scripted:model.json", ...(limits ? { limits } : {}) }] }),
+  );
+  const cli = startCli(["resume", "--store", file, "--session", sessionId, "--config", join(dir, "config.json"), "--json"]);
+  let seen = "";
+  cli.child.stdout.on("data", (chunk: Buffer) => {
+    seen += chunk;
+    for (const line of seen.split("\n").slice(0, -1)) {
+      const event = JSON.parse(line) as HookboxEvent;
+      if (event.type === "debugger.pause") cli.child.stdin.write(`${JSON.stringify({ continue: event.pauseId })}\n`);
+    }
+    seen = seen.slice(seen.lastIndexOf("\n") + 1);
+  });
+  return cli.done;
+}
