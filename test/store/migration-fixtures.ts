@@ -4,7 +4,7 @@ import { DatabaseSync } from "node:sqlite";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { startCli } from "../helpers/cli.js";
 
-/* What the migration tests of stores written by schema 8 and 9 share: the tools and model their fixtures were made with. */
+/* What the migration tests of stores written by older schemas share: the tools and model of the fixtures of 8 and 9, a stepped resume. */
 
 export const lookupTools = `export default [{ name: "lookup", description: "look up an order", parameters: { type: "object", properties: { id: { type: "string" } }, required: ["id"] },
   handler: (args) => ({ id: args.id, total: 120 }) }];

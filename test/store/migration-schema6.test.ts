@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { jsonLines, repoRoot, runCli, startCli } from "../helpers/cli.js";
+import { jsonLines, repoRoot, runCli } from "../helpers/cli.js";
+import { resumeStepped } from "./migration-fixtures.js";
 import { tempDir } from "./helpers.js";
 
 /*
@@ -137,32 +138,8 @@ describe("a store written by schema 6 (whole-turn snapshots)", () => {
   });
 
   it("hookbox resume finishes the run interrupted under schema 6, from its whole-turn snapshot", async () => {
-    writeFileSync(
-      join(dir, "config.json"),
-      JSON.stringify({
-        tenants: [
-          {
-            name: "default",
-            apiKeys: [{ sha256: "0".repeat(64) }],
-            scripts: ["policy.ts"],
-            hostTools: "tools.mjs",
-            model: "scripted:model.json",
-          },
-        ],
-      }),
-    );
     // A step-mode run: each pause is answered with a continue line on stdin.
-    const cli = startCli(["resume", "--store", file, "--session", "sess_cut", "--config", join(dir, "config.json"), "--json"]);
-    let seen = "";
-    cli.child.stdout.on("data", (chunk: Buffer) => {
-      seen += chunk;
-      for (const line of seen.split("\n").slice(0, -1)) {
-        const event = JSON.parse(line) as HookboxEvent;
-        if (event.type === "debugger.pause") cli.child.stdin.write(`${JSON.stringify({ continue: event.pauseId })}\n`);
-      }
-      seen = seen.slice(seen.lastIndexOf("\n") + 1);
-    });
-    const resumed = await cli.done;
+    const resumed = await resumeStepped({ dir, file, sessionId: "sess_cut" });
     expect(resumed.code, resumed.stderr).toBe(0);
     const events = jsonLines(resumed.stdout) as HookboxEvent[];
     expect(events.some((e) => e.type === "tool-finished" && e.callId === "c1")).toBe(true);
