@@ -79,10 +79,12 @@ function headersSetBefore(c: Context): Record<string, string> {
 
 /**
  * Error texts in events (a run's reason, a tool's error) may name host paths; results and prompts are the
- * tenant's own data and pass as stored. Only events that can carry such a text are parsed.
+ * tenant's own data and pass as stored. Only events whose text has such a key are parsed: every event text is
+ * JSON.stringify's (stored as made), where a key is written `"name":` and a quote inside a string is escaped.
  */
 function redactEventText(item: StoredEventText, redact: Redactor): string {
-  const mayCarryError = item.type === "run-finished" || (item.type === "tool-finished" && item.json.includes('"error":'));
+  const mayCarryError =
+    (item.type === "run-finished" && item.json.includes('"reason":')) || (item.type === "tool-finished" && item.json.includes('"error":'));
   if (!mayCarryError) return item.json;
   const event = JSON.parse(item.json) as HookboxEvent;
   if (event.type === "run-finished" && event.reason !== undefined) return JSON.stringify({ ...event, reason: redact(event.reason) });
