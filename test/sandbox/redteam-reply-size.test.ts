@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { beforePayload } from "./helpers.js";
+import { beforePayload, middlewareCtx, turn } from "./helpers.js";
 import { attacker, redTeamPool } from "./redteam-helpers.js";
 
 /*
@@ -46,5 +46,41 @@ describe("red team: a reply bigger than its frame cap", () => {
     const workerBefore = pool.workers()[0]!.pid;
     const { run } = await attacker(pool, `{ hooks: { ${hook} } }`, limits);
     expect(await survives(run.callHook("attack", "beforeToolCall", beforePayload()), workerBefore)).toBe(code);
+  });
+
+  it("fourteen callbacks failing in one segment with the longest errors a script can throw: the worker lives on", async () => {
+    await good.served();
+    const workerBefore = pool.workers()[0]!.pid;
+    // Every call awaits its next() or one shared promise; the first next() answered rejects that promise with an
+    // error whose message and stack are control characters (six characters each in JSON), failing all at once.
+    const { run } = await attacker(
+      pool,
+      `{ middleware: [async function hold(turn, next) {
+        globalThis.gate ??= new Promise((_, reject) => { globalThis.failAll = reject; });
+        await Promise.race([next(turn), globalThis.gate]);
+        const long = "\\u0001".repeat(100_000);
+        const error = new Error(long);
+        error.stack = long;
+        globalThis.failAll(error);
+        throw error;
+      }] }`,
+      limits,
+    );
+    let answerFirst!: () => void;
+    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    const calls = Array.from({ length: 14 }, (_, index) =>
+      run.callMiddleware("attack", "hold", turn(), middlewareCtx, async (t) => {
+        if (index > 0) return new Promise<never>(() => {});
+        await firstAnswered;
+        return t;
+      }),
+    );
+    answerFirst();
+    const ended = await Promise.all(calls.map((call) => survives(call, workerBefore)));
+    expect(ended).toEqual(Array(14).fill("SCRIPT_ERROR"));
+    const errors = await Promise.all(calls.map((call) => call.catch((error: { message: string }) => error.message)));
+    expect(errors.some((message) => typeof message === "string" && message.includes("(clipped: the reply had no room for the rest)"))).toBe(
+      true,
+    );
   });
 });

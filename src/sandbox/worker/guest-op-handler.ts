@@ -176,8 +176,27 @@ export function settleCall(
     collector.outcomes.push({
       type: "failed",
       callId: call.callId,
-      error: errorFromGuest(text.slice(0, MAX_ERROR_DESCRIPTION_CHARS), call),
+      error: withinReply(collector, call, errorFromGuest(text.slice(0, MAX_ERROR_DESCRIPTION_CHARS), call)),
     });
+}
+
+/** What is kept of an error the reply has no room for: its code and the start of its message, never its stack. */
+const SHORT_ERROR_MESSAGE_CHARS = 256;
+
+/**
+ * A script's error, charged to the reply's budget as the values and requests are: one clipped error is up to
+ * ~125 KB of JSON (control characters are six characters each), and a segment can fail every callback of its
+ * context at once (all awaiting one promise the script rejects). One the reply has no room for goes out short,
+ * uncharged: a few hundred bytes for each callback the host has in flight, well inside the cap's headroom.
+ */
+function withinReply(collector: Collector, call: WorkerCall, error: ReturnType<typeof errorFromGuest>): ReturnType<typeof errorFromGuest> {
+  if (charge(collector, "payloadBytes", JSON.stringify(error), replyBudgetBytes(call.maxPayloadBytes))) return error;
+  const { stack: _stack, path: _path, thrownMessage: _thrown, ...details } = error.details;
+  return {
+    code: error.code,
+    message: `${clipText(error.message, SHORT_ERROR_MESSAGE_CHARS)} (clipped: the reply had no room for the rest)`,
+    details,
+  };
 }
 
 /**
