@@ -3,10 +3,9 @@
 // (dist/sandbox-worker.js, without the wall) and drives its fd-3 pipe directly with the exec messages the host sends
 // in scripts/bench/loop-throughput.mjs: the bench's policy, 8 runs at a time, each run a fresh context that gets 100
 // tool calls (a beforeToolCall and an afterToolCall message each) and then `close-run`, 4 messages in flight as the
-// host's gate pipelines them (each sent behind another with `batch`, as the host marks them: held replies). The
-// driver does the least a host can (no validation, events or loop), so the worker's CPU (all its threads, from
-// /proc/PID/task/*/schedstat) is most of what is counted, and load on the machine moves it less than it moves
-// loop-floor.mjs's figure. Keys, medians over the blocks:
+// host's gate pipelines them. The driver does the least a host can (no validation, events or loop), so the worker's
+// CPU (all its threads, from /proc/PID/task/*/schedstat) is most of what is counted, and load on the machine moves
+// it less than it moves loop-floor.mjs's figure. Keys, medians over the blocks:
 // - worker_cpu_us_per_call: the worker's CPU per tool call (two exec messages), contexts and their closing included;
 // - segments_cpu_us_per_call: of the worker's, the isolate's CPU in the hooks' segments (the replies' `cpuMs`,
 //   what the worker charges the callbacks: the runtime's and the script's code, not the contexts' making);
@@ -89,11 +88,8 @@ async function startWorker(dist) {
   const runs = Array.from({ length: RUNS }, () => ({ runId: `run-${++runNumber}`, sent: 0 }));
   let turn = 0;
 
-  /**
-   * The next exec message: the runs take turns, each sends its calls' before and after hooks in order. `behind`:
-   * another is at the worker, so the message gets `batch` as the host's would (the same tenant and budget).
-   */
-  function nextFrames(behind) {
+  /** The next exec message: the runs take turns, each sends its calls' before and after hooks in order. */
+  function nextFrames() {
     const run = runs[turn++ % RUNS];
     const index = Math.floor(run.sent / 2);
     const after = run.sent % 2 === 1;
@@ -110,7 +106,6 @@ async function startWorker(dist) {
       args: payload(run.runId, index, after),
     };
     if (!limitsSent) ((message.limits = LIMITS), (limitsSent = true));
-    if (behind) message.batch = true;
     const frames = [frameOf(message)];
     if (++run.sent === 2 * CALLS_PER_RUN) {
       frames.push(frameOf({ type: "close-run", tenant: "bench-loop", runId: run.runId }));
@@ -131,8 +126,8 @@ async function startWorker(dist) {
         pending = [];
       };
       const send = () => {
-        pending.push(...nextFrames(sent > answered));
         sent++;
+        pending.push(...nextFrames());
       };
       onReply = (reply) => {
         const outcome = reply.outcomes?.[0];

@@ -20,7 +20,6 @@ import type {
   WorkerLimits,
   WorkerMessage,
 } from "./wire/protocol.js";
-import { REPLY_HOLD_MS } from "./wire/protocol.js";
 import type { Launcher } from "./wall/launcher.js";
 
 export type WorkerRole = "normal" | "quarantine";
@@ -32,8 +31,6 @@ interface PendingExec {
   sentAt: number;
   /** The tenant's breaches here the host had seen when it sent the message (a refusal must be behind a later one). */
   breaches: number;
-  /** The reply to the message before it may wait while this one runs (wire/protocol.ts, "Held replies"). */
-  batch: boolean;
   resolve: (done: DoneMessage) => void;
   reject: (error: HookboxError) => void;
 }
@@ -102,7 +99,7 @@ export class WorkerProcess {
   private readonly limitsSent = new Map<string, WorkerLimits>();
   /** Bound breaches per tenant reported in this worker's replies (exec messages carry the count: wire/protocol.ts). */
   private readonly breachesSeen = new Map<string, number>();
-  /** Frames not yet written: those sent in one turn of the event loop go in one write (flushed by setImmediate). */
+  /** Frames not yet written: those sent in one tick go in one write (flushed in a microtask). */
   private outgoing: Buffer[] = [];
   private headClockFrom = 0;
   private readonly deadline = new ReplyDeadline(() => this.overdue());
@@ -196,14 +193,10 @@ export class WorkerProcess {
     this.write(encodeFrame(message));
   }
 
-  /**
-   * Queues a frame; the frames of one turn of the event loop are written together, in order, after its I/O
-   * callbacks. A microtask would flush amid the continuations of the replies read in one chunk (held replies,
-   * wire/protocol.ts), which take several promise hops each to send their next message: a write apiece.
-   */
+  /** Queues a frame; the frames of one tick are written together, in order, after it. */
   private write(frame: Buffer): void {
     this.outgoing.push(frame);
-    if (this.outgoing.length === 1) setImmediate(() => this.flush());
+    if (this.outgoing.length === 1) queueMicrotask(() => this.flush());
   }
 
   private flush(): void {
@@ -232,20 +225,14 @@ export class WorkerProcess {
     }
     const breaches = this.breachesSeen.get(body.tenant) ?? 0;
     if (breaches > 0) message.breaches = breaches;
-    // The reply before it may wait while this one runs only within one tenant, and only where the watchdog's
-    // allowance for the wait (watchHead) covers this message's own budget.
-    const previous = this.queue[this.queue.length - 1];
-    const batch = previous !== undefined && previous.tenant === body.tenant && budgetMs <= previous.budgetMs;
-    if (batch) message.batch = true;
     return new Promise<DoneMessage>((resolve, reject) => {
-      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), breaches, batch, resolve, reject };
+      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), breaches, resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       this.memory?.sent();
       this.write(encodeFrame(message));
       expectReply(this.awaitedPipe, this.replyPolling.beginWait());
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
-      else if (this.queue.length === 2 && batch && this.ready) this.watchHead();
     });
   }
 
@@ -355,23 +342,7 @@ export class WorkerProcess {
     // Boot time is not the guest's, but a worker that never says ready must not hold its calls forever.
     if (!this.ready) return this.deadline.watch(this.startedAt + this.options.bootLimitMs);
     this.headClockFrom = Math.max(from, head.sentAt);
-    this.watchHead();
-  }
-
-  /**
-   * The head's deadline: its budget and the grace from its clock, and REPLY_HOLD_MS more when its reply may wait
-   * while the next message runs (wire/protocol.ts, "Held replies"): that message, and any held with it, started
-   * within REPLY_HOLD_MS of the head and has a budget no larger than the head's, so this deadline is never
-   * before the one it would have on its own.
-   */
-  private watchHead(): void {
-    const head = this.queue[0]!;
-    this.deadline.watch(this.headClockFrom + head.budgetMs + this.options.graceMs + this.holdAllowance());
-  }
-
-  /** What the head's deadline allows for a reply held while the next message runs. */
-  private holdAllowance(): number {
-    return this.queue[1]?.batch === true ? REPLY_HOLD_MS : 0;
+    this.deadline.watch(this.headClockFrom + head.budgetMs + this.options.graceMs);
   }
 
   private overdue(): void {
@@ -382,7 +353,7 @@ export class WorkerProcess {
       reason: "killed-overdue",
       culpritSeq: head.seq,
       culpritTenant: head.tenant,
-      detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace${this.holdAllowance() > 0 ? ` + ${REPLY_HOLD_MS} ms for a reply held while the tenant's next message ran` : ""}`,
+      detail: `no reply within ${head.budgetMs} ms + ${this.options.graceMs} ms grace`,
     });
   }
 

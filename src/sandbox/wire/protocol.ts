@@ -13,20 +13,7 @@ import type { SandboxLimits } from "../api.js";
  * worker the host had seen when it sent it. A message sent before the host saw the tenant's latest breach is
  * refused, unstarted (`done.refused`), so nothing queued behind a breach runs before the host has moved the
  * tenant.
- *
- * Held replies. A reply may wait while the worker runs the next message, so that several go in one write (a
- * write wakes the host, and each wake-up is a read and a decode there). The host allows it per message with
- * `batch`, only for a message that follows one of the same tenant with a budget at least its own
- * (worker-process.ts); the worker holds a reply only while the next message is already read and has `batch`, the
- * reply reports no breach, and the oldest message whose reply waits started at most REPLY_HOLD_MS ago. A held
- * reply reaches the host later, never earlier, so it cannot hide an overrun; the host's watchdog gives the head
- * of the line REPLY_HOLD_MS more when the message behind it has `batch`, so a reply held while a message of its
- * tenant runs within its own bound is never taken for an overrun, and a message of another tenant never runs
- * while this one's reply waits.
  */
-
-/** How long after the oldest held reply's message started the worker may still start another one while holding. */
-export const REPLY_HOLD_MS = 5;
 
 /** What every exec message carries. */
 interface ExecFields {
@@ -34,11 +21,6 @@ interface ExecFields {
   tenant: string;
   /** The tenant's breaches on this worker the host had seen (absent: none). */
   breaches?: number;
-  /**
-   * The reply to the message sent before this one (the same tenant's) may wait while this one runs, to go in
-   * one write with this one's ("Held replies" above). Absent: the worker writes that reply before starting this.
-   */
-  batch?: true;
 }
 
 export type CallKind = "middleware" | "tool" | "hook";

@@ -1,8 +1,7 @@
 /*
  * Sandbox worker process entry (dist/sandbox-worker.js), forked by the supervisor with
  * `--no-node-snapshot`. It owns isolates and may call into them synchronously: this is not the host's
- * main thread. Each exec message gets exactly one `done` reply, in order; several may go in one write (see
- * wire/protocol.ts, "Held replies").
+ * main thread. Each exec message gets exactly one `done` reply, in order (see wire/protocol.ts).
  */
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -10,16 +9,7 @@ import { fileURLToPath } from "node:url";
 import { Socket } from "node:net";
 import { Script } from "node:vm";
 import { encodeFrame, FrameReader, readAvailable, writeFrame } from "../wire/framing.js";
-import {
-  REPLY_HOLD_MS,
-  type CallMessage,
-  type CoverageMessage,
-  type DoneMessage,
-  type HostMessage,
-  type LoadMessage,
-  type ResumeMessage,
-  type WorkerLimits,
-} from "../wire/protocol.js";
+import type { CallMessage, CoverageMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../wire/protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
 import { clipText, Failure, isTimeoutError, messageOf } from "./failure.js";
@@ -249,8 +239,8 @@ function onMessage(message: HostMessage): void {
   const breachesSeen = message.breaches ?? 0;
   if (breachesSeen < (breaches.get(message.tenant) ?? 0)) {
     // Sent behind a breach the host had not seen yet: it decides again where this runs, if anywhere.
-    const refusal: DoneMessage = { type: "done", seq: message.seq, outcomes: [], logs: [], refused: true };
-    answer(refusal, performance.now());
+    writeFrame(pipe, encodeFrame({ type: "done", seq: message.seq, outcomes: [], logs: [], refused: true } satisfies DoneMessage));
+    repliedAt = performance.now();
     return;
   }
   const startedAt = performance.now();
@@ -277,44 +267,8 @@ function onMessage(message: HostMessage): void {
   reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;
   if (reply.breach !== undefined) breaches.set(message.tenant, (breaches.get(message.tenant) ?? 0) + 1);
-  answer(reply, startedAt);
-}
-
-/*
- * Several replies in one write (wire/protocol.ts, "Held replies"). A reply waits while the next message runs
- * only when that message is already read and carries `batch` (the host's word that it is the same tenant's and
- * that its watchdog allows for the wait), and the first message whose reply waits started at most
- * REPLY_HOLD_MS ago. Otherwise every waiting reply goes now, in order, in one write: before another tenant's
- * message, a message the host did not mark, or sleeping. (A breach needs no rule of its own: the tenant's
- * messages read behind it were sent before the host saw it, so they are refused at once, unstarted.)
- */
-/** Messages read and not handled yet: the worker looks at the next one before it decides to hold a reply. */
-const inbox: HostMessage[] = [];
-/** Encoded replies not written yet, in order. */
-const heldReplies: Buffer[] = [];
-/** When the oldest message whose reply waits started (the hold's window counts from there). */
-let holdStartedAt = -1;
-
-function answer(reply: DoneMessage, startedAt: number): void {
-  heldReplies.push(encodeFrame(reply));
-  if (holdStartedAt < 0) holdStartedAt = startedAt;
-  const next = inbox[0] as { batch?: true } | undefined;
-  const hold = next?.batch === true && performance.now() - holdStartedAt <= REPLY_HOLD_MS;
-  if (!hold) flushReplies();
-}
-
-function flushReplies(): void {
-  if (heldReplies.length === 0) return;
-  writeFrame(pipe, heldReplies.length === 1 ? heldReplies[0]! : Buffer.concat(heldReplies));
-  heldReplies.length = 0;
-  holdStartedAt = -1;
+  writeFrame(pipe, encodeFrame(reply));
   repliedAt = performance.now();
-}
-
-/** Handles what was read, in order; nothing is left held after it. */
-function handleInbox(): void {
-  for (let message = inbox.shift(); message !== undefined; message = inbox.shift()) onMessage(message);
-  flushReplies();
 }
 
 /*
@@ -347,7 +301,6 @@ function pollForMore(): void {
     if (bytes === 0) continue;
     messageArrived();
     reader.push(pollBuffer.subarray(0, bytes));
-    handleInbox();
     // The message was answered in place: a new wait begins.
     window = messagePolling.beginWait();
     if (window <= 0) return;
@@ -358,11 +311,10 @@ function pollForMore(): void {
 // Protocol frames on fd 3 (wire/framing.ts): the only channel to the host; its end means the host is gone.
 const PIPE_FD = 3;
 const pipe = new Socket({ fd: PIPE_FD, readable: true, writable: true });
-const reader = new FrameReader((message) => inbox.push(message as HostMessage));
+const reader = new FrameReader((message) => onMessage(message as HostMessage));
 pipe.on("data", (chunk: Buffer) => {
   messageArrived();
   reader.push(chunk);
-  handleInbox();
   pollForMore();
 });
 // The host closed its end (or died): nothing can be answered any more.
