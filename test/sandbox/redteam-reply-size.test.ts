@@ -66,16 +66,18 @@ describe("red team: a reply bigger than its frame cap", () => {
       }] }`,
       limits,
     );
-    let answerFirst!: () => void;
-    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    // The first next() is answered once all fourteen have asked for theirs: every call is then in flight.
+    let asked = 0;
+    let everyoneAsked!: () => void;
+    const allInFlight = new Promise<void>((resolve) => (everyoneAsked = resolve));
     const calls = Array.from({ length: 14 }, (_, index) =>
       run.callMiddleware("attack", "hold", turn(), middlewareCtx, async (t) => {
+        if (++asked === 14) everyoneAsked();
         if (index > 0) return new Promise<never>(() => {});
-        await firstAnswered;
+        await allInFlight;
         return t;
       }),
     );
-    answerFirst();
     const ended = await Promise.all(calls.map((call) => survives(call, workerBefore)));
     expect(ended).toEqual(Array(14).fill("SCRIPT_ERROR"));
     const errors = await Promise.all(calls.map((call) => call.catch((error: { message: string }) => error.message)));
