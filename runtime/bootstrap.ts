@@ -17,10 +17,12 @@ import { readCoverage } from "./coverage.js";
 import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
 // Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker
-// thread outside our control, and WebAssembly compiles machine code from script input.
+// thread outside our control, WebAssembly compiles machine code from script input, and a FinalizationRegistry's
+// cleanup callbacks are script code V8 may run when no call of ours is timing the isolate.
 delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
 delete (globalObject as Record<string, unknown>).Atomics;
 delete (globalObject as Record<string, unknown>).WebAssembly;
+delete (globalObject as Record<string, unknown>).FinalizationRegistry;
 refuseResizableArrayBuffers();
 
 /** A registration that failed: the message is clipped like every error text that leaves the isolate. */

@@ -101,10 +101,13 @@ describe("red team: escapes", () => {
     expect(seen).not.toMatch(/\/work\/|node_modules|\.ts:\d|dist\//);
   });
 
-  it("SharedArrayBuffer, Atomics and WebAssembly are absent", async () => {
-    const { run } = await attacker(pool, skipWith(`[typeof SharedArrayBuffer, typeof Atomics, typeof WebAssembly]`));
+  it("SharedArrayBuffer, Atomics, WebAssembly and FinalizationRegistry are absent", async () => {
+    const { run } = await attacker(
+      pool,
+      skipWith(`[typeof SharedArrayBuffer, typeof Atomics, typeof WebAssembly, typeof FinalizationRegistry]`),
+    );
     const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: string[] };
-    expect(decision.result).toEqual(["undefined", "undefined", "undefined"]);
+    expect(decision.result).toEqual(["undefined", "undefined", "undefined", "undefined"]);
   });
 });
 
