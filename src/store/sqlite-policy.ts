@@ -15,6 +15,8 @@ export type SubmitWrite = <T>(what: string, apply: (batch: SqliteBatch) => T) =>
 
 export class SqlitePolicyTables implements PolicyTables {
   private readonly statements;
+  /** Deployment writes queued and not yet settled: while there are any, currentDeployment commits the queue first. */
+  private queuedDeployments = 0;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -87,6 +89,15 @@ export class SqlitePolicyTables implements PolicyTables {
   }
 
   async createDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord> {
+    this.queuedDeployments++;
+    try {
+      return await this.insertDeployment(deployment, options);
+    } finally {
+      this.queuedDeployments--;
+    }
+  }
+
+  private insertDeployment(deployment: Omit<DeploymentRecord, "number">, options?: { onlyIfFirst?: boolean }): Promise<DeploymentRecord> {
     return this.submit(`store deployment ${deployment.id}`, () => {
       const current = options?.onlyIfFirst
         ? (this.statements.currentDeployment.get(deployment.tenant) as DeploymentRow | undefined)
@@ -120,7 +131,12 @@ export class SqlitePolicyTables implements PolicyTables {
   }
 
   async currentDeployment(tenant: string): Promise<DeploymentRecord | undefined> {
-    this.settle();
+    // Every run start reads this. A deployments row is only ever inserted, by createDeployment, and never changed or
+    // deleted, so while no deployment write is queued no queued write (a run's, a session's) can hold or change what
+    // this reads: it reads without committing the queue first (the next group commit does that anyway, in one
+    // transaction with the rest of its turn's writes). Another process's deploy is committed in that process, so this
+    // read sees it either way (docs/policy-lifecycle.md: the next run on every node uses it).
+    if (this.queuedDeployments > 0) this.settle();
     const row = this.statements.currentDeployment.get(tenant) as DeploymentRow | undefined;
     return row && toDeployment(row);
   }

@@ -73,6 +73,28 @@ describe.each(stores)("%s store: policy lifecycle tables", (_name, open) => {
     expect(await store.currentDeployment("initech")).toBeUndefined();
   });
 
+  it("reads a deployment written but not yet committed: the current one is the one issued last", async () => {
+    store = await open();
+    const deploy = (id: string) =>
+      store.createDeployment({
+        id,
+        tenant: "acme",
+        scripts: [{ name: "policy", version: 1 }],
+        shadow: [],
+        fromConfig: false,
+        createdMs: 1,
+      });
+    await deploy("d1");
+    // Not awaited: the write is queued for the next group commit when the read is made.
+    const written = deploy("d2");
+    expect(await store.currentDeployment("acme")).toMatchObject({ id: "d2", number: 2 });
+    await written;
+    // Once the write has settled, the next deployment write is seen the same way.
+    const again = deploy("d3");
+    expect(await store.currentDeployment("acme")).toMatchObject({ id: "d3", number: 3 });
+    await again;
+  });
+
   it("keeps each tenant's deployment history in order, and runs with the deployment they used", async () => {
     store = await open();
     const first = await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });
@@ -156,5 +178,28 @@ describe("a store made by the previous schema", () => {
     const reopened = new DatabaseSync(file);
     expect(reopened.prepare("PRAGMA user_version").get()?.user_version).toBe(MIGRATIONS.at(-1)!.version);
     reopened.close();
+  });
+});
+
+describe("the SQLite store's current-deployment read", () => {
+  it("does not commit other queued writes first (no queued run or session write can hold a deployment), while every other read does", async () => {
+    const file = join(tempDir(), "store.db");
+    const store = openStore(file);
+    const other = new DatabaseSync(file, { readOnly: true });
+    const committedSessions = () => (other.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
+    try {
+      await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });
+      const created = store.createSession(session("s1"));
+      expect(await store.currentDeployment("acme")).toMatchObject({ id: "d1" });
+      // Still queued: the read left the session's write to the group commit.
+      expect(committedSessions()).toBe(0);
+      // A read of the sessions table commits it first, so it sees the write issued before it.
+      expect(await store.getSession("s1")).toMatchObject({ id: "s1" });
+      expect(committedSessions()).toBe(1);
+      await created;
+    } finally {
+      other.close();
+      await store.close();
+    }
   });
 });
