@@ -138,6 +138,7 @@ export type {
   SnapshotInfo,
   StoredTurn,
   SessionHistory,
+  SessionHistoryOptions,
   TurnLayout,
   LogSegment,
   TurnPiece,

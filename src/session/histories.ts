@@ -1,5 +1,5 @@
 import type { Turn } from "../turns/turn.js";
-import type { SessionHistory, Store } from "../store/types.js";
+import type { SessionHistory, SessionHistoryOptions, Store } from "../store/types.js";
 import type { CommittedTurn } from "../store/turn-plan.js";
 import { turnFromParts } from "../store/stored-turn.js";
 
@@ -38,9 +38,12 @@ export class SessionHistories {
     private readonly limits: HistoryCacheLimits = DEFAULT_HISTORY_CACHE,
   ) {}
 
-  /** The turn a new run of the session continues (before `beforeRunId`, for a run resumed before its first snapshot). */
-  async load(sessionId: string, beforeRunId?: string): Promise<StartingTurn | undefined> {
-    const history = await this.store.sessionHistory(sessionId, beforeRunId ? { beforeRunId } : {});
+  /**
+   * The turn a new run of the session continues (before `beforeRunId`, for a run resumed before its first
+   * snapshot). `sessionWritesCommitted`: see SessionHistoryOptions (src/store/types.ts).
+   */
+  async load(sessionId: string, options: SessionHistoryOptions = {}): Promise<StartingTurn | undefined> {
+    const history = await this.store.sessionHistory(sessionId, options);
     if (!history) return undefined;
     const key = keyOf(history);
     const cached = this.entries.get(sessionId);

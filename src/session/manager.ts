@@ -142,7 +142,9 @@ export class SessionManager {
   private async launchRun(record: SessionRecord, prompt: string, options: RunOptions): Promise<RunHandle> {
     const sessionId = record.id;
     const runtime = await this.runtimeFor(record.tenant, record);
-    const history = await this.histories.load(sessionId);
+    // Called only under the session's claim (LiveRuns.claim): the session's earlier runs here have committed their
+    // final writes, so the read need not commit the store's queued writes (other sessions') first.
+    const history = await this.histories.load(sessionId, { sessionWritesCommitted: true });
     const runId = newId("run");
     const merged = mergeRunOptions(record.defaults, options);
     const quota = this.quota(record.tenant);
@@ -198,7 +200,7 @@ export class SessionManager {
       const snapshot = await this.store.latestSnapshotInfo(run.id);
       const journal = await this.store.listToolResults(run.id);
       // Cut off before its first snapshot, the run starts again from its history plus its user message.
-      const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(sessionId, run.id);
+      const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(sessionId, { beforeRunId: run.id });
       const turn = snapshot && start ? start.turn : withUserMessage(start?.turn, run);
       const iterations = snapshot?.iterations ?? 0;
       const approvalTimeoutMs = options.approvalTimeoutMs;
@@ -235,7 +237,7 @@ export class SessionManager {
       const runtime = await this.runtimeFor(record.tenant, record, run);
       const snapshot = await this.store.latestSnapshotInfo(run.id);
       const journal = await this.store.listToolResults(run.id);
-      const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(run.sessionId, run.id);
+      const start = snapshot ? await this.histories.read(snapshot) : await this.histories.load(run.sessionId, { beforeRunId: run.id });
       const turn = snapshot && start ? start.turn : withUserMessage(start?.turn, run);
       return this.launchResumed({
         leaseTakenAt,

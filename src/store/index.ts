@@ -14,6 +14,7 @@ export type {
   SnapshotInfo,
   StoredTurn,
   SessionHistory,
+  SessionHistoryOptions,
   TurnLayout,
   LogSegment,
   TurnPiece,

@@ -29,6 +29,7 @@ import type {
   RunWrite,
   RunWriteResult,
   SessionHistory,
+  SessionHistoryOptions,
   SessionRecord,
   SessionFilter,
   SessionSummary,
@@ -224,8 +225,9 @@ export class SqliteStore extends StoreBase implements Store {
     return this.read("read a turn", () => this.turns.readTurnText(stored));
   }
 
-  async sessionHistory(sessionId: string, options: { beforeRunId?: string } = {}): Promise<SessionHistory | undefined> {
-    this.settle();
+  async sessionHistory(sessionId: string, options: SessionHistoryOptions = {}): Promise<SessionHistory | undefined> {
+    // A run start's read (types.ts, SessionHistoryOptions): no queued write is this session's, so none is committed first.
+    if (!options.sessionWritesCommitted) this.settle();
     return this.read("read a session's history", () => {
       const session = this.statements.getSession.get(sessionId) as { base: string | null; initial_turn: string | null } | undefined;
       return this.turns.sessionHistory(sessionId, options.beforeRunId, session);

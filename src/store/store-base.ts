@@ -12,6 +12,7 @@ import type {
   RunWrite,
   RunWriteResult,
   SessionHistory,
+  SessionHistoryOptions,
   SnapshotInfo,
   SnapshotRecord,
   StoredSnapshotText,
@@ -32,7 +33,7 @@ export abstract class StoreBase extends WithPolicyTables {
   abstract listSnapshotInfos(runId: string): Promise<SnapshotInfo[]>;
   abstract readTurn(stored: StoredTurn): Promise<Turn>;
   abstract readTurnText(stored: StoredTurn): Promise<string>;
-  abstract sessionHistory(sessionId: string, options?: { beforeRunId?: string }): Promise<SessionHistory | undefined>;
+  abstract sessionHistory(sessionId: string, options?: SessionHistoryOptions): Promise<SessionHistory | undefined>;
 
   async appendEvent(runId: string, event: HookboxEvent, options: WriteOptions = {}): Promise<void> {
     await this.write({ runId, events: [{ event, json: eventJson(event) }], ...options });

@@ -80,6 +80,18 @@ export type StoredTurn = { layout: TurnLayout } | { turnJson: string };
 /** A snapshot as stored, its blocks not read. */
 export type SnapshotInfo = Omit<SnapshotRecord, "turn"> & { stored: StoredTurn };
 
+export interface SessionHistoryOptions {
+  /** Only the runs before this one. */
+  beforeRunId?: string;
+  /**
+   * The caller knows that no write of this process that can change the session's history is still queued (a run
+   * start holding the session's claim: every earlier run of the session here has committed its final write). A
+   * store that commits its queued writes before a read (SQLite's group commit) then reads without committing them:
+   * what is queued is other sessions' (writes of other processes are committed in those processes either way).
+   */
+  sessionWritesCommitted?: boolean;
+}
+
 /** The turn a session's next run continues (`Store.sessionHistory`) and where it comes from. */
 export interface SessionHistory {
   /** The snapshot it is (a run's latest), or absent for the session's starting turn (a fork's). */
@@ -284,7 +296,7 @@ export interface Store extends PolicyStore, RunSearch {
    * The turn a new run of the session continues: the latest snapshot of its latest run that has one (of the
    * runs before `beforeRunId`, when given), else the session's starting turn. Blocks not read.
    */
-  sessionHistory(sessionId: string, options?: { beforeRunId?: string }): Promise<SessionHistory | undefined>;
+  sessionHistory(sessionId: string, options?: SessionHistoryOptions): Promise<SessionHistory | undefined>;
   latestSnapshot(runId: string): Promise<SnapshotRecord | undefined>;
   /** The latest snapshot with its turn as JSON text: a big turn is passed on without parsing it. */
   latestSnapshotText(runId: string): Promise<StoredSnapshotText | undefined>;

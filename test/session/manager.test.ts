@@ -12,6 +12,7 @@ import { FakeRuntime, type FakeStep } from "./fake-runtime.js";
 import { createTenantRuntime } from "../../src/host/tenant-runtime.js";
 import type { SandboxPool } from "../../src/sandbox/api.js";
 import type { StartRunRequest } from "../../src/host/types.js";
+import type { SessionRecord } from "../../src/store/types.js";
 
 const twoTools: FakeStep[] = [
   {
@@ -97,6 +98,28 @@ describe("SessionManager", () => {
       runs: { total: 2, offset: 1, limit: 5 },
       turns: [{ phase: "final" }],
     });
+  });
+
+  it("a run started the moment the session's previous run emits its final event continues that run's final turn", async () => {
+    dir = tempDir("hookbox-session-");
+    store = openStore(join(dir, "store.db"));
+    const runtime = new FakeRuntime("acme", [{ text: "one" }, { text: "two" }]);
+    let record: SessionRecord | undefined;
+    let startSecond!: (started: ReturnType<SessionManager["startRunOf"]>) => void;
+    const second = new Promise<ReturnType<SessionManager["startRunOf"]>>((resolve) => (startSecond = resolve));
+    const manager: SessionManager = new SessionManager({
+      store,
+      runtimeFor: async () => runtime,
+      // The first moment the session is free again: its final event is committed, other writes may be queued.
+      onEvent: (_tenant, _runId, event) => {
+        if (event.type === "run-finished" && runtime.requests.length === 1) startSecond(manager.startRunOf(record!, "second"));
+      },
+    });
+    const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
+    record = session.record;
+    await (await session.run("first")).wait();
+    await (await second).wait();
+    expect(runtime.requests[1].history!.blocks.map((b) => b.payload.text)).toEqual(["first", "one"]);
   });
 
   it("a run whose promise rejects (a host bug) is committed failed with HOST_FAULT, the stack kept out of it", async () => {

@@ -13,6 +13,27 @@ const instanceOf = (pid: number) => {
 };
 
 describe("sqlite store file", () => {
+  it("reads a session's history without committing queued writes only when told the session has none queued", async () => {
+    const file = join(tempDir(), "store.db");
+    const store = openStore(file);
+    const other = new DatabaseSync(file, { readOnly: true });
+    const committedSessions = () => (other.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
+    try {
+      await store.createSession(session("s1"));
+      const queued = store.createSession(session("s2"));
+      expect(await store.sessionHistory("s1", { sessionWritesCommitted: true })).toBeUndefined();
+      // Still queued: a run start's read leaves other sessions' writes to the group commit.
+      expect(committedSessions()).toBe(1);
+      // Any other read commits them first, so it sees the writes issued before it.
+      expect(await store.sessionHistory("s2")).toBeUndefined();
+      expect(committedSessions()).toBe(2);
+      await queued;
+    } finally {
+      other.close();
+      await store.close();
+    }
+  });
+
   it("keeps everything committed across a reopen", async () => {
     const file = join(tempDir(), "s.db");
     const first = openStore(file);
