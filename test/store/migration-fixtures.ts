@@ -1,8 +1,9 @@
-import { writeFileSync } from "node:fs";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { startCli } from "../helpers/cli.js";
+import { repoRoot, startCli } from "../helpers/cli.js";
+import { tempDir } from "./helpers.js";
 
 /* What the migration tests of stores written by older schemas share: the tools and model of the fixtures of 8 and 9, a stepped resume. */
 
@@ -24,6 +25,18 @@ export const twoLookupsModel = {
     { text: "Order A17 totals 120.", usage: { inputTokens: 20, outputTokens: 7 } },
   ],
 };
+
+/**
+ * A fresh copy of a store written by an older schema (`name` under test/fixtures/store) in a new directory, with
+ * the files its config names written beside it (policy.ts, tools.mjs, model.json): each test migrates its own copy.
+ */
+export function copyStoreFixture(name: string, files: Record<string, string>): { dir: string; file: string } {
+  const dir = tempDir(`hookbox-${name.replace(/\W/g, "-")}-`);
+  const file = join(dir, "store.db");
+  copyFileSync(join(repoRoot, "test/fixtures/store", name), file);
+  for (const [fileName, text] of Object.entries(files)) writeFileSync(join(dir, fileName), text);
+  return { dir, file };
+}
 
 /** The rows of a query, read from the store file by a read-only connection of its own. */
 export function queryFile<Row>(file: string, sql: string, ...params: (string | number)[]): Row[] {

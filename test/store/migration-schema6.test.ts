@@ -1,12 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { jsonLines, repoRoot, runCli } from "../helpers/cli.js";
-import { resumeStepped } from "./migration-fixtures.js";
-import { tempDir } from "./helpers.js";
+import { jsonLines, runCli } from "../helpers/cli.js";
+import { copyStoreFixture, resumeStepped } from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema6.db is a store written by hookbox at bf91613 (store schema 6, where every snapshot
@@ -17,7 +15,6 @@ import { tempDir } from "./helpers.js";
  * sessions continue, the interrupted run resumes, the fork starts from its turn.
  */
 
-const fixture = join(repoRoot, "test/fixtures/store/schema6.db");
 const policy = `import { defineScript } from "hookbox";
 export default defineScript({ name: "policy", hooks: { afterToolCall(p) { return undefined; } } });
 `;
@@ -36,12 +33,7 @@ let file: string;
 let store: Store | undefined;
 
 beforeEach(() => {
-  dir = tempDir("hookbox-migration-");
-  file = join(dir, "store.db");
-  copyFileSync(fixture, file);
-  writeFileSync(join(dir, "policy.ts"), policy);
-  writeFileSync(join(dir, "tools.mjs"), tools);
-  writeFileSync(join(dir, "model.json"), JSON.stringify(model));
+  ({ dir, file } = copyStoreFixture("schema6.db", { "policy.ts": policy, "tools.mjs": tools, "model.json": JSON.stringify(model) }));
 });
 
 afterEach(async () => {

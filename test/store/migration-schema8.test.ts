@@ -1,12 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { jsonLines, repoRoot, runCli } from "../helpers/cli.js";
-import { lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
+import { jsonLines, runCli } from "../helpers/cli.js";
+import { copyStoreFixture, lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
 import { usageDelta } from "../../src/store/usage.js";
-import { tempDir } from "./helpers.js";
 
 /*
  * test/fixtures/store/schema8.db is a store written by hookbox at e5bbdd8 (store schema 8: the usage ledger a rowid
@@ -17,7 +15,6 @@ import { tempDir } from "./helpers.js";
  * row, the ledger keyed by tenant and time) and reads as schema 8 kept it.
  */
 
-const fixture = join(repoRoot, "test/fixtures/store/schema8.db");
 const policy = `import { defineScript } from "hookbox";
 export default defineScript({ name: "policy", hooks: { afterToolCall(p) { return undefined; } } });
 `;
@@ -26,12 +23,11 @@ let file: string;
 let store: Store | undefined;
 
 beforeEach(() => {
-  dir = tempDir("hookbox-migration8-");
-  file = join(dir, "store.db");
-  copyFileSync(fixture, file);
-  writeFileSync(join(dir, "policy.ts"), policy);
-  writeFileSync(join(dir, "tools.mjs"), lookupTools);
-  writeFileSync(join(dir, "model.json"), JSON.stringify(twoLookupsModel));
+  ({ dir, file } = copyStoreFixture("schema8.db", {
+    "policy.ts": policy,
+    "tools.mjs": lookupTools,
+    "model.json": JSON.stringify(twoLookupsModel),
+  }));
 });
 
 afterEach(async () => {

@@ -1,11 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
-import { jsonLines, repoRoot, runCli } from "../helpers/cli.js";
-import { lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
-import { tempDir } from "./helpers.js";
+import { jsonLines, runCli } from "../helpers/cli.js";
+import { copyStoreFixture, lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema9.db is a store written by hookbox at 29adb29 (store schema 9: events, hook_calls and
@@ -15,7 +13,6 @@ import { tempDir } from "./helpers.js";
  * move into run_records (schema 10) and read as schema 9 kept them; new rows follow them.
  */
 
-const fixture = join(repoRoot, "test/fixtures/store/schema9.db");
 const policy = `import { defineScript } from "hookbox";
 export default defineScript({ name: "policy", hooks: { beforeToolCall(p) { return undefined; }, afterToolCall(p) { return undefined; } } });
 `;
@@ -24,12 +21,11 @@ let file: string;
 let store: Store | undefined;
 
 beforeEach(() => {
-  dir = tempDir("hookbox-migration9-");
-  file = join(dir, "store.db");
-  copyFileSync(fixture, file);
-  writeFileSync(join(dir, "policy.ts"), policy);
-  writeFileSync(join(dir, "tools.mjs"), lookupTools);
-  writeFileSync(join(dir, "model.json"), JSON.stringify(twoLookupsModel));
+  ({ dir, file } = copyStoreFixture("schema9.db", {
+    "policy.ts": policy,
+    "tools.mjs": lookupTools,
+    "model.json": JSON.stringify(twoLookupsModel),
+  }));
 });
 
 afterEach(async () => {
