@@ -38,6 +38,26 @@ export function copyStoreFixture(name: string, files: Record<string, string>): {
   return { dir, file };
 }
 
+/** `hookbox run` of the fixture's config files in `dir` on the store `file`, as a new run of `session`, with --json. */
+export function runArgs(options: { dir: string; file: string; session: string; prompt: string }): string[] {
+  const { dir, file, session, prompt } = options;
+  return [
+    "run",
+    join(dir, "policy.ts"),
+    "--model",
+    `scripted:${join(dir, "model.json")}`,
+    "--host-tools",
+    join(dir, "tools.mjs"),
+    "--store",
+    file,
+    "--session",
+    session,
+    "--prompt",
+    prompt,
+    "--json",
+  ];
+}
+
 /** The rows of a query, read from the store file by a read-only connection of its own. */
 export function queryFile<Row>(file: string, sql: string, ...params: (string | number)[]): Row[] {
   const db = new DatabaseSync(file, { readOnly: true });

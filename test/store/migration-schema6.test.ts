@@ -1,10 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { DatabaseSync } from "node:sqlite";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import { copyStoreFixture, resumeStepped } from "./migration-fixtures.js";
+import { copyStoreFixture, queryFile, resumeStepped, runArgs } from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema6.db is a store written by hookbox at bf91613 (store schema 6, where every snapshot
@@ -41,29 +39,9 @@ afterEach(async () => {
   store = undefined;
 });
 
-const runArgs = (session: string, prompt: string) => [
-  "run",
-  join(dir, "policy.ts"),
-  "--model",
-  `scripted:${join(dir, "model.json")}`,
-  "--host-tools",
-  join(dir, "tools.mjs"),
-  "--store",
-  file,
-  "--session",
-  session,
-  "--prompt",
-  prompt,
-  "--json",
-];
-
+/** The first column of a query's first row, as a number. */
 function count(sql: string, ...params: string[]): number {
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    return Number(Object.values(db.prepare(sql).get(...params) as object)[0] ?? 0);
-  } finally {
-    db.close();
-  }
+  return Number(Object.values(queryFile<object>(file, sql, ...params)[0] ?? {})[0] ?? 0);
 }
 
 describe("a store written by schema 6 (whole-turn snapshots)", () => {
@@ -103,7 +81,7 @@ describe("a store written by schema 6 (whole-turn snapshots)", () => {
   });
 
   it("an old session goes on from its whole-turn history, copied into its log once; later runs add only their blocks", async () => {
-    const third = await runCli(runArgs("sess_history", "Once more."));
+    const third = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "Once more." }));
     expect(third.code, third.stderr).toBe(0);
     expect(jsonLines(third.stdout).at(-1)).toMatchObject({ type: "run-finished", status: "completed" });
     store = openStore(file);
@@ -119,7 +97,7 @@ describe("a store written by schema 6 (whole-turn snapshots)", () => {
     await store.close();
     store = undefined;
 
-    const fourth = await runCli(runArgs("sess_history", "And the last time."));
+    const fourth = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "And the last time." }));
     expect(fourth.code, fourth.stderr).toBe(0);
     store = openStore(file);
     const grown = (await store.latestSnapshot((await store.listRuns("sess_history"))[3].id))!.turn;
@@ -150,7 +128,7 @@ describe("a store written by schema 6 (whole-turn snapshots)", () => {
   });
 
   it("a fork made under schema 6 starts its first run from the turn it was forked with", async () => {
-    const first = await runCli(runArgs("sess_fork", "A question for the fork."));
+    const first = await runCli(runArgs({ dir, file, session: "sess_fork", prompt: "A question for the fork." }));
     expect(first.code, first.stderr).toBe(0);
     store = openStore(file);
     const [run] = await store.listRuns("sess_fork");

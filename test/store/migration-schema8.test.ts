@@ -1,9 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import { copyStoreFixture, lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
+import { copyStoreFixture, lookupTools, queryFile, resumeStepped, runArgs, twoLookupsModel } from "./migration-fixtures.js";
 import { usageDelta } from "../../src/store/usage.js";
 
 /*
@@ -80,21 +79,7 @@ describe("a store written by schema 8 (a rowid usage ledger with two indexes, us
     const [before] = query<{ runs: number; input_tokens: number; tool_calls: number }>(
       "SELECT runs, input_tokens, tool_calls FROM usage_totals WHERE tenant = 'default'",
     );
-    const run = await runCli([
-      "run",
-      join(dir, "policy.ts"),
-      "--model",
-      `scripted:${join(dir, "model.json")}`,
-      "--host-tools",
-      join(dir, "tools.mjs"),
-      "--store",
-      file,
-      "--session",
-      "sess_history",
-      "--prompt",
-      "Once more.",
-      "--json",
-    ]);
+    const run = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "Once more." }));
     expect(run.code, run.stderr).toBe(0);
     const events = jsonLines(run.stdout) as HookboxEvent[];
     store = openStore(file);

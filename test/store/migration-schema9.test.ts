@@ -1,9 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import { copyStoreFixture, lookupTools, queryFile, resumeStepped, twoLookupsModel } from "./migration-fixtures.js";
+import { copyStoreFixture, lookupTools, queryFile, resumeStepped, runArgs, twoLookupsModel } from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema9.db is a store written by hookbox at 29adb29 (store schema 9: events, hook_calls and
@@ -108,21 +107,7 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
 
   it("a run after the migration continues the session, and the interrupted run resumes: their records follow the migrated ones", async () => {
     const before = runRows();
-    const run = await runCli([
-      "run",
-      join(dir, "policy.ts"),
-      "--model",
-      `scripted:${join(dir, "model.json")}`,
-      "--host-tools",
-      join(dir, "tools.mjs"),
-      "--store",
-      file,
-      "--session",
-      "sess_history",
-      "--prompt",
-      "Once more.",
-      "--json",
-    ]);
+    const run = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "Once more." }));
     expect(run.code, run.stderr).toBe(0);
     const events = jsonLines(run.stdout) as HookboxEvent[];
     const resumed = await resumeStepped({ dir, file, sessionId: "sess_cut" });
