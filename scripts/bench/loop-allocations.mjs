@@ -26,11 +26,10 @@ const top = Number(option("--top", "25"));
 const depth = Number(option("--depth", "6"));
 const interval = Number(option("--interval", "512"));
 const throughModule = option("--module", undefined);
-const concurrentRuns = 8;
-const iterations = 10;
-const callsPerIteration = 10;
+/** The bench's workload (loop-throughput.mjs), measured over `rounds` rounds. */
+const workload = { dist, rounds, concurrentRuns: 8, iterations: 10, callsPerIteration: 10 };
 
-const calls = rounds * concurrentRuns * iterations * callsPerIteration;
+const calls = rounds * workload.concurrentRuns * workload.iterations * workload.callsPerIteration;
 if (process.argv.includes("--gc")) {
   const { PerformanceObserver, constants } = await import("node:perf_hooks");
   let measuring = false;
@@ -45,11 +44,7 @@ if (process.argv.includes("--gc")) {
   });
   observer.observe({ entryTypes: ["gc"] });
   const callsPerSecond = await measureLoopToolCallsPerSecond({
-    dist,
-    rounds,
-    concurrentRuns,
-    iterations,
-    callsPerIteration,
+    ...workload,
     onMeasure: { start: () => (measuring = true), end: () => setImmediate(() => (measuring = false)) },
   });
   await new Promise((resolve) => setTimeout(resolve, 50));
@@ -71,11 +66,7 @@ const session = new Session();
 session.connect();
 let profile;
 const callsPerSecond = await measureLoopToolCallsPerSecond({
-  dist,
-  rounds,
-  concurrentRuns,
-  iterations,
-  callsPerIteration,
+  ...workload,
   onMeasure: {
     start: () =>
       session.post("HeapProfiler.startSampling", {
