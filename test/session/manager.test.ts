@@ -140,14 +140,7 @@ describe("SessionManager", () => {
       }),
     };
     // The final event that settling writes: once it is committed, memory no longer answers for the run (runningTenant).
-    const tenantWhenFinished: (string | undefined)[] = [];
-    const manager: SessionManager = new SessionManager({
-      store,
-      runtimeFor: async () => buggy,
-      onEvent: (_tenant, runId, event) => {
-        if (event.type === "run-finished") tenantWhenFinished.push(manager.runningTenant(runId));
-      },
-    });
+    const { manager, tenantWhenFinished } = managerWatchingRunEnds(store, buggy);
     const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
     const handle = await session.run("go");
     const events = await collect(manager.events(handle.runId));
@@ -271,14 +264,7 @@ describe("SessionManager", () => {
   it("runningTenant knows a run executing here until its final event is handed over; the store answers for it after", async () => {
     const { elsewhere, runtime, other } = sharedStore([{ toolCalls: [{ id: "c1", name: "a" }] }, { text: "done" }]);
     // Told each event as it is committed, before any reader: the moment another process may delete a finished run.
-    const tenantWhenFinished: (string | undefined)[] = [];
-    const manager: SessionManager = new SessionManager({
-      store,
-      runtimeFor: async () => runtime,
-      onEvent: (_tenant, runId, event) => {
-        if (event.type === "run-finished") tenantWhenFinished.push(manager.runningTenant(runId));
-      },
-    });
+    const { manager, tenantWhenFinished } = managerWatchingRunEnds(store, runtime);
     try {
       const session = await manager.create({ tenant: "acme", tenantConfig: tenantConfig(dir) });
       const handle = await session.run("go", { step: true });
@@ -596,4 +582,23 @@ async function recordingRuntime(model: string, blocked?: Promise<void>) {
     },
   };
   return { runtime, executed, beforeToolCall, beforeRun, requests };
+}
+
+/**
+ * A manager on `store` running `runtime`, and what `runningTenant` answered for each run at the moment its
+ * `run-finished` was committed (onEvent sees each event then, before any reader).
+ */
+function managerWatchingRunEnds(
+  store: Store,
+  runtime: TenantRuntime,
+): { manager: SessionManager; tenantWhenFinished: (string | undefined)[] } {
+  const tenantWhenFinished: (string | undefined)[] = [];
+  const manager: SessionManager = new SessionManager({
+    store,
+    runtimeFor: async () => runtime,
+    onEvent: (_tenant, runId, event) => {
+      if (event.type === "run-finished") tenantWhenFinished.push(manager.runningTenant(runId));
+    },
+  });
+  return { manager, tenantWhenFinished };
 }
