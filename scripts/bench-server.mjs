@@ -4,6 +4,7 @@
 //     tools pass sandboxed beforeToolCall + afterToolCall hooks, read the SSE stream to run-finished.
 //   http_cpu_ms_per_run / http_worker_cpu_ms_per_run: serve's CPU per run / its sandbox workers' (procfs), over the
 //     timed part, after 10 + 600 untimed runs (http-workload.mjs WARM_UP_RUNS: the steady state, V8 done compiling).
+//   http_client_cpu_ms_per_run: the 50 clients' own CPU per run (this process), on the same cores as serve.
 //   *_in_memory: the same workload with `--store :memory:` (SQLite without a file: no WAL, no fsync).
 //   session_cpu_ratio_1000, session_store_growth_ratio_1000: scripts/bench/long-session.mjs (one session, 1010 runs).
 //   iteration_ms_ratio_1000: scripts/bench/long-run.mjs (one run of 1000 iterations).
@@ -132,6 +133,7 @@ try {
     http_run_p99_ms: round(file.p99),
     http_cpu_ms_per_run: round(file.cpuMsPerRun, 2),
     http_worker_cpu_ms_per_run: round(file.workerCpuMsPerRun, 2),
+    http_client_cpu_ms_per_run: round(file.clientCpuMsPerRun, 2),
     http_runs_per_s_in_memory: round(memory.runsPerS),
     http_run_p99_ms_in_memory: round(memory.p99),
     http_cpu_ms_per_run_in_memory: round(memory.cpuMsPerRun, 2),

@@ -2,6 +2,7 @@
 // `hookbox serve` child process, a tenant whose scripted runs call host tools that pass a sandboxed
 // beforeToolCall and afterToolCall, and clients that start a run and read its SSE stream to run-finished.
 import { spawn } from "node:child_process";
+import http from "node:http";
 import { writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -92,10 +93,32 @@ export async function startServe(dir, store, { nodeArgs = [] } = {}) {
 
 const headers = { authorization: "Bearer bench-key", "content-type": "application/json" };
 
+/*
+ * The clients speak HTTP through node:http with one keep-alive agent, not fetch: they share the machine's two cores
+ * with serve and its workers, and fetch (undici, web streams) cost them ~1.4 ms of CPU a run against ~0.7 here
+ * (BENCHMARKS.md, "The bench's clients"), CPU the server then lacks. The requests are the same.
+ */
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+
+/** One request; resolves with its status and whole body (an SSE stream ends after run-finished). */
+function request(url, method, body) {
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(url, { method, headers, agent }, (response) => {
+      response.setEncoding("utf8");
+      let text = "";
+      response.on("data", (chunk) => (text += chunk));
+      response.on("end", () => resolve({ status: response.statusCode, text }));
+      response.on("error", reject);
+    });
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
+}
+
 export async function newSession(url) {
-  const response = await fetch(`${url}/v1/sessions`, { method: "POST", headers, body: "{}" });
-  const session = await response.json();
-  if (!session.sessionId) throw new Error(`session: ${response.status} ${JSON.stringify(session)}`);
+  const response = await request(`${url}/v1/sessions`, "POST", "{}");
+  const session = JSON.parse(response.text);
+  if (!session.sessionId) throw new Error(`session: ${response.status} ${response.text}`);
   return session.sessionId;
 }
 
@@ -103,15 +126,10 @@ export async function newSession(url) {
 export async function oneRun(url, sessionId) {
   const started = performance.now();
   const session = sessionId ?? (await newSession(url));
-  const run = await fetch(`${url}/v1/sessions/${session}/runs`, {
-    method: "POST",
-    headers,
-    body: JSON.stringify({ prompt: "Refund A17" }),
-  });
-  if (run.status !== 202) throw new Error(`run start: ${run.status} ${await run.text()}`);
-  const { runId } = await run.json();
-  const stream = await fetch(`${url}/v1/runs/${runId}/events`, { headers });
-  const text = await stream.text(); // the stream ends after run-finished
+  const run = await request(`${url}/v1/sessions/${session}/runs`, "POST", JSON.stringify({ prompt: "Refund A17" }));
+  if (run.status !== 202) throw new Error(`run start: ${run.status} ${run.text}`);
+  const { runId } = JSON.parse(run.text);
+  const { text } = await request(`${url}/v1/runs/${runId}/events`, "GET");
   if (!text.includes('"run-finished"') || !text.includes('"completed"'))
     throw new Error(`run ${runId} did not complete: ${text.slice(-300)}`);
   return performance.now() - started;
@@ -121,19 +139,22 @@ export async function oneRun(url, sessionId) {
  * `clients` concurrent clients, each doing `runsPerClient` runs one after another, after a warm-up of
  * WARM_UP_RUNS (the steady state). Besides
  * throughput and latency: serve's own CPU per run and its sandbox workers' (everything below it), measured
- * from procfs over the timed part only.
+ * from procfs over the timed part only, and the clients' own (this process's: they share the machine's cores).
  */
 export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4, nodeArgs } = {}) {
   const server = await startServe(dir, store, { nodeArgs });
   try {
     await warmUp([server.url], clients, { runs: WARM_UP_RUNS });
     const cpuBefore = treeCpuMs(server.pid);
+    const clientsBefore = process.cpuUsage();
     const timed = await timedRuns([server.url], { clients, runsPerClient });
+    const clientsSpent = process.cpuUsage(clientsBefore);
     const cpuAfter = treeCpuMs(server.pid);
     return {
       ...timed,
       cpuMsPerRun: (cpuAfter.own - cpuBefore.own) / timed.runs,
       workerCpuMsPerRun: (cpuAfter.below - cpuBefore.below) / timed.runs,
+      clientCpuMsPerRun: (clientsSpent.user + clientsSpent.system) / 1000 / timed.runs,
     };
   } finally {
     await server.stop();
