@@ -172,7 +172,9 @@ export class SessionManager {
       runtime,
       request: { sessionId, runId, prompt, ...(history ? { history: history.turn } : {}), options: merged },
       journal: new Map(),
-      persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0, epoch: 1 }),
+      // A session's first run leaves no turn in the cache: most sessions of an API have one run, and keeping
+      // theirs costs the garbage collector more than the one store read their second run makes (docs/server.md).
+      persistence: this.writerOptions(record, history, { snapshotIndex: 0, lastSeq: 0, iterations: 0, epoch: 1 }, { remember: !!history }),
     });
   }
 
@@ -294,13 +296,14 @@ export class SessionManager {
     record: SessionRecord,
     start: StartingTurn | undefined,
     from: { snapshotIndex: number; lastSeq: number; iterations: number; inferenceId?: string; epoch: number },
+    { remember = true }: { remember?: boolean } = {},
   ): LaunchOptions["persistence"] {
     const committed = ownCopy(start?.committed);
     return {
       tenant: record.tenant,
       ...this.quota(record.tenant),
       from: { ...from, ...(committed ? { turn: committed } : {}) },
-      onFinalTurn: (snapshot, turn) => this.histories.remember(record.id, snapshot, turn),
+      ...(remember ? { onFinalTurn: (snapshot, turn) => this.histories.remember(record.id, snapshot, turn) } : {}),
     };
   }
 

@@ -87,16 +87,26 @@ describe("a session's history in the store", () => {
       reads += 1;
       return readTurn(stored);
     };
+    // A session's first run leaves no turn behind (docs/server.md, "History"): its second run reads it, once.
     await first.run("two");
+    expect(reads).toBe(1);
     await first.run("three");
-    expect(reads).toBe(0);
+    await first.run("four");
+    expect(reads).toBe(1);
     // Another manager (another process sharing the store) runs the session: the first one's turn is stale now.
     const { runtime } = await harness({ steps, host, tenant: "acme" });
     const other = new SessionManager({ store: store!, runtimeFor: async () => runtime });
-    await (await (await other.get(first.session.id))!.run("four")).wait();
-    const result = await first.run("five");
-    expect(reads).toBe(2); // the other manager's start, and this one's after it
-    expect(result.turn.blocks.filter((b) => b.kind === "user").map((b) => b.payload.text)).toEqual(["one", "two", "three", "four", "five"]);
+    await (await (await other.get(first.session.id))!.run("five")).wait();
+    const result = await first.run("six");
+    expect(reads).toBe(3); // the other manager's start, and this one's after it
+    expect(result.turn.blocks.filter((b) => b.kind === "user").map((b) => b.payload.text)).toEqual([
+      "one",
+      "two",
+      "three",
+      "four",
+      "five",
+      "six",
+    ]);
   });
 
   it("turns every event into JSON once: the store, three live readers and the budget share the text", async () => {
