@@ -29,22 +29,48 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
     }
     scripts.push({ filename: script.filename, source: script.source, sha256: sha256Of(script.source) });
   }
-  return JSON.parse(
-    JSON.stringify({
-      name: config.name,
-      scripts,
-      hostToolsModule: config.hostToolsModule,
-      model: config.model,
-      fallbackModel: config.fallbackModel,
-      pricing: config.pricing,
-      limits: config.limits,
-      capabilities: config.capabilities,
-      runDefaults: config.runDefaults,
-      budgets: config.budgets,
-      userContextToModel: config.userContextToModel,
-      stream: config.stream,
-    }),
-  ) as JsonObject;
+  const json = JSON.stringify({
+    name: config.name,
+    scripts,
+    hostToolsModule: config.hostToolsModule,
+    model: config.model,
+    fallbackModel: config.fallbackModel,
+    pricing: config.pricing,
+    limits: config.limits,
+    capabilities: config.capabilities,
+    runDefaults: config.runDefaults,
+    budgets: config.budgets,
+    userContextToModel: config.userContextToModel,
+    stream: config.stream,
+  });
+  return sharedRecord(config.name, json);
+}
+
+/*
+ * Every session of a tenant records the same config until the config or a script changes, and the server keeps the
+ * records of its latest sessions (src/session/known-sessions.ts): each its own parsed copy would hold the tenant's
+ * script sources a thousand times over, for the garbage collector to walk. So sessions of an unchanged config share
+ * one record, frozen (nothing may change it: it is what every one of those sessions recorded). The latest record of
+ * RECORDS_KEPT tenants is kept, the least recently recorded out first.
+ */
+const RECORDS_KEPT = 256;
+const latestRecords = new Map<string, { json: string; record: JsonObject }>();
+
+function sharedRecord(tenant: string, json: string): JsonObject {
+  const latest = latestRecords.get(tenant);
+  latestRecords.delete(tenant);
+  const record = latest?.json === json ? latest.record : deepFreeze(JSON.parse(json) as JsonObject);
+  latestRecords.set(tenant, { json, record });
+  if (latestRecords.size > RECORDS_KEPT) latestRecords.delete(latestRecords.keys().next().value!);
+  return record;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
 }
 
 /** Rebuilds the TenantConfig of a stored session; `override` (from `--config`) wins for host tools, model, limits. */

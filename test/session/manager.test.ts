@@ -322,6 +322,22 @@ describe("SessionManager", () => {
     expect((await recorded()).source).toBe("export default { v: 3 };\n");
   });
 
+  it("shares one frozen tenant record among the sessions of an unchanged config, and records a change anew", async () => {
+    const { manager } = setup();
+    const config = tenantConfig(dir);
+    const record = async (tenantConfig = config) => (await manager.create({ tenant: "acme", tenantConfig })).record.tenantConfig;
+    const first = await record();
+    // The same config again: the same record, which nothing can change under the sessions that share it.
+    expect(await record()).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(Object.isFrozen((first as { scripts: object[] }).scripts[0])).toBe(true);
+    // Another config of the same tenant records what it says.
+    const changed = await record({ ...config, limits: { cpuMs: 300 } });
+    expect(changed).not.toBe(first);
+    expect(changed).toMatchObject({ limits: { cpuMs: 300 } });
+    expect(await record({ ...config, limits: { cpuMs: 300 } })).toBe(changed);
+  });
+
   it("merges per-run options over session defaults", async () => {
     const { manager, runtime } = setup([{ text: "x" }]);
     const session = await manager.create({
