@@ -16,14 +16,22 @@ import { MAX_ERROR_MESSAGE_CHARS } from "../src/sandbox/wire/error-limits.js";
 import { readCoverage } from "./coverage.js";
 import type { RuntimeOpCall, RuntimeOps } from "../src/sandbox/wire/guest-ops.js";
 
-// Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker
-// thread outside our control, WebAssembly compiles machine code from script input, and a FinalizationRegistry's
-// cleanup callbacks are script code V8 may run when no call of ours is timing the isolate.
-delete (globalObject as Record<string, unknown>).SharedArrayBuffer;
-delete (globalObject as Record<string, unknown>).Atomics;
-delete (globalObject as Record<string, unknown>).WebAssembly;
-delete (globalObject as Record<string, unknown>).FinalizationRegistry;
 refuseResizableArrayBuffers();
+
+/**
+ * Deliberately absent (docs/sandbox.md): shared memory and Atomics.wait could block or time a worker thread outside
+ * our control, WebAssembly compiles machine code from script input, and a FinalizationRegistry's cleanup callbacks
+ * are script code V8 may run when no call of ours is timing the isolate. Deleted by `install`, in each context:
+ * the worker makes contexts from a snapshot with this top level already run (src/sandbox/worker/runtime-snapshot.ts),
+ * and V8 installs some of these globals again in each context it makes from one.
+ */
+function deleteAbsentGlobals(): void {
+  const global = globalObject as Record<string, unknown>;
+  delete global.SharedArrayBuffer;
+  delete global.Atomics;
+  delete global.WebAssembly;
+  delete global.FinalizationRegistry;
+}
 
 /** A registration that failed: the message is clipped like every error text that leaves the isolate. */
 function loadError(message: string): string {
@@ -39,6 +47,7 @@ export type Dispatcher = (...call: RuntimeOpCall) => string | undefined;
 type Ops<Op extends keyof RuntimeOps> = RuntimeOps[Op];
 
 export function install(host: HostChannel, limitsJson: string): Dispatcher {
+  deleteAbsentGlobals();
   const limits = JSONParse(limitsJson) as RuntimeLimits;
   installConsole(host, limits);
   const hookboxModule = createHookboxModule();

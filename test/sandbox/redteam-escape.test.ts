@@ -109,6 +109,20 @@ describe("red team: escapes", () => {
     const decision = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: string[] };
     expect(decision.result).toEqual(["undefined", "undefined", "undefined", "undefined"]);
   });
+
+  it("a context made from the runtime's snapshot keeps no global of the runtime's, in any run", async () => {
+    // The worker takes the runtime's install from a global of the snapshot's context before the script's code runs.
+    const { run, tenant, manifests } = await attacker(
+      pool,
+      skipWith(`Object.getOwnPropertyNames(globalThis).filter((name) => /hookbox|install/i.test(name))`),
+    );
+    const first = (await run.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: string[] };
+    expect(first.result).toEqual([]);
+    const next = await pool.tenant(tenant).openRun({ runId: `second-run-${tenant}`, scripts: manifests });
+    const second = (await next.callHook("attack", "beforeToolCall", beforePayload())) as unknown as { result: string[] };
+    expect(second.result).toEqual([]);
+    await next.close();
+  });
 });
 
 describe("red team: prototype pollution", () => {

@@ -29,18 +29,4 @@ export class CodeCache {
     if (script.cachedData !== undefined) entry.cachedData = script.cachedData;
     return script;
   }
-
-  /**
-   * Replaces the hash's cached data with what V8 makes of the script in `isolate`, where it was compiled and has
-   * run: V8 finds it in that isolate's compilation cache, with every function compiled since, and the cache then
-   * holds them all (a cache made at the first compile holds only the top level). Only for scripts of our own that
-   * ran in an isolate of our own: runtime-warm-up.ts.
-   */
-  recordCompiled(isolate: ivm.Isolate, hash: string): void {
-    const entry = this.entries.get(hash);
-    if (entry === undefined) throw new Error(`bundle ${hash} was never sent to this worker`);
-    const script = isolate.compileScriptSync(entry.code, { filename: entry.filename, produceCachedData: true }) as CompiledScript;
-    if (script.cachedData !== undefined) entry.cachedData = script.cachedData;
-    script.release();
-  }
 }

@@ -10,8 +10,8 @@ import ivm from "isolated-vm";
  * one tenant (process-per-tenant) keeps none: its next tenant is a new process.
  */
 export interface IsolateReserveOptions {
-  /** Called once, in idle time, when the worker turns out to be a shared one (before its first refill). */
-  onShared?(): void;
+  /** The startup snapshot every isolate is made from (runtime-snapshot.ts); none gives V8's own. */
+  snapshot?: ivm.ExternalCopy<ArrayBuffer>;
 }
 
 export class IsolateReserve {
@@ -20,9 +20,17 @@ export class IsolateReserve {
   private shared = false;
   private lastMemoryMb = 0;
   private refillDue = false;
-  private toldShared = false;
 
   constructor(private readonly options: IsolateReserveOptions = {}) {}
+
+  private newIsolate(memoryMb: number): ivm.Isolate {
+    return new ivm.Isolate({
+      memoryLimit: Math.max(8, memoryMb),
+      ...(this.options.snapshot === undefined ? {} : { snapshot: this.options.snapshot }),
+      // After a catastrophic V8 error the process is unreliable: die at once, the supervisor replaces us.
+      onCatastrophicError: () => process.kill(process.pid, "SIGKILL"),
+    });
+  }
 
   /** A fresh isolate for `tenant` with this memory limit: the reserved one if it fits. */
   take(tenant: string, memoryMb: number): ivm.Isolate {
@@ -34,7 +42,7 @@ export class IsolateReserve {
     this.scheduleRefill();
     if (spare !== undefined && spare.memoryMb === memoryMb && !spare.isolate.isDisposed) return spare.isolate;
     if (spare !== undefined && !spare.isolate.isDisposed) spare.isolate.dispose();
-    return newIsolate(memoryMb);
+    return this.newIsolate(memoryMb);
   }
 
   /** Whether an isolate is reserved now (diagnostics and tests). */
@@ -48,19 +56,7 @@ export class IsolateReserve {
     this.refillDue = true;
     setImmediate(() => {
       this.refillDue = false;
-      if (!this.toldShared) {
-        this.toldShared = true;
-        this.options.onShared?.();
-      }
-      if (this.spare === undefined) this.spare = { isolate: newIsolate(this.lastMemoryMb), memoryMb: this.lastMemoryMb };
+      if (this.spare === undefined) this.spare = { isolate: this.newIsolate(this.lastMemoryMb), memoryMb: this.lastMemoryMb };
     });
   }
-}
-
-function newIsolate(memoryMb: number): ivm.Isolate {
-  return new ivm.Isolate({
-    memoryLimit: Math.max(8, memoryMb),
-    // After a catastrophic V8 error the process is unreliable: die at once, the supervisor replaces us.
-    onCatastrophicError: () => process.kill(process.pid, "SIGKILL"),
-  });
 }

@@ -22,7 +22,7 @@ import type { RuntimeOpCall } from "../wire/guest-ops.js";
 import { PollPolicy } from "../wire/poll-policy.js";
 import { TenantIsolate } from "./tenant-isolate.js";
 import { IsolateReserve } from "./isolate-reserve.js";
-import { warmRuntimeCode } from "./runtime-warm-up.js";
+import { makeRuntimeSnapshot, RUNTIME_FILENAME, TAKE_INSTALL_SOURCE } from "./runtime-snapshot.js";
 import { closeInheritedFds } from "../wall/inherited-fds.js";
 
 // Before anything else: descriptors the host holds without close-on-exec must not stay open in here.
@@ -30,17 +30,17 @@ closeInheritedFds();
 
 const RUNTIME_HASH = "hookbox-runtime";
 const code = new CodeCache();
-// Function-wrapped so the bootstrap's bindings never become globals; its value is `install`.
-code.add(RUNTIME_HASH, readRuntime(), "hookbox-runtime.js");
+// Every isolate is made from a snapshot with the runtime evaluated; each new context takes `install` from it.
+code.add(RUNTIME_HASH, TAKE_INSTALL_SOURCE, RUNTIME_FILENAME);
 
 /** dist/runtime.js, checked to be complete (a concurrent rebuild may be rewriting it: retry briefly). */
 function readRuntime(): string {
   const path = join(dirname(fileURLToPath(import.meta.url)), "runtime.js");
   for (let attempt = 0; ; attempt++) {
-    const wrapped = `(function () { "use strict";\n${readFileSync(path, "utf8")}\nreturn __hookboxBootstrap.install; })()`;
+    const runtime = readFileSync(path, "utf8");
     try {
-      new Script(wrapped);
-      return wrapped;
+      new Script(runtime);
+      return runtime;
     } catch (error) {
       if (attempt >= 40) throw error;
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
@@ -49,9 +49,7 @@ function readRuntime(): string {
 }
 
 const tenants = new Map<string, TenantIsolate>();
-// Once the worker is a shared one: the runtime's code cache, made from a run of it (runtime-warm-up.ts). A
-// process-per-tenant worker's one tenant would not repay the warm-up's memory.
-const isolates = new IsolateReserve({ onShared: () => warmRuntimeCode({ code, runtimeHash: RUNTIME_HASH }) });
+const isolates = new IsolateReserve({ snapshot: makeRuntimeSnapshot(readRuntime()) });
 /** Each tenant's limits, as last sent by the host (it sends them only when they change). */
 const tenantLimits = new Map<string, WorkerLimits>();
 const calls = new Map<number, WorkerCall>();
