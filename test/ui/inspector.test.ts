@@ -130,8 +130,11 @@ describe("the web inspector at /ui/", () => {
     await cont.waitFor();
     await expect.poll(() => timelineTypes(page)).toContain("debugger.pause");
     await cont.click();
-    // The second pause (after the tools): reload the page there, mid-run.
-    await expect.poll(async () => (await timelineTypes(page)).filter((type) => type === "debugger.pause").length).toBe(2);
+    // The second pause (after the tools): reload the page there, mid-run. The tools' hooks are the tenant's first
+    // sandboxed calls (a worker may start for them: seconds on a loaded machine), so the wait is bounded generously.
+    await expect
+      .poll(async () => (await timelineTypes(page)).filter((type) => type === "debugger.pause").length, { timeout: 15_000 })
+      .toBe(2);
     await page.reload();
     await page.getByRole("button", { name: "Continue" }).waitFor();
     const seqs = await timelineSeqs(page);
