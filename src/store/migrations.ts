@@ -328,6 +328,57 @@ export const MIGRATIONS: Migration[] = [
         SELECT run_id, idx, phase, blocks, head, block_bytes, seq AS last_seq, iterations, created_ms FROM run_records WHERE kind = 2;
     `,
   },
+  {
+    version: 11,
+    description: "fewer pages a write: a run's records keyed by a number of the run (runs.num), not its 36-character id",
+    // Each run_records row and each entry of its index carried the run's id: the index entries of the runs in flight
+    // filled about ten pages, a commit rewriting several of them. A run's number (its row's rowid when this runs, then
+    // one more than the largest) makes an entry a few bytes. The views keep their columns, the run's id read from runs.
+    sql: `
+      ALTER TABLE runs ADD COLUMN num INTEGER;
+      UPDATE runs SET num = rowid;
+      CREATE UNIQUE INDEX runs_by_num ON runs (num);
+      DROP VIEW events;
+      DROP VIEW hook_calls;
+      DROP VIEW snapshots;
+      CREATE TABLE run_records_11 (
+        run_num INTEGER NOT NULL REFERENCES runs (num),
+        seq INTEGER NOT NULL,
+        kind INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        type TEXT,
+        body TEXT,
+        call_id TEXT,
+        hook TEXT,
+        attempt INTEGER,
+        shadow INTEGER,
+        verdict TEXT,
+        decision TEXT,
+        payload TEXT,
+        phase TEXT,
+        blocks TEXT,
+        head TEXT,
+        block_bytes INTEGER,
+        iterations INTEGER,
+        created_ms INTEGER
+      );
+      INSERT INTO run_records_11 (run_num, seq, kind, idx, type, body, call_id, hook, attempt, shadow, verdict, decision, payload,
+          phase, blocks, head, block_bytes, iterations, created_ms)
+        SELECT r.num, x.seq, x.kind, x.idx, x.type, x.body, x.call_id, x.hook, x.attempt, x.shadow, x.verdict, x.decision, x.payload,
+          x.phase, x.blocks, x.head, x.block_bytes, x.iterations, x.created_ms
+        FROM run_records x JOIN runs r ON r.id = x.run_id ORDER BY x.rowid;
+      DROP TABLE run_records;
+      ALTER TABLE run_records_11 RENAME TO run_records;
+      CREATE UNIQUE INDEX run_records_by_run ON run_records (run_num, seq, idx, kind);
+      CREATE VIEW events AS SELECT r.id AS run_id, x.seq, x.type, x.body FROM run_records x JOIN runs r ON r.num = x.run_num WHERE x.kind = 0;
+      CREATE VIEW hook_calls AS
+        SELECT r.id AS run_id, x.idx, x.call_id, x.hook, x.attempt, x.shadow, x.verdict, x.decision, x.payload
+        FROM run_records x JOIN runs r ON r.num = x.run_num WHERE x.kind = 1;
+      CREATE VIEW snapshots AS
+        SELECT r.id AS run_id, x.idx, x.phase, x.blocks, x.head, x.block_bytes, x.seq AS last_seq, x.iterations, x.created_ms
+        FROM run_records x JOIN runs r ON r.num = x.run_num WHERE x.kind = 2;
+    `,
+  },
 ];
 
 export const LATEST_VERSION = MIGRATIONS[MIGRATIONS.length - 1].version;

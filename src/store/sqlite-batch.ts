@@ -1,10 +1,15 @@
 import { overQuota, quotaError } from "./quota.js";
 import { NO_USAGE, usageColumns, type UsageDelta } from "./usage.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
+import type { RunNumbers } from "./run-numbers.js";
 
-/** What a transaction has learnt of a run from its own writes: its committed seq, and the epoch a write was checked against. */
+/**
+ * What a transaction has learnt of a run from its own writes: its committed seq, its number (what keys its records),
+ * and the epoch a write was checked against.
+ */
 export interface KnownRun {
-  lastSeq?: number;
+  lastSeq: number;
+  num: number;
   epoch?: number;
 }
 
@@ -20,7 +25,11 @@ export class SqliteBatch {
   private readonly usage = new Map<string, UsageDelta>();
   private readonly runs = new Map<string, KnownRun>();
 
-  constructor(private readonly statements: SqliteStatements) {}
+  /** `numbers`: the runs' numbers this process knows (run-numbers.ts), kept across transactions. */
+  constructor(
+    private readonly statements: SqliteStatements,
+    readonly numbers: RunNumbers,
+  ) {}
 
   /** Adds `bytes` to the tenant, or throws STORE_QUOTA (the write's savepoint is then rolled back). */
   charge(tenant: string, bytes: number, maxTenantBytes?: number): void {

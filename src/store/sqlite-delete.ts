@@ -30,7 +30,7 @@ const SQL = {
     + (SELECT coalesce(sum(length(decision) + coalesce(length(payload), 0) + length(call_id) + length(hook) + length(verdict)), 0)
          FROM hook_calls WHERE run_id IN (${RUNS})) AS bytes`,
   // Events, hook chain records and snapshots (run_records, whose views the byte count reads).
-  deleteRunRecords: `DELETE FROM run_records WHERE run_id IN (${RUNS})`,
+  deleteRunRecords: "DELETE FROM run_records WHERE run_num IN (SELECT num FROM runs WHERE session_id = ?1)",
   deleteToolResults: `DELETE FROM tool_results WHERE run_id IN (${RUNS})`,
   deleteLegacySnapshots: `DELETE FROM legacy_snapshots WHERE run_id IN (${RUNS})`,
   deletePauses: `DELETE FROM pauses WHERE run_id IN (${RUNS})`,

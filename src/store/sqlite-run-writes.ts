@@ -1,12 +1,12 @@
 import { HookboxError } from "../errors.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
-import type { SqliteBatch } from "./sqlite-batch.js";
+import type { KnownRun, SqliteBatch } from "./sqlite-batch.js";
 import { totalsOf, usageColumns, usageDelta } from "./usage.js";
 import { pauseChange } from "./pause-events.js";
 import { leaseLostError, runStatusChange } from "./interrupted.js";
 import { hookCallWriteBytes, ledgerRowBytes, snapshotRowBytes } from "./row-bytes.js";
 import { encodeSegments, pushSegment, type LogSegment } from "./turn-layout.js";
-import type { EventWrite, RunWrite, RunWriteResult, SnapshotWrite } from "./types.js";
+import type { EventWrite, HookCallWrite, RunWrite, RunWriteResult, SnapshotWrite } from "./types.js";
 
 /*
  * One RunWrite in the SQLite store, inside a group-commit transaction (in its own savepoint): the events with
@@ -26,22 +26,7 @@ export function applyRunWrite(statements: SqliteStatements, batch: SqliteBatch, 
     s.recordToolResult.run(runId, result.callId, result.blockJson);
     bytes += result.blockJson.length;
   }
-  // A write's hook chain records follow the run's seq as the write leaves it (known from its events or read once).
-  const hookCallSeq = write.hookCalls?.length ? (batch.knownRun(runId)?.lastSeq ?? readRun(s, batch, runId).lastSeq) : 0;
-  for (const call of write.hookCalls ?? []) {
-    s.insertHookCall.run(
-      runId,
-      hookCallSeq,
-      call.callId,
-      call.hook,
-      call.attempt,
-      call.shadow ? 1 : 0,
-      call.verdict,
-      call.decisionJson,
-      call.payloadJson ?? null,
-    );
-    bytes += hookCallWriteBytes(call);
-  }
+  if (write.hookCalls?.length) bytes += applyHookCalls(s, batch, runId, write.hookCalls);
   let result: RunWriteResult = {};
   if (write.snapshot) {
     const written = applySnapshot(s, batch, runId, owner.sessionId, write.snapshot);
@@ -98,10 +83,12 @@ function applyEvents(
       seq: first.seq,
     });
   }
-  batch.learnRun(runId, { lastSeq: last.seq, ...(epoch === undefined ? {} : { epoch }) });
+  // The update found the run by id just now: its number is the one this process learnt, or read once.
+  const num = batch.knownRun(runId)?.num ?? batch.numbers.get(runId) ?? runNumber(s, batch, runId);
+  batch.learnRun(runId, { lastSeq: last.seq, num, ...(epoch === undefined ? {} : { epoch }) });
   let bytes = 0;
   for (const [i, { event, json }] of events.entries()) {
-    s.insertEvent.run(runId, event.seq, event.type, json);
+    s.insertEvent.run(num, event.seq, event.type, json);
     const delta = deltas[i];
     bytes += json.length + ledgerRowBytes(delta);
     if (delta) {
@@ -118,10 +105,38 @@ function applyEvents(
       const change = runStatusChange(event);
       if (!change) continue;
       s.closeAllPauses.run(event.type, runId);
+      batch.numbers.forget(runId);
       s.finishRun.run(change.status, change.reason ?? null, change.errorCode ?? null, change.iterations, change.finishedMs, runId);
     }
   }
   return bytes;
+}
+
+/** Hook chain records: they follow the run's seq as the write leaves it (known from its events or read once). Returns their bytes. */
+function applyHookCalls(s: SqliteStatements, batch: SqliteBatch, runId: string, calls: HookCallWrite[]): number {
+  const { num, lastSeq } = batch.knownRun(runId) ?? readRun(s, batch, runId);
+  let bytes = 0;
+  for (const call of calls) {
+    s.insertHookCall.run(
+      num,
+      lastSeq,
+      call.callId,
+      call.hook,
+      call.attempt,
+      call.shadow ? 1 : 0,
+      call.verdict,
+      call.decisionJson,
+      call.payloadJson ?? null,
+    );
+    bytes += hookCallWriteBytes(call);
+  }
+  return bytes;
+}
+
+function runNumber(s: SqliteStatements, batch: SqliteBatch, runId: string): number {
+  const { num } = s.runNumber.get(runId) as { num: number };
+  batch.numbers.set(runId, num);
+  return num;
 }
 
 /** Refuses the write (LEASE_LOST) when the run has moved on to a later epoch than the writer's. */
@@ -131,11 +146,12 @@ function checkEpoch(s: SqliteStatements, batch: SqliteBatch, runId: string, epoc
   if (row.epoch !== epoch) throw leaseLostError(runId, epoch, row.epoch);
 }
 
-/** The run's committed seq and epoch, read once per transaction (STORE when there is no such run). */
-function readRun(s: SqliteStatements, batch: SqliteBatch, runId: string): { lastSeq: number; epoch: number } {
-  const row = s.runPosition.get(runId) as { last_seq: number; epoch: number } | undefined;
+/** The run's committed seq, epoch and number, read once per transaction (STORE when there is no such run). */
+function readRun(s: SqliteStatements, batch: SqliteBatch, runId: string): Required<KnownRun> {
+  const row = s.runPosition.get(runId) as { last_seq: number; epoch: number; num: number } | undefined;
   if (!row) throw new HookboxError("STORE", `unknown run ${runId}`, { runId });
-  const known = { lastSeq: row.last_seq, epoch: row.epoch };
+  const known = { lastSeq: row.last_seq, epoch: row.epoch, num: row.num };
+  batch.numbers.set(runId, row.num);
   batch.learnRun(runId, known);
   return known;
 }
@@ -149,7 +165,7 @@ function applySnapshot(
   snapshot: SnapshotWrite,
 ): { bytes: number; segments: LogSegment[] } {
   // The write's own events (applied just before) or an earlier write of this transaction say where the run is.
-  const committedSeq = batch.knownRun(runId)?.lastSeq ?? readRun(s, batch, runId).lastSeq;
+  const { lastSeq: committedSeq, num } = batch.knownRun(runId) ?? readRun(s, batch, runId);
   if (committedSeq !== snapshot.lastSeq)
     throw new HookboxError(
       "STORE",
@@ -176,7 +192,7 @@ function applySnapshot(
   const layout = encodeSegments(segments, sessionId);
   const head = snapshot.headJson ?? null;
   s.insertSnapshot.run(
-    runId,
+    num,
     snapshot.index,
     snapshot.phase,
     layout,

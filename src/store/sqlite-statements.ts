@@ -22,17 +22,19 @@ const SQL = {
     FROM sessions s WHERE (?1 IS NULL OR s.tenant = ?1) AND (?2 IS NULL OR s.created_ms > ?2 OR (s.created_ms = ?2 AND s.id > ?3))
     ORDER BY s.created_ms, s.id LIMIT ?4`,
   insertRun:
-    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id, epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
+    "INSERT INTO runs (id, session_id, inference_id, prompt, options, status, iterations, started_ms, last_seq, owner_pid, owner_instance, deployment, deployment_id, epoch, num) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, (SELECT coalesce(max(num), 0) + 1 FROM runs)) RETURNING num",
   getRun: "SELECT * FROM runs WHERE id = ?",
   runOwner: "SELECT r.session_id, s.tenant FROM runs r JOIN sessions s ON s.id = r.session_id WHERE r.id = ?",
-  runPosition: "SELECT last_seq, epoch FROM runs WHERE id = ?",
+  runPosition: "SELECT last_seq, epoch, num FROM runs WHERE id = ?",
+  runNumber: "SELECT num FROM runs WHERE id = ?",
   runsOfSession: "SELECT * FROM runs WHERE session_id = ? ORDER BY started_ms, rowid LIMIT ? OFFSET ?",
   countRuns: "SELECT count(*) AS n FROM runs WHERE session_id = ?",
   reopenRun:
     "UPDATE runs SET status = 'running', reason = NULL, error_code = NULL, finished_ms = NULL, owner_pid = ?, owner_instance = ?, iterations = ?, epoch = epoch + 1 WHERE id = ? AND status = 'interrupted' RETURNING *",
-  // A run's events, hook chain records and snapshots are rows of run_records (schema 10; kinds in RECORD_KIND), read
-  // through the views of the tables they replaced (events, hook_calls, snapshots).
-  insertEvent: `INSERT INTO run_records (run_id, seq, kind, idx, type, body) VALUES (?, ?, ${RECORD_KIND.event}, 0, ?, ?)`,
+  // A run's events, hook chain records and snapshots are rows of run_records (schema 10; kinds in RECORD_KIND), keyed
+  // by the run's number (schema 11, runs.num), read through the views of the tables they replaced (events, hook_calls,
+  // snapshots), which show the run's id.
+  insertEvent: `INSERT INTO run_records (run_num, seq, kind, idx, type, body) VALUES (?, ?, ${RECORD_KIND.event}, 0, ?, ?)`,
   // One update for a write's events: they follow the committed seq, or nothing of the write is kept. A run
   // created before the loop named its inference id takes it from its first event.
   // With an epoch (?6), only its owner's writes are kept.
@@ -66,7 +68,7 @@ const SQL = {
   logBlocks: "SELECT block FROM session_log WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos",
   // A snapshot's seq is its last_seq; a run's seq only grows, so its snapshots in (seq, idx) order are in idx order,
   // the order of the index by run.
-  insertSnapshot: `INSERT INTO run_records (run_id, idx, phase, blocks, head, block_bytes, seq, iterations, created_ms, kind)
+  insertSnapshot: `INSERT INTO run_records (run_num, idx, phase, blocks, head, block_bytes, seq, iterations, created_ms, kind)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ${RECORD_KIND.snapshot})`,
   latestSnapshot:
     "SELECT s.*, r.session_id FROM snapshots s JOIN runs r ON r.id = s.run_id WHERE s.run_id = ? ORDER BY s.last_seq DESC, s.idx DESC LIMIT 1",
@@ -85,8 +87,8 @@ const SQL = {
   listToolResults: "SELECT call_id, block FROM tool_results WHERE run_id = ?",
   // A hook chain record follows the run's seq when it is written (?2); its index is one more than the run's latest
   // record's, found from the end of the run's rows in the index.
-  insertHookCall: `INSERT INTO run_records (run_id, seq, kind, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
-    VALUES (?1, ?2, ${RECORD_KIND.hookCall}, coalesce((SELECT idx FROM run_records WHERE run_id = ?1 AND kind = ${RECORD_KIND.hookCall}
+  insertHookCall: `INSERT INTO run_records (run_num, seq, kind, idx, call_id, hook, attempt, shadow, verdict, decision, payload)
+    VALUES (?1, ?2, ${RECORD_KIND.hookCall}, coalesce((SELECT idx FROM run_records WHERE run_num = ?1 AND kind = ${RECORD_KIND.hookCall}
       ORDER BY seq DESC, idx DESC LIMIT 1), 0) + 1, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
   runningRuns: "SELECT * FROM runs WHERE status = 'running'",
   insertUsage: `INSERT INTO usage_ledger (tenant, at_ms, run_id, seq, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

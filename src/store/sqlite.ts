@@ -11,6 +11,7 @@ import { SqliteKv } from "./sqlite-kv.js";
 import { inTransaction, type SqliteDatabase } from "./sqlite-driver.js";
 import { prepareStatements, type SqliteStatements } from "./sqlite-statements.js";
 import { SqliteBatch } from "./sqlite-batch.js";
+import { RunNumbers } from "./run-numbers.js";
 import { applyRunWrite } from "./sqlite-run-writes.js";
 import { runWriteBytes } from "./row-bytes.js";
 import { SqliteTurns } from "./sqlite-turns.js";
@@ -63,6 +64,7 @@ export class SqliteStore extends StoreBase implements Store {
   private readonly turns: SqliteTurns;
   private readonly commits: GroupCommit<QueuedWrite, unknown>;
   private readonly deletes: SqliteSessionDeletes;
+  private readonly runNumbers = new RunNumbers();
   readonly kv: SqliteKv;
   protected readonly policy: SqlitePolicyTables;
 
@@ -151,7 +153,8 @@ export class SqliteStore extends StoreBase implements Store {
         throw new HookboxError("NOT_FOUND", `no session ${run.sessionId}: it was deleted before the run could start`, {
           sessionId: run.sessionId,
         });
-      this.statements.insertRun.run(...runInsertValues(run, runOptions));
+      const { num } = this.statements.insertRun.get(...runInsertValues(run, runOptions)) as { num: number };
+      batch.numbers.set(run.id, num);
       batch.charge(session.tenant, run.prompt.length + runOptions.length, options.maxTenantBytes);
     });
   }
@@ -352,7 +355,7 @@ export class SqliteStore extends StoreBase implements Store {
     let refusal: { error: unknown } | undefined;
     try {
       return inTransaction(this.db, () => {
-        const batch = new SqliteBatch(this.statements);
+        const batch = new SqliteBatch(this.statements, this.runNumbers);
         const results = writes.map((write): Applied<unknown> => {
           try {
             return { ok: true, value: write.apply(batch) };
@@ -377,7 +380,7 @@ export class SqliteStore extends StoreBase implements Store {
     const s = this.statements;
     try {
       return inTransaction(this.db, () => {
-        const batch = new SqliteBatch(s);
+        const batch = new SqliteBatch(s, this.runNumbers);
         const results = writes.map((write): Applied<unknown> => {
           s.savepoint.run();
           try {

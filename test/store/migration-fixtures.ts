@@ -91,3 +91,34 @@ export function resumeStepped(options: { dir: string; file: string; sessionId: s
   });
   return cli.done;
 }
+
+type Rows = Record<string, unknown>[];
+
+/** A run's events, hook chain records and snapshots as rows of the tables (schema 9) or views (10 on) of those names. */
+export interface RunRows {
+  events: Rows;
+  hookCalls: Rows;
+  snapshots: Rows;
+}
+
+/** What the store file holds of each run, by run id, read through the names `events`, `hook_calls` and `snapshots`. */
+export function runRows(file: string): Map<string, RunRows> {
+  const query = (sql: string, id: string): Rows => queryFile<Record<string, unknown>>(file, sql, id);
+  const runs = queryFile<{ id: string }>(file, "SELECT id FROM runs ORDER BY id");
+  return new Map(
+    runs.map(({ id }) => [
+      id,
+      {
+        events: query("SELECT seq, type, body FROM events WHERE run_id = ? ORDER BY seq", id),
+        hookCalls: query(
+          "SELECT idx, call_id, hook, attempt, shadow, verdict, decision, payload FROM hook_calls WHERE run_id = ? ORDER BY idx",
+          id,
+        ),
+        snapshots: query(
+          "SELECT idx, phase, blocks, head, block_bytes, last_seq, iterations, created_ms FROM snapshots WHERE run_id = ? ORDER BY idx",
+          id,
+        ),
+      },
+    ]),
+  );
+}

@@ -2,7 +2,16 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import { copyStoreFixture, lookupTools, queryFile, resumeStepped, runArgs, twoLookupsModel } from "./migration-fixtures.js";
+import {
+  copyStoreFixture,
+  lookupTools,
+  queryFile,
+  resumeStepped,
+  runArgs,
+  runRows,
+  twoLookupsModel,
+  type RunRows,
+} from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema9.db is a store written by hookbox at 29adb29 (store schema 9: events, hook_calls and
@@ -34,33 +43,10 @@ afterEach(async () => {
 
 const query = <Row>(sql: string, ...params: (string | number)[]): Row[] => queryFile<Row>(file, sql, ...params);
 
-type Rows = Record<string, unknown>[];
-
-/** What schema 9 holds of each run, read from its own tables (the same names are views after the migration). */
-function runRows(): Map<string, { events: Rows; hookCalls: Rows; snapshots: Rows }> {
-  const runs = query<{ id: string }>("SELECT id FROM runs ORDER BY id");
-  return new Map(
-    runs.map(({ id }) => [
-      id,
-      {
-        events: query("SELECT seq, type, body FROM events WHERE run_id = ? ORDER BY seq", id),
-        hookCalls: query(
-          "SELECT idx, call_id, hook, attempt, shadow, verdict, decision, payload FROM hook_calls WHERE run_id = ? ORDER BY idx",
-          id,
-        ),
-        snapshots: query(
-          "SELECT idx, phase, blocks, head, block_bytes, last_seq, iterations, created_ms FROM snapshots WHERE run_id = ? ORDER BY idx",
-          id,
-        ),
-      },
-    ]),
-  );
-}
-
 describe("a store written by schema 9 (events, hook_calls and snapshots keyed by run)", () => {
   it("migrates on open: every run's events, hook chain records, snapshots and turns, and the stored bytes, read as before", async () => {
     expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(9);
-    const before = runRows();
+    const before = runRows(file);
     const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
     const history = new Map<string, string>();
     expect([...before.values()].every((rows) => rows.events.length > 0 && rows.hookCalls.length > 0)).toBe(true);
@@ -96,8 +82,7 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
     expect((await store.tenantUsage("default")).storedBytes).toBe(bytes + interrupted.json.length);
     // Every row moved: the same counts through the views as in the old tables.
     const counts = query<{ kind: number; n: number }>("SELECT kind, count(*) AS n FROM run_records GROUP BY kind ORDER BY kind");
-    const sum = (pick: (rows: { events: Rows; hookCalls: Rows; snapshots: Rows }) => Rows) =>
-      [...before.values()].reduce((total, rows) => total + pick(rows).length, 0);
+    const sum = (pick: (rows: RunRows) => RunRows["events"]) => [...before.values()].reduce((total, rows) => total + pick(rows).length, 0);
     expect(counts).toEqual([
       { kind: 0, n: sum((rows) => rows.events) + 1 },
       { kind: 1, n: sum((rows) => rows.hookCalls) },
@@ -106,7 +91,7 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
   });
 
   it("a run after the migration continues the session, and the interrupted run resumes: their records follow the migrated ones", async () => {
-    const before = runRows();
+    const before = runRows(file);
     const run = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "Once more." }));
     expect(run.code, run.stderr).toBe(0);
     const events = jsonLines(run.stdout) as HookboxEvent[];
@@ -147,14 +132,16 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
 
   it("deleting a migrated session frees what its rows were charged and leaves no row of its runs", async () => {
     const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
-    const runIds = query<{ id: string }>("SELECT id FROM runs WHERE session_id = 'sess_history'").map((row) => row.id);
     store = openStore(file);
+    // Keyed by the run's number since schema 11.
+    const runNums = query<{ num: number }>("SELECT num FROM runs WHERE session_id = 'sess_history'").map((row) => row.num);
+    expect(runNums.length).toBe(2);
     const deleted = await store.deleteSession("sess_history");
     expect(deleted.freedBytes).toBeGreaterThan(0);
     const interrupted = (await store.listEventTexts((await store.listRuns("sess_cut"))[0].id)).at(-1)!;
     expect((await store.tenantUsage("default")).storedBytes).toBe(bytes + interrupted.json.length - deleted.freedBytes);
     await store.close();
     store = undefined;
-    for (const runId of runIds) expect(query("SELECT kind FROM run_records WHERE run_id = ?", runId)).toEqual([]);
+    for (const num of runNums) expect(query("SELECT kind FROM run_records WHERE run_num = ?", num)).toEqual([]);
   });
 });
