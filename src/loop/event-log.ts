@@ -41,15 +41,17 @@ export class EventLog {
     this.nextSeq = options.firstSeq ?? 1;
   }
 
+  /**
+   * Records `body`, which becomes the event: it is stamped in place (seq, time, ids after its own fields), not
+   * copied, so a caller hands over a fresh object and never touches it again (four or more events per tool call).
+   */
   emit(body: EventBody): HookboxEvent {
     if (this.closed) throw new Error(`event after run-finished: ${body.type}`);
-    const event = {
-      ...body,
-      seq: this.nextSeq,
-      timestampMs: Date.now(),
-      sessionId: this.ids.sessionId,
-      inferenceId: this.ids.inferenceId,
-    } as HookboxEvent;
+    const event = body as HookboxEvent;
+    event.seq = this.nextSeq;
+    event.timestampMs = Date.now();
+    event.sessionId = this.ids.sessionId;
+    event.inferenceId = this.ids.inferenceId;
     // Its JSON text is made once, here: the budget counts it, the store writes it, stream readers and --json send it.
     const json = JSON.stringify(event);
     if (this.options.admit && !this.options.admit(event, json)) return event;

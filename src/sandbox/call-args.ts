@@ -77,6 +77,8 @@ export class ResultUse {
 
   /** How the next big result for `script`'s `hook` travels. */
   plan(script: string, hook: string): Readonly<{ lazy: boolean; prefetch: boolean }> {
+    // No hook has had a big result yet (the usual case): no key to build for every call.
+    if (this.hooks.size === 0) return LAZY;
     const seen = this.hooks.get(`${script}\0${hook}`);
     if (seen === undefined || seen.use === "ignores") return LAZY;
     if (seen.use === "passes") return LAZY_PREFETCHED;

@@ -28,6 +28,8 @@ export interface HookSpanInfo {
 export interface RunTrace {
   /** The run's trace id: 32 lowercase hex digits (the OTel trace id when exporting; the caller's with a traceparent). */
   readonly traceId: string;
+  /** Set on the no-op trace only: nothing is recorded, so a caller may run its work without a span around it. */
+  readonly noop?: true;
   inference<T>(requestModel: string, work: (span: InferenceSpan) => Promise<T>): Promise<T>;
   tool<T>(call: { name: string; id: string }, work: (span: ToolSpan) => Promise<T>): Promise<T>;
   /** One hook call; the span's decision is read from what the hook returned. */
@@ -60,6 +62,7 @@ export function noopRunTrace(start: Pick<RunTraceStart, "traceparent">): RunTrac
   const span = { answered() {}, retried() {}, failed() {} };
   return {
     traceId: parent?.traceId ?? randomBytes(16).toString("hex"),
+    noop: true,
     inference: (_model, work) => work(span),
     tool: (_call, work) => work(span),
     hook: (_info, work) => work(),

@@ -17,6 +17,8 @@ export function tracedHookProvider(provider: HookProvider, trace: RunTrace, bund
 
 /** One `execute_tool` span around a call's whole life, so its hook calls are its children. */
 export function traceToolCall(trace: RunTrace, call: PendingCall, work: () => Promise<CallOutcome>): Promise<CallOutcome> {
+  // Without a tracer, no span and no wrapper: this runs for every tool call.
+  if (trace.noop) return work();
   return trace.tool(call, async (span) => {
     const outcome = await work();
     if (outcome.kind === "result" && outcome.failed)

@@ -27,7 +27,22 @@ function isJsonValue(value: unknown, ancestors: Set<object>): boolean {
   const prototype = Object.getPrototypeOf(value);
   if (!Array.isArray(value) && prototype !== Object.prototype && prototype !== null) return false;
   ancestors.add(value);
-  const ok = (Array.isArray(value) ? value : Object.values(value)).every((inner) => isJsonValue(inner, ancestors));
+  // Plain loops: a host tool's every result is checked, and a values array and a closure per object add up.
+  let ok = true;
+  if (Array.isArray(value)) {
+    // A hole is skipped, as every() skips it.
+    for (let index = 0; index < value.length && ok; index++)
+      ok = (value[index] === undefined && !(index in value)) || isJsonValue(value[index], ancestors);
+  } else {
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      if (!Object.hasOwn(record, key)) continue;
+      if (!isJsonValue(record[key], ancestors)) {
+        ok = false;
+        break;
+      }
+    }
+  }
   ancestors.delete(value);
   return ok;
 }
