@@ -23,8 +23,8 @@ export interface CallbackRequest extends CallLabel {
 export interface CallbackRun {
   readonly runId: string;
   readonly capabilities?: CapabilityBroker;
-  /** Adds the guest CPU a worker reply reports to the run's total. */
-  charged(reply: Promise<DoneMessage>): Promise<DoneMessage>;
+  /** Adds the guest CPU a worker's reply to one of the run's messages reports to the run's total. */
+  charge(done: DoneMessage): void;
 }
 
 /** An admitted callback, from admission until its outcome, its cancellation or its worker's loss ends it. */

@@ -92,11 +92,10 @@ export class OutcomeDispatch {
             const resume = { type: "resume" as const, tenant, callId: callback.callId, requestId, op, ok, value };
             // Once the worker answers the resume, it holds the answer: that reply settles the callback or asks again
             // (or the callback still awaits other answers). A refused resume still awaits the host: it is sent again.
-            const reply = worker.exec(resume, this.options.segmentBudgetMs()).then((done) => {
+            return worker.exec(resume, this.options.segmentBudgetMs()).then((done) => {
               callback.awaitingHost--;
               return done;
             });
-            return callback.run.charged(reply);
           },
           fail: (error) => callbacks.fail(callback, error),
         },

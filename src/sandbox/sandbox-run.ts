@@ -99,15 +99,10 @@ export class SandboxRunImpl implements SandboxRun, AdmittingRun, CallbackRun {
     return this.tenant.coverage(this);
   }
 
-  /** Adds the guest CPU a worker reply reports to this run's total. */
-  charged(reply: Promise<DoneMessage>): Promise<DoneMessage> {
-    return reply.then(this.charge);
-  }
-  /** One function for every reply of the run (a closure per message would be one more object on each). */
-  private readonly charge = (done: DoneMessage): DoneMessage => {
+  /** Adds the guest CPU a worker's reply to one of this run's messages reports to its total. */
+  charge(done: DoneMessage): void {
     this.cpuMsUsed += done.cpuMs ?? 0;
-    return done;
-  };
+  }
 
   async close(): Promise<void> {
     if (this.isClosed) return;

@@ -210,7 +210,7 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
             args: encoded.args,
             lazy: encoded.lazy,
           };
-          return run.charged(worker.exec(message, 2 * this.segmentBudgetMs()));
+          return worker.exec(message, 2 * this.segmentBudgetMs());
         },
         fail: (error) => this.callbacks.fail(callback, error),
       });
@@ -292,8 +292,9 @@ export class TenantSandboxImpl implements TenantSandbox, GateOwner<Callback>, Ru
     return this.placement.mayPipelineTo(worker);
   }
 
-  /** GateOwner: a reply came back. */
+  /** GateOwner: a reply came back. A callback's message (its call or a resume) is charged to its run here, not by a promise of its own. */
   onDone(done: DoneMessage, call?: Callback): void {
+    call?.run.charge(done);
     this.dispatch.onDone(done, call);
   }
 
