@@ -101,6 +101,14 @@ export class HookChain {
     return this.after(payload);
   }
 
+  /**
+   * Whether an evaluation of `hook` would only give its default outcome and report nothing: no provider has the
+   * hook, and nobody records verdicts or watches as a shadow. The loop then skips building its payload.
+   */
+  passesThrough(hook: HookName): boolean {
+    return this.options.onVerdict === undefined && this.options.shadowHooks === undefined && this.with(hook).length === 0;
+  }
+
   async onToolError(payload: OnToolErrorPayload): Promise<ErrorOutcome> {
     const trace = this.started("onToolError", payload);
     return this.toolVerdict("onToolError", payload, await this.onError(payload, trace), trace);

@@ -15,7 +15,7 @@ import type { Block } from "../turns/turn.js";
 import { BlockMetadataKeys, PayloadKeys } from "../turns/keys.gen.js";
 import type { ErrorPolicy, RunPersistence } from "../host/types.js";
 import type { EventLog } from "./event-log.js";
-import type { BeforeOutcome, HookChain } from "./hook-chain.js";
+import type { AfterOutcome, BeforeOutcome, HookChain } from "./hook-chain.js";
 import type { RetryBudget } from "./retry-budget.js";
 import type { RegisteredTool, ToolRegistry } from "./tool-registry.js";
 import { abortWatchers, sleep } from "./abortable.js";
@@ -74,7 +74,10 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
   const origin = tool?.origin ?? "host";
   // Unparsable arguments stay with the call until a hook (or an approver) gives it arguments of its own.
   let rawArgs = call.rawArgs;
-  const first = await guard(services, toolCallRef(call, origin, call.args, rawArgs), 1, false);
+  // A chain that would only pass the call through (no beforeToolCall hook, nobody recording) is not evaluated.
+  const first = hooks.passesThrough("beforeToolCall")
+    ? ({ kind: "proceed", args: call.args } as const)
+    : await guard(services, toolCallRef(call, origin, call.args, rawArgs), 1, false);
   if (first.kind !== "proceed") return guardEnded(call, origin, first);
   let args = first.args;
   if (args !== call.args) rawArgs = undefined;
@@ -130,14 +133,19 @@ export async function executeToolCall(call: PendingCall, services: CallServices)
       }
     }
 
-    const payload = services.context() as AfterToolCallPayload;
-    payload.phase = "afterToolCall";
-    payload.call = toolCallRef(call, origin, args, rawArgs);
-    payload.attempt = attempt;
-    payload.durationMs = durationMs;
-    if (outcome.result !== undefined && !error) payload.result = outcome.result;
-    if (error) payload.error = error;
-    const after = await hooks.afterToolCall(payload);
+    const result = outcome.result !== undefined && !error ? outcome.result : undefined;
+    let after: AfterOutcome;
+    if (hooks.passesThrough("afterToolCall")) after = { kind: "apply", result, error };
+    else {
+      const payload = services.context() as AfterToolCallPayload;
+      payload.phase = "afterToolCall";
+      payload.call = toolCallRef(call, origin, args, rawArgs);
+      payload.attempt = attempt;
+      payload.durationMs = durationMs;
+      if (result !== undefined) payload.result = result;
+      if (error) payload.error = error;
+      after = await hooks.afterToolCall(payload);
+    }
     if (after.kind === "abort") return after;
     const restart = asRestart(after.result);
     if (restart && !after.error) return { kind: "restart", callId: call.id, blockId: call.blockId, ...restart };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { harness, ofType } from "../helpers/harness.js";
+import type { ChainVerdict } from "../../src/host/types.js";
 import { currentRunContext } from "../../src/loop/ambient.js";
 import { ScriptedModel } from "../../src/engine/scripted.js";
 import type { HostTool } from "../../src/loop/tool-registry.js";
@@ -32,6 +33,23 @@ describe("the tool loop with host tools", () => {
     const toolUse = result.turn.blocks.find((b) => b.kind === "tool_use");
     expect(toolUse?.payload[PayloadKeys.result]).toEqual({ id: "A17", total: 120 });
     expect(TurnDataKeys.toolDefinitions.get(result.turn.data).map((t) => t.name)).toEqual(["lookup_order"]);
+  });
+
+  it("without tool hooks, a recording run still gets a verdict of each tool-call chain, with its payload", async () => {
+    const h = await harness({
+      steps: [{ toolCalls: [{ id: "c1", name: "lookup_order", args: { id: "A17" } }] }, { text: "done" }],
+      host: { tools: [lookup()] },
+    });
+    const verdicts: ChainVerdict[] = [];
+    const persistence = { onSnapshot: () => undefined, onEvent: () => undefined, onHookCall: (v: ChainVerdict) => verdicts.push(v) };
+    const { result } = await h.run("refund A17", undefined, { persistence });
+    expect(result.status).toBe("completed");
+    const toolChains = verdicts.filter((v) => v.hook === "beforeToolCall" || v.hook === "afterToolCall");
+    expect(toolChains.map(({ hook, callId, verdict, decision }) => ({ hook, callId, verdict, decision }))).toEqual([
+      { hook: "beforeToolCall", callId: "c1", verdict: "proceed", decision: { action: "none" } },
+      { hook: "afterToolCall", callId: "c1", verdict: "proceed", decision: { action: "none" } },
+    ]);
+    expect(toolChains[1]!.payload).toMatchObject({ phase: "afterToolCall", result: { id: "A17", total: 120 } });
   });
 
   it("rejects invalid arguments before the handler runs, naming the field", async () => {
