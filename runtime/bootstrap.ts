@@ -61,13 +61,18 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
    * answers by killing the worker with every co-tenant's call on it. It is built from strings, never by serializing
    * a runtime-made object: Object.prototype.toJSON, which a script may have set, is not consulted.
    */
-  function register(factory: RuntimeOps["register"][0]): string {
+  function register(factory: Ops<"register">[0], forRun: Ops<"register">[1]): string {
     try {
       if (typeof factory !== "function") return loadError("bundle did not evaluate to a factory");
       const namespace = ReflectApply(factory, undefined, [hookboxModule]) as { default?: unknown } | undefined;
       const exported = namespace === undefined || namespace === null ? undefined : namespace.default;
       if (exported === undefined) return loadError("the script has no default export: write `export default defineScript({...})`");
-      const { script, manifest } = readDefinition(exported, limits.maxPayloadBytes);
+      // A run's context needs the callables only: its manifest (the tools' schemas serialized) is the load's.
+      const { script, manifest } = readDefinition(exported, limits.maxPayloadBytes, !forRun);
+      if (forRun) {
+        loaded = script;
+        return '{"ok":true}';
+      }
       const text = toBoundedJson(manifest, limits.maxPayloadBytes);
       loaded = script;
       return '{"ok":true,"manifest":' + text + "}";
@@ -90,7 +95,7 @@ export function install(host: HostChannel, limitsJson: string): Dispatcher {
     switch (op) {
       case "register":
         try {
-          return register(a as Ops<"register">[0]);
+          return register(a as Ops<"register">[0], b === true);
         } catch {
           return '{"ok":false,"error":' + unreadable("SCRIPT_LOAD") + "}";
         }

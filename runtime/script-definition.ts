@@ -85,8 +85,15 @@ function readList(value: unknown, where: string): unknown[] {
   return out;
 }
 
-/** Checks the default export's shape and splits it into callables (kept here) and a manifest (sent out). */
-export function readDefinition(exported: unknown, maxSchemaBytes: number): { script: LoadedScript; manifest: RawManifest } {
+/**
+ * Checks the default export's shape and splits it into callables (kept here) and a manifest (sent out). Without
+ * `withManifest` (a run's context), the tools' parameters are not serialized: the manifest is then incomplete.
+ */
+export function readDefinition(
+  exported: unknown,
+  maxSchemaBytes: number,
+  withManifest = true,
+): { script: LoadedScript; manifest: RawManifest } {
   if (!isObject(exported)) fail("the default export must be defineScript({...}), got " + (exported === null ? "null" : typeof exported));
   checkKeys(exported, TOP_LEVEL, "defineScript({...})");
   const script: LoadedScript = { middleware: dict<Fn>(), tools: dict<Fn>(), hooks: dict<Fn>() };
@@ -130,7 +137,7 @@ export function readDefinition(exported: unknown, maxSchemaBytes: number): { scr
     if (typeof tool.handler !== "function") fail(where + " (" + tool.name + "): handler must be a function");
     if (ObjectHasOwn(script.tools, tool.name)) fail("tool name " + JSONStringify(tool.name) + " is used twice");
     let parameters = "";
-    if (tool.parameters !== undefined) {
+    if (withManifest && tool.parameters !== undefined) {
       try {
         parameters = toBoundedJson(
           tool.parameters,

@@ -55,7 +55,8 @@ function makeOne(build, sums) {
   const t3 = cpuUs();
   const factory = build.bundle.runSync(context, { reference: true });
   const t4 = cpuUs();
-  const registration = JSON.parse(dispatch.applySync(undefined, ["register", factory.derefInto()], { timeout: 1000 }));
+  // As the worker registers a run's context (its callables, not its manifest).
+  const registration = JSON.parse(dispatch.applySync(undefined, ["register", factory.derefInto(), true], { timeout: 1000 }));
   const t5 = cpuUs();
   if (!registration.ok) throw new Error(`the bench policy did not register: ${JSON.stringify(registration)}`);
   factory.release();

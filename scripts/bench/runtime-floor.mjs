@@ -46,7 +46,8 @@ function newContext() {
   const dispatch = install.applySync(undefined, [new ivm.Callback(() => {}), limits], { result: { reference: true } });
   install.release();
   const factory = bundle.runSync(context, { reference: true });
-  const registration = JSON.parse(dispatch.applySync(undefined, ["register", factory.derefInto()], options));
+  // As the worker registers a run's context (its callables, not its manifest).
+  const registration = JSON.parse(dispatch.applySync(undefined, ["register", factory.derefInto(), true], options));
   if (!registration.ok) throw new Error(`the bench policy did not register: ${JSON.stringify(registration)}`);
   factory.release();
   return { context, dispatch };

@@ -239,4 +239,20 @@ describe("callbacks", () => {
     await first.close();
     await second.close();
   });
+
+  it("reads a script's tool schemas at load only: a run's context registers its callables, not its manifest", async () => {
+    // The schema's getter runs when the manifest is serialized: in the load's context (which the host keeps the
+    // manifest of), never in a run's, where the tool reports whether it ran there.
+    const tenant = pool.tenant("calls-schema-once");
+    const manifests = await tenant.load([
+      script(
+        "schemas",
+        `export default { tools: [{ name: "probe", description: "", get parameters() { globalThis.schemaRead = true; return { type: "object", properties: { q: { type: "string" } } }; }, handler() { return { schemaRead: globalThis.schemaRead === true }; } }] };`,
+      ),
+    ]);
+    expect(manifests[0]!.tools[0]!.parameters).toEqual({ type: "object", properties: { q: { type: "string" } } });
+    const run = await tenant.openRun({ runId: "r-schema", scripts: manifests });
+    expect(await run.callTool("schemas", "probe", {}, toolCtx)).toEqual({ schemaRead: false });
+    await run.close();
+  });
 });

@@ -14,8 +14,11 @@ export type GuestLogLevel = "debug" | "info" | "warn" | "error";
  * in order. The runtime's functions take their parameter types from these tuples.
  */
 export interface RuntimeOps {
-  /** Runs the bundle's factory (the script's top-level code); returns the manifest as JSON, or the load error. */
-  register: [factory: unknown];
+  /**
+   * Runs the bundle's factory (the script's top-level code); returns the manifest as JSON, or the load error.
+   * `forRun`: the context is a run's, whose manifest the host already has from the load: the answer is `{"ok":true}`.
+   */
+  register: [factory: unknown, forRun: boolean];
   /** Starts a callback; returns its `EncodedSettlement` when it settled before returning. */
   call: [callId: number, kind: string, target: string, argsJson: string, lazyResult: string | undefined];
   /** Answers a callback's request (next() or a capability). */

@@ -31,7 +31,7 @@ export const TAKE_INSTALL_SOURCE = `(function () { "use strict"; const install =
 const WARM_UP_SOURCE = `(function () { "use strict";
   const install = globalThis.${INSTALL_GLOBAL};
   const dispatch = install(function () {}, '{"maxPayloadBytes":1048576,"maxLogChars":1024}');
-  dispatch("register", function () { return { default: { hooks: { beforeToolCall() { return { action: "proceed" }; } } } }; });
+  dispatch("register", function () { return { default: { hooks: { beforeToolCall() { return { action: "proceed" }; } } } }; }, true);
   dispatch("call", 1, "hook", "beforeToolCall", '[{"phase":"beforeToolCall"}]', undefined);
 })()`;
 

@@ -15,7 +15,7 @@ export class ScriptContext {
     readonly script: string,
     private readonly context: ivm.Context,
     readonly dispatcher: ivm.Reference<(...args: unknown[]) => unknown>,
-    /** Raw `{ok, manifest|error}` text from registering the bundle. */
+    /** Raw `{ok, manifest|error}` text from registering the bundle (a run's context: `{ok|error}`, no manifest). */
     readonly registration: string,
   ) {}
 
@@ -43,7 +43,10 @@ export class ScriptContext {
       const timeout = Math.max(1, Math.min(limits.cpuMs, limits.wallMs));
       let registration: string;
       try {
-        registration = dispatcher.applySync(undefined, ["register", factory.derefInto()] satisfies RuntimeOpCall, { timeout }) as string;
+        const forRun = options.runId !== "";
+        registration = dispatcher.applySync(undefined, ["register", factory.derefInto(), forRun] satisfies RuntimeOpCall, {
+          timeout,
+        }) as string;
       } catch (error) {
         if (tenant.isolateLost()) throw tenant.memoryFailure(`${options.script}: top-level code`);
         if (isTimeoutError(error)) {
