@@ -11,7 +11,9 @@
 // Floor: the host needs no_hooks + 2 x pipe_host per call and the worker 2 x pipe_child; they run in parallel
 // on this machine's cores, so calls/s <= 1e6 / each side's CPU and <= cores x 1e6 / their sum.
 // `--dist DIR`: another build (A/B, e.g. a `git archive` of another commit, built); `--loop-only`: the loop_* keys only;
-// `--no-hooks-only`: the loop_no_hooks_* keys only.
+// `--no-hooks-only`: the loop_no_hooks_* keys only. `--rounds N`: measured rounds of the loop_* and loop_no_hooks_*
+// workloads (default 5, after one warm-up round): without hooks 5 rounds last ~0.2 s, much of it V8 still
+// compiling; 100 read the steady state.
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readFileSync, readdirSync } from "node:fs";
@@ -23,6 +25,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const distArgument = process.argv.indexOf("--dist");
 const dist = resolve(distArgument > 0 ? process.argv[distArgument + 1] : join(root, "dist"));
 const round = (value) => Math.round(value * 10) / 10;
+const roundsArgument = process.argv.indexOf("--rounds");
+const measuredRounds = roundsArgument > 0 ? Number(process.argv[roundsArgument + 1]) : 5;
+if (!Number.isInteger(measuredRounds) || measuredRounds < 1) throw new Error("--rounds takes a positive integer");
 
 /** The bench's hooks, as the bare worker runs them. */
 const HOOKS = `(function (kind, text) {
@@ -173,7 +178,7 @@ function descendantsCpuUs() {
 async function loop(prefix, hooks) {
   let host;
   let workers;
-  const rounds = 5;
+  const rounds = measuredRounds;
   const callsPerSecond = await measureLoopToolCallsPerSecond({
     dist,
     rounds,
