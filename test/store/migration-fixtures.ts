@@ -1,7 +1,9 @@
 import { copyFileSync, writeFileSync } from "node:fs";
+import { afterEach, beforeEach } from "vitest";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import type { HookboxEvent } from "../../src/events/types.js";
+import type { Store } from "../../src/store/index.js";
 import { repoRoot, startCli } from "../helpers/cli.js";
 import { tempDir } from "./helpers.js";
 
@@ -36,6 +38,37 @@ export function copyStoreFixture(name: string, files: Record<string, string>): {
   copyFileSync(join(repoRoot, "test/fixtures/store", name), file);
   for (const [fileName, text] of Object.entries(files)) writeFileSync(join(dir, fileName), text);
   return { dir, file };
+}
+
+/** The policy of the fixtures of schemas 9 and 10: two hooks that pass every call through. */
+export const twoHooksPolicy = `import { defineScript } from "hookbox";
+export default defineScript({ name: "policy", hooks: { beforeToolCall(p) { return undefined; }, afterToolCall(p) { return undefined; } } });
+`;
+
+/** A test's copy of a fixture (its directory and store file), and the store the test opened on it, if any. */
+export interface FixtureCopy {
+  dir: string;
+  file: string;
+  store: Store | undefined;
+}
+
+/**
+ * Registers, for the test file calling it, a fresh copy of the fixture `name` before each test (with `policy`, the
+ * lookup tools and the two-lookups model beside it) and the closing of the store a test opened on it after each.
+ */
+export function copyBeforeEachTest(name: string, policy: string): FixtureCopy {
+  const copy: FixtureCopy = { dir: "", file: "", store: undefined };
+  beforeEach(() => {
+    Object.assign(
+      copy,
+      copyStoreFixture(name, { "policy.ts": policy, "tools.mjs": lookupTools, "model.json": JSON.stringify(twoLookupsModel) }),
+    );
+  });
+  afterEach(async () => {
+    await copy.store?.close();
+    copy.store = undefined;
+  });
+  return copy;
 }
 
 /** `hookbox run` of the fixture's config files in `dir` on the store `file`, as a new run of `session`, with --json. */

@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
+import { describe, expect, it } from "vitest";
+import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import { copyStoreFixture, lookupTools, queryFile, resumeStepped, runArgs, runRows, twoLookupsModel } from "./migration-fixtures.js";
+import { copyBeforeEachTest, queryFile, resumeStepped, runArgs, runRows, twoHooksPolicy } from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema10.db is a store written by hookbox at 43afe21 (store schema 10: run_records keyed by the
@@ -12,37 +12,19 @@ import { copyStoreFixture, lookupTools, queryFile, resumeStepped, runArgs, runRo
  * (schema 11) and read as schema 10 kept them; new runs take the numbers after them.
  */
 
-const policy = `import { defineScript } from "hookbox";
-export default defineScript({ name: "policy", hooks: { beforeToolCall(p) { return undefined; }, afterToolCall(p) { return undefined; } } });
-`;
-let dir: string;
-let file: string;
-let store: Store | undefined;
+const copy = copyBeforeEachTest("schema10.db", twoHooksPolicy);
 
-beforeEach(() => {
-  ({ dir, file } = copyStoreFixture("schema10.db", {
-    "policy.ts": policy,
-    "tools.mjs": lookupTools,
-    "model.json": JSON.stringify(twoLookupsModel),
-  }));
-});
-
-afterEach(async () => {
-  await store?.close();
-  store = undefined;
-});
-
-const query = <Row>(sql: string, ...params: (string | number)[]): Row[] => queryFile<Row>(file, sql, ...params);
+const query = <Row>(sql: string, ...params: (string | number)[]): Row[] => queryFile<Row>(copy.file, sql, ...params);
 const runNums = () => query<{ id: string; num: number }>("SELECT id, num FROM runs ORDER BY num");
 
 describe("a store written by schema 10 (run_records keyed by the run's id)", () => {
   it("migrates on open: each run gets a number, and its events, hook chain records and snapshots read as before", async () => {
     expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(10);
-    const before = runRows(file);
+    const before = runRows(copy.file);
     const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
     expect(before.size).toBe(3);
 
-    store = openStore(file);
+    const store = (copy.store = openStore(copy.file));
     expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(STORE_SCHEMA_VERSION);
     expect(
       query<{ name: string }>("SELECT name FROM pragma_index_info('run_records_by_run') ORDER BY seqno").map((row) => row.name),
@@ -68,7 +50,7 @@ describe("a store written by schema 10 (run_records keyed by the run's id)", () 
       });
     }
     // The views show the same rows as before, plus the interrupted event, each run's under its own number.
-    const after = runRows(file);
+    const after = runRows(copy.file);
     for (const [runId, rows] of before) {
       const now = after.get(runId)!;
       expect(runId === cut.id ? now.events.slice(0, -1) : now.events).toEqual(rows.events);
@@ -85,14 +67,13 @@ describe("a store written by schema 10 (run_records keyed by the run's id)", () 
   });
 
   it("a run after the migration takes the next number and continues the session; the interrupted run resumes under its own", async () => {
-    store = openStore(file);
+    // Opened once, so the store is at schema 11 when the CLI writes to it.
+    await openStore(copy.file).close();
     const before = runNums();
-    await store.close();
-    store = undefined;
-    const run = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "Once more." }));
+    const run = await runCli(runArgs({ dir: copy.dir, file: copy.file, session: "sess_history", prompt: "Once more." }));
     expect(run.code, run.stderr).toBe(0);
     const events = jsonLines(run.stdout) as HookboxEvent[];
-    const resumed = await resumeStepped({ dir, file, sessionId: "sess_cut" });
+    const resumed = await resumeStepped({ dir: copy.dir, file: copy.file, sessionId: "sess_cut" });
     expect((jsonLines(resumed.stdout) as HookboxEvent[]).at(-1), resumed.stderr).toMatchObject({
       type: "run-finished",
       status: "completed",
@@ -104,7 +85,7 @@ describe("a store written by schema 10 (run_records keyed by the run's id)", () 
     expect(nums.slice(0, 3)).toEqual(before);
     expect(nums[3]).toEqual({ id: runId, num: Math.max(...before.map((row) => row.num)) + 1 });
 
-    store = openStore(file);
+    const store = (copy.store = openStore(copy.file));
     expect((await store.listEventTexts(runId)).map((row) => row.seq)).toEqual(events.map((e) => e.seq));
     const calls = await store.listHookCalls(runId);
     expect(calls.map((call) => call.index)).toEqual(calls.map((_, i) => i + 1));
@@ -124,7 +105,7 @@ describe("a store written by schema 10 (run_records keyed by the run's id)", () 
 
   it("deleting a migrated session frees what its rows were charged and leaves no record of its runs", async () => {
     const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
-    store = openStore(file);
+    const store = (copy.store = openStore(copy.file));
     const deletedNums = query<{ num: number }>("SELECT num FROM runs WHERE session_id = 'sess_history'").map((row) => row.num);
     expect(deletedNums.length).toBe(2);
     const deleted = await store.deleteSession("sess_history");
@@ -133,7 +114,6 @@ describe("a store written by schema 10 (run_records keyed by the run's id)", () 
     const interrupted = (await store.listEventTexts(cut.id)).at(-1)!;
     expect((await store.tenantUsage("default")).storedBytes).toBe(bytes + interrupted.json.length - deleted.freedBytes);
     await store.close();
-    store = undefined;
     for (const num of deletedNums) expect(query("SELECT kind FROM run_records WHERE run_num = ?", num)).toEqual([]);
     expect(query<{ n: number }>("SELECT count(*) AS n FROM events WHERE run_id = ?", cut.id)[0].n).toBeGreaterThan(0);
   });

@@ -1,17 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openStore, STORE_SCHEMA_VERSION, type Store } from "../../src/store/index.js";
+import { describe, expect, it } from "vitest";
+import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
 import type { HookboxEvent } from "../../src/events/types.js";
 import { jsonLines, runCli } from "../helpers/cli.js";
-import {
-  copyStoreFixture,
-  lookupTools,
-  queryFile,
-  resumeStepped,
-  runArgs,
-  runRows,
-  twoLookupsModel,
-  type RunRows,
-} from "./migration-fixtures.js";
+import { copyBeforeEachTest, queryFile, resumeStepped, runArgs, runRows, twoHooksPolicy, type RunRows } from "./migration-fixtures.js";
 
 /*
  * test/fixtures/store/schema9.db is a store written by hookbox at 29adb29 (store schema 9: events, hook_calls and
@@ -21,37 +12,19 @@ import {
  * move into run_records (schema 10) and read as schema 9 kept them; new rows follow them.
  */
 
-const policy = `import { defineScript } from "hookbox";
-export default defineScript({ name: "policy", hooks: { beforeToolCall(p) { return undefined; }, afterToolCall(p) { return undefined; } } });
-`;
-let dir: string;
-let file: string;
-let store: Store | undefined;
+const copy = copyBeforeEachTest("schema9.db", twoHooksPolicy);
 
-beforeEach(() => {
-  ({ dir, file } = copyStoreFixture("schema9.db", {
-    "policy.ts": policy,
-    "tools.mjs": lookupTools,
-    "model.json": JSON.stringify(twoLookupsModel),
-  }));
-});
-
-afterEach(async () => {
-  await store?.close();
-  store = undefined;
-});
-
-const query = <Row>(sql: string, ...params: (string | number)[]): Row[] => queryFile<Row>(file, sql, ...params);
+const query = <Row>(sql: string, ...params: (string | number)[]): Row[] => queryFile<Row>(copy.file, sql, ...params);
 
 describe("a store written by schema 9 (events, hook_calls and snapshots keyed by run)", () => {
   it("migrates on open: every run's events, hook chain records, snapshots and turns, and the stored bytes, read as before", async () => {
     expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(9);
-    const before = runRows(file);
+    const before = runRows(copy.file);
     const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
     const history = new Map<string, string>();
     expect([...before.values()].every((rows) => rows.events.length > 0 && rows.hookCalls.length > 0)).toBe(true);
 
-    store = openStore(file);
+    const store = (copy.store = openStore(copy.file));
     expect(query<{ user_version: number }>("PRAGMA user_version")[0].user_version).toBe(STORE_SCHEMA_VERSION);
     expect(query("SELECT name, type FROM sqlite_master WHERE name IN ('events', 'hook_calls', 'snapshots') ORDER BY name")).toEqual([
       { name: "events", type: "view" },
@@ -91,15 +64,15 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
   });
 
   it("a run after the migration continues the session, and the interrupted run resumes: their records follow the migrated ones", async () => {
-    const before = runRows(file);
-    const run = await runCli(runArgs({ dir, file, session: "sess_history", prompt: "Once more." }));
+    const before = runRows(copy.file);
+    const run = await runCli(runArgs({ dir: copy.dir, file: copy.file, session: "sess_history", prompt: "Once more." }));
     expect(run.code, run.stderr).toBe(0);
     const events = jsonLines(run.stdout) as HookboxEvent[];
-    const resumed = await resumeStepped({ dir, file, sessionId: "sess_cut" });
+    const resumed = await resumeStepped({ dir: copy.dir, file: copy.file, sessionId: "sess_cut" });
     const resumedEvents = jsonLines(resumed.stdout) as HookboxEvent[];
     expect(resumedEvents.at(-1), resumed.stderr).toMatchObject({ type: "run-finished", status: "completed" });
 
-    store = openStore(file);
+    const store = (copy.store = openStore(copy.file));
     const started = events.find((e) => e.type === "run-started");
     const runId = started!.type === "run-started" ? started!.runId : "";
     expect((await store.listEventTexts(runId)).map((row) => row.seq)).toEqual(events.map((e) => e.seq));
@@ -132,7 +105,7 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
 
   it("deleting a migrated session frees what its rows were charged and leaves no row of its runs", async () => {
     const [{ bytes }] = query<{ bytes: number }>("SELECT bytes FROM tenant_usage WHERE tenant = 'default'");
-    store = openStore(file);
+    const store = (copy.store = openStore(copy.file));
     // Keyed by the run's number since schema 11.
     const runNums = query<{ num: number }>("SELECT num FROM runs WHERE session_id = 'sess_history'").map((row) => row.num);
     expect(runNums.length).toBe(2);
@@ -141,7 +114,6 @@ describe("a store written by schema 9 (events, hook_calls and snapshots keyed by
     const interrupted = (await store.listEventTexts((await store.listRuns("sess_cut"))[0].id)).at(-1)!;
     expect((await store.tenantUsage("default")).storedBytes).toBe(bytes + interrupted.json.length - deleted.freedBytes);
     await store.close();
-    store = undefined;
     for (const num of runNums) expect(query("SELECT kind FROM run_records WHERE run_num = ?", num)).toEqual([]);
   });
 });
