@@ -110,6 +110,38 @@ describe("red team: escapes", () => {
     expect(decision.result).toEqual(["undefined", "undefined", "undefined", "undefined"]);
   });
 
+  it("a number a run writes into anything its context can reach is not in the next run's context", async () => {
+    // V8 shares a startup snapshot's boxed numbers (an object's double fields) between the contexts made from it,
+    // so a writable number field of an object in the runtime's snapshot would carry a value from one run to the next.
+    const walk = `const seen = new Set(); const paths = [];
+      const visit = (o, path, depth) => {
+        if (o === null || (typeof o !== "object" && typeof o !== "function") || seen.has(o) || depth > 8) return;
+        seen.add(o);
+        for (const key of Reflect.ownKeys(o)) {
+          const d = Reflect.getOwnPropertyDescriptor(o, key);
+          if (typeof key === "symbol" || d === undefined || !("value" in d)) continue;
+          if (typeof d.value === "number" && d.writable) paths.push({ o, key, path: path + "." + key });
+          visit(d.value, path + "." + key, depth + 1);
+        }
+        visit(Object.getPrototypeOf(o), path + ".__proto__", depth + 1);
+      };
+      visit(globalThis, "globalThis", 0); const exported = {}; for (const key of Object.keys(hookbox)) exported[key] = hookbox[key]; visit(exported, "hookbox", 0);`;
+    const source = `import * as hookbox from "hookbox";
+      export default { tools: [
+        { name: "write", description: "", handler() { ${walk} for (const p of paths) { try { p.o[p.key] = 12345.678; } catch {} } return paths.map((p) => p.path); } },
+        { name: "read", description: "", handler() { ${walk} return paths.filter((p) => p.o[p.key] === 12345.678).map((p) => p.path); } },
+      ] };`;
+    const tenant = "numbers-across-runs";
+    const manifests = await pool.tenant(tenant).load([script("attack", source)]);
+    const run = await pool.tenant(tenant).openRun({ runId: "numbers-run-1", scripts: manifests });
+    const written = (await run.callTool("attack", "write", {}, toolCtx)) as string[];
+    expect(written).toContain("globalThis.Error.stackTraceLimit");
+    await run.close();
+    const next = await pool.tenant(tenant).openRun({ runId: "numbers-run-2", scripts: manifests });
+    expect(await next.callTool("attack", "read", {}, toolCtx)).toEqual([]);
+    await next.close();
+  });
+
   it("a context made from the runtime's snapshot keeps no global of the runtime's, in any run", async () => {
     // The worker takes the runtime's install from a global of the snapshot's context before the script's code runs.
     const { run, tenant, manifests } = await attacker(
