@@ -12,8 +12,8 @@
 // on this machine's cores, so calls/s <= 1e6 / each side's CPU and <= cores x 1e6 / their sum.
 // `--dist DIR`: another build (A/B, e.g. a `git archive` of another commit, built); `--loop-only`: the loop_* keys only;
 // `--no-hooks-only`: the loop_no_hooks_* keys only. `--rounds N`: measured rounds of the loop_* and loop_no_hooks_*
-// workloads (default 5, after one warm-up round): without hooks 5 rounds last ~0.2 s, much of it V8 still
-// compiling; 100 read the steady state.
+// workloads (default the bench's, 10, after its 10 warm-up rounds: the steady state, loop-throughput.mjs).
+// `--curve N`: the bench's workload for N rounds from the first, one line per round (calls/s, host CPU a call).
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { readFileSync, readdirSync } from "node:fs";
@@ -26,7 +26,7 @@ const distArgument = process.argv.indexOf("--dist");
 const dist = resolve(distArgument > 0 ? process.argv[distArgument + 1] : join(root, "dist"));
 const round = (value) => Math.round(value * 10) / 10;
 const roundsArgument = process.argv.indexOf("--rounds");
-const measuredRounds = roundsArgument > 0 ? Number(process.argv[roundsArgument + 1]) : 5;
+const measuredRounds = roundsArgument > 0 ? Number(process.argv[roundsArgument + 1]) : 10;
 if (!Number.isInteger(measuredRounds) || measuredRounds < 1) throw new Error("--rounds takes a positive integer");
 
 /** The bench's hooks, as the bare worker runs them. */
@@ -200,6 +200,19 @@ async function loop(prefix, hooks) {
   };
 }
 
+const curveArgument = process.argv.indexOf("--curve");
+if (curveArgument > 0) {
+  await measureLoopToolCallsPerSecond({
+    dist,
+    warmUpRounds: 0,
+    rounds: Number(process.argv[curveArgument + 1]),
+    onRound: ({ index, callsPerSecond, hostCpuUsPerCall }) =>
+      process.stdout.write(
+        `${JSON.stringify({ round: index + 1, calls_per_s: Math.round(callsPerSecond), host_cpu_us_per_call: round(hostCpuUsPerCall) })}\n`,
+      ),
+  });
+  process.exit(0);
+}
 if (process.argv.includes("--loop-only")) {
   process.stdout.write(`${JSON.stringify({ dist, ...(await loop("loop", true)) })}\n`);
   process.exit(0);

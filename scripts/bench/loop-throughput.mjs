@@ -19,15 +19,21 @@ const NO_HOOKS = `export default { name: "bench-policy", hooks: {} };`;
 /**
  * `hooks: false`: the same workload through a script without hooks (scripts/bench/loop-floor.mjs). `onMeasure`:
  * called as the measured rounds start and end (`end` gets what `start` returned), to count their CPU.
+ * A round is 8 runs of 100 tool calls. The measured rounds follow `warmUpRounds` untimed ones: a host keeps
+ * running, so the figure is its steady state, V8 done compiling the path (round by round, the host's CPU a tool
+ * call falls from ~250 us in the first round to ~155 in the second and ~120 in the third, and levels off at
+ * ~100-110 from about the fifth: BENCHMARKS.md, "The loop bench's steady state").
  */
 export async function measureLoopToolCallsPerSecond({
   dist,
   concurrentRuns = 8,
   iterations = 10,
   callsPerIteration = 10,
-  rounds = 3,
+  rounds = 10,
+  warmUpRounds = 10,
   hooks = true,
   onMeasure = { start: () => undefined, end: () => {} },
+  onRound = () => {},
 }) {
   const { createSandboxPool, createTenantRuntime } = await import(join(dist, "index.js"));
   const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-loop-"));
@@ -61,11 +67,20 @@ export async function measureLoopToolCallsPerSecond({
     );
     for (const r of results) if (r.status !== "completed") throw new Error(`bench run ${r.status}: ${r.reason}`);
   };
+  /** One round, its calls/s and the host's CPU a call given to `onRound` (scripts/bench/loop-floor.mjs --curve). */
+  const timedRound = async (index) => {
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    await oneRound();
+    const used = process.cpuUsage(cpu);
+    const calls = concurrentRuns * iterations * callsPerIteration;
+    onRound({ index, callsPerSecond: calls / ((performance.now() - started) / 1000), hostCpuUsPerCall: (used.user + used.system) / calls });
+  };
   try {
-    await oneRound(); // warm-up: workers, isolates, bundles
+    for (let i = 0; i < warmUpRounds; i++) await timedRound(i); // workers, isolates, bundles, then V8's compiling
     const measuring = onMeasure.start();
     const started = performance.now();
-    for (let i = 0; i < rounds; i++) await oneRound();
+    for (let i = 0; i < rounds; i++) await timedRound(warmUpRounds + i);
     const seconds = (performance.now() - started) / 1000;
     onMeasure.end(measuring);
     return (rounds * concurrentRuns * iterations * callsPerIteration) / seconds;
