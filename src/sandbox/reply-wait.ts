@@ -1,4 +1,5 @@
 import { readAvailable } from "./wire/framing.js";
+import type { PollPolicy } from "./wire/poll-policy.js";
 
 /*
  * Waiting for a worker's reply without putting the host to sleep. A round trip to a sandbox worker is
@@ -15,15 +16,17 @@ import { readAvailable } from "./wire/framing.js";
 
 /**
  * How long the loop stays awake after a message is sent (HOOKBOX_REPLY_SPIN_US; default 200, 0 turns it off).
- * A PollPolicy per worker (wire/poll-policy.ts) stops it for a while after a reply that missed the window, which
- * is what happens when host and worker share one CPU and the host's turning holds up the very reply it awaits.
+ * A PollPolicy per worker (wire/poll-policy.ts) stops it for a while after a window that ended with the reply not
+ * there, which is what happens when host and worker share one CPU and the host's turning holds up the very reply
+ * it awaits.
  */
 export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
 
-/** A pipe with replies due: its fd (non-blocking, opened by libuv) and where its bytes go. */
+/** A pipe with replies due: its fd (non-blocking, opened by libuv), where its bytes go, and when to poll for them. */
 export interface AwaitedPipe {
   fd(): number | undefined;
   push(chunk: Buffer): void;
+  readonly polling: PollPolicy;
 }
 
 const awaited = new Set<AwaitedPipe>();
@@ -41,27 +44,40 @@ function drain(pipe: AwaitedPipe): void {
 }
 
 function turn(): void {
-  if (awaited.size === 0 || performance.now() >= awakeUntil) {
+  if (awaited.size === 0) {
     turning = false;
     return;
   }
   for (const pipe of awaited) drain(pipe);
+  if (performance.now() >= awakeUntil) {
+    // The window is over (this turn may come late, after other work: a reply there by now was caught). A pipe
+    // still awaited had none of its replies here: its poll missed.
+    turning = false;
+    for (const pipe of awaited) pipe.polling.lapsed();
+    return;
+  }
   // Ref'd on purpose: only a ref'd immediate makes libuv poll with a zero timeout. It lasts the window.
   setImmediate(turn);
 }
 
 /**
- * A message that `pipe` will answer was just sent; `windowMs`: how long to stay awake for the reply (0 after
- * replies that missed it: see wire/poll-policy.ts).
+ * A message that `pipe` will answer was just sent: stay awake for the reply, unless its replies lately were not
+ * there when a window ended (see wire/poll-policy.ts).
  */
-export function expectReply(pipe: AwaitedPipe, windowMs: number): void {
+export function expectReply(pipe: AwaitedPipe): void {
   awaited.add(pipe);
+  const windowMs = pipe.polling.beginWait();
   if (windowMs <= 0) return;
   awakeUntil = Math.max(awakeUntil, performance.now() + windowMs);
   if (!turning) {
     turning = true;
     setImmediate(turn);
   }
+}
+
+/** A reply of `pipe` came: before the window's end was judged, polling for it paid. */
+export function replyArrived(pipe: AwaitedPipe): void {
+  if (turning) pipe.polling.caught();
 }
 
 /** Nothing more is awaited from `pipe` (all answered, or its worker is gone). */

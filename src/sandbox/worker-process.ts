@@ -10,7 +10,7 @@ import { MAX_WORKER_PROCESSES, MemoryWatch, type MemorySample } from "./worker-m
 import { WorkerOutput } from "./worker-output.js";
 import { lostExecError, type WorkerExit } from "./worker-exit.js";
 import { ReplyDeadline } from "./reply-deadline.js";
-import { expectReply, REPLY_SPIN_MS, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
+import { expectReply, REPLY_SPIN_MS, replyArrived, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import type {
   BundleMessage,
   CloseRunMessage,
@@ -110,7 +110,6 @@ export class WorkerProcess {
   private readonly memory: MemoryWatch | undefined;
   /** This worker's pipe as the host reads it while a reply is due (reply-wait.ts), and whether to. */
   private readonly awaitedPipe: AwaitedPipe;
-  private readonly replyPolling = new PollPolicy(REPLY_SPIN_MS);
   private readonly reader: FrameReader;
 
   constructor(private readonly options: WorkerProcessOptions) {
@@ -149,6 +148,7 @@ export class WorkerProcess {
     this.awaitedPipe = {
       fd: () => socketFd(this.pipe),
       push: (chunk) => reader.push(chunk),
+      polling: new PollPolicy(REPLY_SPIN_MS),
     };
     this.pipe.on("error", (error) => this.kill({ reason: "crashed", detail: `worker pipe error (${error.message})` }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));
@@ -231,7 +231,7 @@ export class WorkerProcess {
       if (this.queue.length === 1) this.setBusy(true);
       this.memory?.sent();
       this.write(encodeFrame(message));
-      expectReply(this.awaitedPipe, this.replyPolling.beginWait());
+      expectReply(this.awaitedPipe);
       if (this.queue.length === 1) this.startHeadClock(pending.sentAt);
     });
   }
@@ -281,7 +281,7 @@ export class WorkerProcess {
       return this.brokeProtocol(`it refused message ${message.seq}, sent after every breach of tenant ${head.tenant} it reported`);
     if (message.breach !== undefined) this.breachesSeen.set(head.tenant, breaches + 1);
     this.queue.shift();
-    this.replyPolling.endWait(performance.now() - this.headClockFrom);
+    replyArrived(this.awaitedPipe);
     this.lastIsolates = message.isolates ?? 0;
     this.workerMsTotal += message.workerMs ?? 0;
     this.replies++;

@@ -1,15 +1,33 @@
 import { describe, expect, it } from "vitest";
 import { ResultUse } from "../../src/sandbox/call-args.js";
 import { PollPolicy } from "../../src/sandbox/wire/poll-policy.js";
+import { expectReply, replyArrived, stopAwaiting, type AwaitedPipe } from "../../src/sandbox/reply-wait.js";
+
+/** The end of a wait whose message came `waitedMs` after it began, with a window of 0.2 ms. */
+function endWait(policy: PollPolicy, waitedMs: number): void {
+  if (waitedMs <= 0.2) policy.caught();
+  else policy.lapsed();
+}
 
 /** How many of the next `waits` waits poll, when each message comes `waitedMs` after its wait began. */
 function polledWaits(policy: PollPolicy, waits: number, waitedMs: number): number {
   let polled = 0;
   for (let i = 0; i < waits; i++) {
     if (policy.beginWait() > 0) polled++;
-    policy.endWait(waitedMs);
+    endWait(policy, waitedMs);
   }
   return polled;
+}
+
+/** A worker's pipe as the host's reply wait sees it, with nothing to read (the test says when a reply comes). */
+function quietPipe(): AwaitedPipe {
+  return { fd: () => undefined, push: () => {}, polling: new PollPolicy(0.2) };
+}
+
+/** Keeps the thread busy for `ms`, as a host running a loop step does. */
+function busyFor(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
 }
 
 describe("when to poll instead of sleeping", () => {
@@ -21,11 +39,11 @@ describe("when to poll instead of sleeping", () => {
   it("after a miss sleeps through the next wait, then polls again; a hit ends the backoff", () => {
     const policy = new PollPolicy(0.2);
     expect(policy.beginWait()).toBe(0.2);
-    policy.endWait(500); // a pause between bursts of calls
+    endWait(policy, 500); // a pause between bursts of calls
     expect(policy.beginWait()).toBe(0); // this one sleeps and is not judged
-    policy.endWait(500);
+    endWait(policy, 500);
     expect(policy.beginWait()).toBe(0.2);
-    policy.endWait(0.03);
+    endWait(policy, 0.03);
     expect(polledWaits(policy, 50, 0.03)).toBe(50);
   });
 
@@ -37,10 +55,10 @@ describe("when to poll instead of sleeping", () => {
     // Once polling hits again, every wait polls.
     let waits = 0;
     while (policy.beginWait() === 0) {
-      policy.endWait(0.03);
+      endWait(policy, 0.03);
       waits++;
     }
-    policy.endWait(0.03);
+    endWait(policy, 0.03);
     expect(waits).toBeLessThanOrEqual(256);
     expect(polledWaits(policy, 20, 0.03)).toBe(20);
   });
@@ -48,6 +66,33 @@ describe("when to poll instead of sleeping", () => {
   it("never polls when the window is 0 (turned off)", () => {
     const policy = new PollPolicy(0);
     expect(polledWaits(policy, 10, 0)).toBe(0);
+  });
+
+  it("the host: a reply handled after the window, because the host was busy meanwhile, is a hit", async () => {
+    const pipe = quietPipe();
+    const wait = async (reply: "late" | "while busy") => {
+      expectReply(pipe);
+      if (reply === "late") await new Promise((resolve) => setTimeout(resolve, 5));
+      else busyFor(2); // a loop step: the reply waits in the pipe and is handled when the step ends
+      replyArrived(pipe);
+      stopAwaiting(pipe);
+    };
+    await wait("late"); // a miss: the next wait sleeps, and the next miss makes 2 sleep
+    await wait("late"); // slept, not judged
+    await wait("while busy"); // polled: a hit ends the backoff
+    await wait("late"); // so this miss makes only 1 wait sleep
+    expect(pipe.polling.beginWait()).toBe(0);
+    expect(pipe.polling.beginWait()).toBe(0.2);
+  });
+
+  it("the host: a window that ends with the reply not there is a miss, so the next wait sleeps", async () => {
+    const pipe = quietPipe();
+    expectReply(pipe);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // the reply comes after the window ended
+    replyArrived(pipe);
+    stopAwaiting(pipe);
+    expect(pipe.polling.beginWait()).toBe(0);
+    expect(pipe.polling.beginWait()).toBe(0.2);
   });
 });
 describe("how a hook's next big result travels", () => {

@@ -10,13 +10,19 @@ const MAX_SKIPPED_WAITS = 256;
  * the whole window). So only a wait that polled is judged, and a poll that missed makes the next waits sleep
  * at once: 1, then 2, 4, ... up to 256 after consecutive misses, back to every wait after one that hit. Under
  * contention this costs one missed window per 256 messages; on a quiet machine every wait polls.
+ *
+ * A miss is a window that ended with the message not there when the poller looked (`lapsed`), not a message
+ * handled late: a poller busy with other work past its window (the host running a loop step) finds the
+ * message already there and never slept for it, so that wait is a hit (`caught`). Judging by the time from
+ * the wait's start to the message's handling counted each such wait a miss, and on a busy host that flipped
+ * both sides into sleeping, where every message costs a wake-up (BENCHMARKS.md, "The loop bench's slow rounds").
  */
 export class PollPolicy {
   /** Waits to sleep through before polling again. */
   private skips = 0;
   /** How many waits the next miss makes us sleep through. */
   private backoff = 1;
-  /** Whether the wait in progress polls (only those are judged). */
+  /** Whether the wait in progress polls and is not judged yet (only those are judged). */
   private polling = false;
 
   constructor(private readonly windowMs: number) {}
@@ -33,14 +39,17 @@ export class PollPolicy {
     return this.windowMs;
   }
 
-  /** The awaited message came, `waitedMs` after the wait began. */
-  endWait(waitedMs: number): void {
+  /** The awaited message came while the poll was still on: polling pays, every wait polls. */
+  caught(): void {
     if (!this.polling) return;
     this.polling = false;
-    if (waitedMs <= this.windowMs) {
-      this.backoff = 1;
-      return;
-    }
+    this.backoff = 1;
+  }
+
+  /** The poll's window ended and the awaited message was not there: sleep through the next waits. */
+  lapsed(): void {
+    if (!this.polling) return;
+    this.polling = false;
     this.skips = this.backoff;
     this.backoff = Math.min(this.backoff * 2, MAX_SKIPPED_WAITS);
   }

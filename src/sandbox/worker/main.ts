@@ -238,7 +238,6 @@ function onMessage(message: HostMessage): void {
   if (breachesSeen < (breaches.get(message.tenant) ?? 0)) {
     // Sent behind a breach the host had not seen yet: it decides again where this runs, if anywhere.
     writeFrame(pipe, encodeFrame({ type: "done", seq: message.seq, outcomes: [], logs: [], refused: true } satisfies DoneMessage));
-    repliedAt = performance.now();
     return;
   }
   const startedAt = performance.now();
@@ -266,7 +265,6 @@ function onMessage(message: HostMessage): void {
   reply.workerMs = performance.now() - startedAt;
   if (reply.breach !== undefined) breaches.set(message.tenant, (breaches.get(message.tenant) ?? 0) + 1);
   writeFrame(pipe, encodeFrame(reply));
-  repliedAt = performance.now();
 }
 
 /*
@@ -277,12 +275,6 @@ function onMessage(message: HostMessage): void {
  * host does its part while a reply is due: reply-wait.ts.)
  */
 const messagePolling = new PollPolicy(Number(process.env.HOOKBOX_WORKER_POLL_US ?? 200) / 1000);
-/** When the last reply was written: the wait for the next message starts there. */
-let repliedAt = -1;
-function messageArrived(): void {
-  if (repliedAt >= 0) messagePolling.endWait(performance.now() - repliedAt);
-  repliedAt = -1;
-}
 /** Longest stretch spent away from the event loop while messages keep arriving (its other events wait). */
 const POLL_MAX_MS = 20;
 /** Reused: the reader copies what it keeps of a chunk (wire/framing.ts), so nothing refers to it after push(). */
@@ -292,12 +284,18 @@ function pollForMore(): void {
   if (window <= 0) return;
   const startedAt = performance.now();
   let deadline = startedAt + window;
-  for (let now = startedAt; now < deadline && now - startedAt < POLL_MAX_MS; now = performance.now()) {
+  for (let now = startedAt; now - startedAt < POLL_MAX_MS; now = performance.now()) {
+    // Read once more after the deadline: a poll that missed is one whose message was not there at its end.
+    const over = now >= deadline;
     // The pipe's fd is non-blocking (libuv opened it); the end of the stream and errors are the socket's to report.
     const bytes = readAvailable(PIPE_FD, pollBuffer);
     if (bytes < 0) return;
-    if (bytes === 0) continue;
-    messageArrived();
+    if (bytes === 0) {
+      if (!over) continue;
+      messagePolling.lapsed();
+      return;
+    }
+    messagePolling.caught();
     reader.push(pollBuffer.subarray(0, bytes));
     // The message was answered in place: a new wait begins.
     window = messagePolling.beginWait();
@@ -311,7 +309,6 @@ const PIPE_FD = 3;
 const pipe = new Socket({ fd: PIPE_FD, readable: true, writable: true });
 const reader = new FrameReader((message) => onMessage(message as HostMessage));
 pipe.on("data", (chunk: Buffer) => {
-  messageArrived();
   reader.push(chunk);
   pollForMore();
 });
