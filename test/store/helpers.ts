@@ -2,12 +2,29 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import type { HookboxEvent } from "../../src/events/types.js";
 import type { Turn } from "../../src/turns/turn.js";
-import { thisProcessInstance, type RunRecord, type SessionRecord } from "../../src/store/index.js";
+import { openStore, thisProcessInstance, type RunRecord, type SessionRecord, type Store } from "../../src/store/index.js";
 
 export function tempDir(prefix = "hookbox-store-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/**
+ * A SQLite file store and what another connection sees committed in it: how many sessions. Tells a read that commits
+ * the store's queued writes first from one that leaves them to the group commit.
+ */
+export async function withCommittedView(test: (store: Store, committedSessions: () => number) => Promise<void>): Promise<void> {
+  const file = join(tempDir(), "store.db");
+  const store = openStore(file);
+  const other = new DatabaseSync(file, { readOnly: true });
+  try {
+    await test(store, () => (other.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n);
+  } finally {
+    other.close();
+    await store.close();
+  }
 }
 
 /** A pid that belonged to a process which has exited. */

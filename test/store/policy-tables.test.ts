@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { openStore, type Store } from "../../src/store/index.js";
 import { APPLICATION_ID, MIGRATIONS } from "../../src/store/migrations.js";
-import { run, session, tempDir } from "./helpers.js";
+import { run, session, tempDir, withCommittedView } from "./helpers.js";
 import { allStores } from "./stores.js";
 
 const stores = allStores;
@@ -182,12 +182,8 @@ describe("a store made by the previous schema", () => {
 });
 
 describe("the SQLite store's current-deployment read", () => {
-  it("does not commit other queued writes first (no queued run or session write can hold a deployment), while every other read does", async () => {
-    const file = join(tempDir(), "store.db");
-    const store = openStore(file);
-    const other = new DatabaseSync(file, { readOnly: true });
-    const committedSessions = () => (other.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
-    try {
+  it("does not commit other queued writes first (no queued run or session write can hold a deployment), while every other read does", () =>
+    withCommittedView(async (store, committedSessions) => {
       await store.createDeployment({ id: "d1", tenant: "acme", scripts: [], shadow: [], fromConfig: true, createdMs: 1 });
       const created = store.createSession(session("s1"));
       expect(await store.currentDeployment("acme")).toMatchObject({ id: "d1" });
@@ -197,9 +193,5 @@ describe("the SQLite store's current-deployment read", () => {
       expect(await store.getSession("s1")).toMatchObject({ id: "s1" });
       expect(committedSessions()).toBe(1);
       await created;
-    } finally {
-      other.close();
-      await store.close();
-    }
-  });
+    }));
 });

@@ -3,7 +3,7 @@ import { DatabaseSync } from "node:sqlite";
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { openStore, STORE_SCHEMA_VERSION } from "../../src/store/index.js";
-import { deadPid, event, run, session, tempDir, turn } from "./helpers.js";
+import { deadPid, event, run, session, tempDir, turn, withCommittedView } from "./helpers.js";
 
 const bootId = () => readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
 /** `<boot id>:<start ticks>` of a live process, read as another process would. */
@@ -13,12 +13,8 @@ const instanceOf = (pid: number) => {
 };
 
 describe("sqlite store file", () => {
-  it("reads a session's history without committing queued writes only when told the session has none queued", async () => {
-    const file = join(tempDir(), "store.db");
-    const store = openStore(file);
-    const other = new DatabaseSync(file, { readOnly: true });
-    const committedSessions = () => (other.prepare("SELECT count(*) AS n FROM sessions").get() as { n: number }).n;
-    try {
+  it("reads a session's history without committing queued writes only when told the session has none queued", () =>
+    withCommittedView(async (store, committedSessions) => {
       await store.createSession(session("s1"));
       const queued = store.createSession(session("s2"));
       expect(await store.sessionHistory("s1", { sessionWritesCommitted: true })).toBeUndefined();
@@ -28,11 +24,7 @@ describe("sqlite store file", () => {
       expect(await store.sessionHistory("s2")).toBeUndefined();
       expect(committedSessions()).toBe(2);
       await queued;
-    } finally {
-      other.close();
-      await store.close();
-    }
-  });
+    }));
 
   it("keeps everything committed across a reopen", async () => {
     const file = join(tempDir(), "s.db");
