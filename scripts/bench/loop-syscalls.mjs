@@ -4,10 +4,11 @@
 // `syscr`/`syscw` in /proc/PID/io over the measured rounds. Each write wakes the other side, and each wake-up is a
 // read and a decode there; the reads include the empty ones of polling (the host's reply wait, the worker's poll).
 // Linux only. `--dist DIR`: another build (A/B).
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { measureLoopToolCallsPerSecond } from "./loop-throughput.mjs";
+import { descendants } from "./proc-cpu.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const distArgument = process.argv.indexOf("--dist");
@@ -19,28 +20,9 @@ function syscalls(pid) {
   return { reads: Number(/^syscr: (\d+)$/m.exec(text)[1]), writes: Number(/^syscw: (\d+)$/m.exec(text)[1]) };
 }
 
-/** Every process below this one (the workers, and their wall's processes). */
-function descendants() {
-  const found = [];
-  const stack = [process.pid];
-  while (stack.length > 0) {
-    const pid = stack.pop();
-    try {
-      for (const task of readdirSync(`/proc/${pid}/task`)) {
-        const children = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
-        found.push(...children);
-        stack.push(...children);
-      }
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
 function counts() {
   const workers = { reads: 0, writes: 0 };
-  for (const pid of descendants()) {
+  for (const pid of descendants(process.pid)) {
     try {
       const own = syscalls(pid);
       workers.reads += own.reads;
