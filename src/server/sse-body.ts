@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { atEndOfTurn } from "../session/end-of-turn.js";
 
 /** Characters an event stream queues for a connection that has not taken them before its writer waits. */
 export const SSE_HIGH_WATER_CHARS = 64 * 1024;
@@ -25,8 +26,8 @@ export interface SseBodyOptions {
  * The body of an event stream. What the route writes is queued and handed to the connection as one chunk per
  * turn: the messages written in one turn of the event loop (a page of stored events, the events of a phase
  * committed together) go out in one socket write, where a stream per message would make one write, and several
- * promise hops, for each. What is queued is handed over in the turn after the connection asks for more (or after
- * the write, when it already asked). A writer waits only once more than `highWaterChars` are queued that the
+ * promise hops, for each. What is queued is handed over at the end of the turn in which the connection asks for
+ * more (or of the write's turn, when it already asked). A writer waits only once more than `highWaterChars` are queued that the
  * connection has not taken (a slow reader): the stream then holds that much, never the run.
  *
  * The body is read as a web stream (`stream`, the Response body of any runtime), or written to Node's response
@@ -91,7 +92,7 @@ export class SseBody {
     response.on("close", () => this.cancelled());
     response.on("error", () => this.cancelled());
     if (response.destroyed) queueMicrotask(() => this.cancelled());
-    setImmediate(() => {
+    atEndOfTurn(() => {
       if (sent || this.ended || response.destroyed) return;
       if (this.queuedChars > 0) this.handOver();
       else response.flushHeaders();
@@ -175,15 +176,17 @@ export class SseBody {
     for (const listener of this.cancelListeners) listener();
   }
 
-  /** In the next turn: what is written until then goes in the same chunk. */
+  /** At the end of this turn: what is written until then goes in the same chunk. */
   private scheduleHandOver(): void {
     if (this.handOverPending) return;
     this.handOverPending = true;
-    setImmediate(() => {
-      this.handOverPending = false;
-      if (this.wanted && this.queuedChars > 0 && !this.ended) this.handOver();
-    });
+    atEndOfTurn(this.handOverAtEndOfTurn);
   }
+
+  private readonly handOverAtEndOfTurn = (): void => {
+    this.handOverPending = false;
+    if (this.wanted && this.queuedChars > 0 && !this.ended) this.handOver();
+  };
 
   private handOver(): void {
     const chunk = Buffer.from(this.queued.length === 1 ? this.queued[0] : this.queued.join(""), "utf8");

@@ -8,6 +8,7 @@ import type { JsonObject } from "../turns/json.js";
 import { eventJson, eventWithText, type EventWithText } from "../events/event-json.js";
 import { hookCallWrite } from "../store/row-bytes.js";
 import { committedTurn, planTurn, type CommittedTurn } from "../store/turn-plan.js";
+import { atEndOfTurn } from "./end-of-turn.js";
 
 /**
  * The RunPersistence a session hands the loop. Each event is written to the store as the loop emits it and
@@ -88,6 +89,12 @@ export class StoredRunPersistence implements RunPersistence {
   private writes: Promise<unknown> = Promise.resolve();
   /** The parts of the run's next write, not yet handed to the store, and the promise of that write. */
   private gathering: Gathering | undefined;
+  /** What is gathered when this turn of the event loop ends is handed over then (one callback per writer). */
+  private handOverQueued = false;
+  private readonly handOverAtEndOfTurn = (): void => {
+    this.handOverQueued = false;
+    this.handOver();
+  };
 
   constructor(options: StoredRunPersistenceOptions) {
     this.options = options;
@@ -277,9 +284,10 @@ export class StoredRunPersistence implements RunPersistence {
     let settle!: Gathering["settle"];
     const written = new Promise<RunWriteResult>((resolve, reject) => (settle = { resolve, reject }));
     const gathering: Gathering = { part: {}, regardlessOfQuota, written, settle, published: [], failsRun: false };
-    setImmediate(() => {
-      if (this.gathering === gathering) this.handOver();
-    });
+    if (!this.handOverQueued) {
+      this.handOverQueued = true;
+      atEndOfTurn(this.handOverAtEndOfTurn);
+    }
     // Before the write's other reactions: its events are published before `settled()` or an awaited snapshot returns.
     written.then(
       () => {
