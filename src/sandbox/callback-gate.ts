@@ -1,21 +1,16 @@
 import { HookboxError, isHookboxError } from "../errors.js";
-import type { DoneMessage } from "./wire/protocol.js";
+import { PIPELINE_SEGMENT_MS, type DoneMessage } from "./wire/protocol.js";
 import type { WorkerProcess } from "./worker-process.js";
 
 /**
  * How many of a tenant's messages may be at its worker at once. The worker runs them one after another, in
  * the order sent; more than one saves the host <-> worker round trip between them (the worker starts the next
- * as soon as it answers one), and a resume that arrives meanwhile waits behind at most this many.
+ * as soon as it answers one, and reads and answers several per wake-up), and a resume that arrives meanwhile
+ * waits behind at most this many. Deep, because what a co-tenant waits for is bounded by the stop rule
+ * (wire/protocol.ts): behind a message over PIPELINE_SEGMENT_MS the worker refuses the rest of those in
+ * flight, so of the messages ahead of a co-tenant's at most one is long.
  */
-export const PIPELINE_DEPTH = 4;
-
-/**
- * A tenant pipelines only while its last message used at most this much guest CPU (its reply's `cpuMs`): a
- * tenant of long segments sends one at a time, so the tenants it shares a worker with wait for one of its
- * segments at a time, not PIPELINE_DEPTH of them. (CPU, not wall time: a loaded machine stretches the wall
- * time of every message alike.)
- */
-export const PIPELINE_SEGMENT_MS = 5;
+export const PIPELINE_DEPTH = 16;
 
 /** What the gate needs of a callback: whether it ended, and the worker its messages go to. */
 export interface GateCall {
@@ -58,7 +53,7 @@ interface Sent<Call extends GateCall> {
  * A tenant's callback gate. Messages that run the tenant's code go to its worker in queue order, up to
  * PIPELINE_DEPTH at once and all to the same worker, which runs them one at a time in that order: so the
  * tenant's callbacks run one at a time, in order. Resumes of awaiting callbacks go to the front of the line.
- * Once a message's bound breach is known, the worker refuses the tenant's messages sent behind it (nothing of
+ * Once a message's bound breach or long segment is known, the worker refuses the tenant's messages sent behind it (nothing of
  * them ran) and they come back to the front of the line, to be sent where placement now says.
  */
 export class CallbackGate<Call extends GateCall = GateCall> {
@@ -67,7 +62,7 @@ export class CallbackGate<Call extends GateCall = GateCall> {
   private readonly sent: Sent<Call>[] = [];
   /** Messages sent back (refused, or lost before they started), in the order sent: they go again before the queue. */
   private readonly sentBack: GateTask<Call>[] = [];
-  /** Whether the tenant's last reply allows more than one message at the worker (PIPELINE_SEGMENT_MS). */
+  /** Whether the tenant's last reply allows more than one message at the worker: a tenant of long segments sends one at a time. */
   private shortSegments = true;
 
   constructor(private readonly owner: GateOwner<Call>) {}
@@ -160,7 +155,7 @@ export class CallbackGate<Call extends GateCall = GateCall> {
     const call = task.call;
     if (call?.finished) return;
     if (error.details.refused === true || (task.retryable && call !== undefined && error.details.started === false)) {
-      // Nothing of it ran: refused behind a breach, or its worker died (another tenant's fault) before it started.
+      // Nothing of it ran: refused behind a breach or a long segment, or its worker died (another tenant's fault) before it started.
       if (task.retryable && call !== undefined) call.worker = undefined;
       this.sentBack.push(task);
       return;

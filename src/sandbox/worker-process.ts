@@ -11,14 +11,15 @@ import { WorkerOutput } from "./worker-output.js";
 import { lostExecError, type WorkerExit } from "./worker-exit.js";
 import { ReplyDeadline } from "./reply-deadline.js";
 import { expectReply, REPLY_SPIN_MS, replyArrived, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
-import type {
-  BundleMessage,
-  CloseRunMessage,
-  DoneMessage,
-  DropTenantMessage,
-  ExecMessage,
-  WorkerLimits,
-  WorkerMessage,
+import {
+  isStop,
+  type BundleMessage,
+  type CloseRunMessage,
+  type DoneMessage,
+  type DropTenantMessage,
+  type ExecMessage,
+  type WorkerLimits,
+  type WorkerMessage,
 } from "./wire/protocol.js";
 import type { Launcher } from "./wall/launcher.js";
 
@@ -29,8 +30,8 @@ interface PendingExec {
   tenant: string;
   budgetMs: number;
   sentAt: number;
-  /** The tenant's breaches here the host had seen when it sent the message (a refusal must be behind a later one). */
-  breaches: number;
+  /** The tenant's stops here the host had seen when it sent the message (a refusal must be behind a later one). */
+  stops: number;
   resolve: (done: DoneMessage) => void;
   reject: (error: HookboxError) => void;
 }
@@ -97,8 +98,8 @@ export class WorkerProcess {
   private readonly queue: PendingExec[] = [];
   /** The limits object last sent per tenant (tenants' limits objects are replaced, never mutated). */
   private readonly limitsSent = new Map<string, WorkerLimits>();
-  /** Bound breaches per tenant reported in this worker's replies (exec messages carry the count: wire/protocol.ts). */
-  private readonly breachesSeen = new Map<string, number>();
+  /** Stops per tenant (breaches, long segments) in this worker's replies (exec messages carry the count: wire/protocol.ts). */
+  private readonly stopsSeen = new Map<string, number>();
   /** Frames not yet written: those sent in one tick go in one write (flushed in a microtask). */
   private outgoing: Buffer[] = [];
   private headClockFrom = 0;
@@ -188,7 +189,7 @@ export class WorkerProcess {
     if (!this.alive) return;
     if (message.type === "drop-tenant") {
       this.limitsSent.delete(message.tenant);
-      this.breachesSeen.delete(message.tenant);
+      this.stopsSeen.delete(message.tenant);
     }
     this.write(encodeFrame(message));
   }
@@ -223,10 +224,10 @@ export class WorkerProcess {
       if (this.limitsSent.get(message.tenant) === message.limits) message.limits = undefined;
       else if (message.limits !== undefined) this.limitsSent.set(message.tenant, message.limits);
     }
-    const breaches = this.breachesSeen.get(body.tenant) ?? 0;
-    if (breaches > 0) message.breaches = breaches;
+    const stops = this.stopsSeen.get(body.tenant) ?? 0;
+    if (stops > 0) message.stops = stops;
     return new Promise<DoneMessage>((resolve, reject) => {
-      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), breaches, resolve, reject };
+      const pending: PendingExec = { seq, tenant: body.tenant, budgetMs, sentAt: performance.now(), stops, resolve, reject };
       this.queue.push(pending);
       if (this.queue.length === 1) this.setBusy(true);
       this.memory?.sent();
@@ -276,10 +277,10 @@ export class WorkerProcess {
       this.brokeProtocol(`a reply to message ${message.seq}, ${head === undefined ? "when none was due" : `when ${head.seq} was due`}`);
       return;
     }
-    const breaches = this.breachesSeen.get(head.tenant) ?? 0;
-    if (message.refused && head.breaches >= breaches)
-      return this.brokeProtocol(`it refused message ${message.seq}, sent after every breach of tenant ${head.tenant} it reported`);
-    if (message.breach !== undefined) this.breachesSeen.set(head.tenant, breaches + 1);
+    const stops = this.stopsSeen.get(head.tenant) ?? 0;
+    if (message.refused && head.stops >= stops)
+      return this.brokeProtocol(`it refused message ${message.seq}, sent after every stop of tenant ${head.tenant} it reported`);
+    if (isStop(message)) this.stopsSeen.set(head.tenant, stops + 1);
     this.queue.shift();
     replyArrived(this.awaitedPipe);
     this.lastIsolates = message.isolates ?? 0;
@@ -293,11 +294,15 @@ export class WorkerProcess {
     }
     if (message.refused)
       head.reject(
-        new HookboxError("SANDBOX_CRASHED", `sandbox worker ${this.pid ?? "?"} refused the message: it was sent behind a breach`, {
-          worker: this.pid,
-          started: false,
-          refused: true,
-        }),
+        new HookboxError(
+          "SANDBOX_CRASHED",
+          `sandbox worker ${this.pid ?? "?"} refused the message: it was sent behind a breach or a long segment`,
+          {
+            worker: this.pid,
+            started: false,
+            refused: true,
+          },
+        ),
       );
     else head.resolve(message);
   }

@@ -7,7 +7,8 @@ import { beforePayload, middlewareCtx, poolsClosedAfterEach, rejection, script, 
 /*
  * A tenant's messages pipelined to its worker (callback-gate.ts, docs/sandbox.md "One callback at a time"):
  * several are at the worker at once, and still run one at a time, in the order queued; after a breach, those
- * sent behind it do not run on the shared worker; a lost worker retries those it never started.
+ * sent behind it do not run on the shared worker; after a long segment, those sent behind it wait for the
+ * co-tenants' messages sent meanwhile; a lost worker retries those it never started.
  */
 
 const newPool = poolsClosedAfterEach();
@@ -45,13 +46,42 @@ describe("a tenant's messages pipelined to its worker", () => {
     const { call } = await openCounting(pool, "orderly", 5000);
     // A short call first: the load before it took long (a tenant pipelines while its segments are short).
     expect((await call("warm")).reason).toBe("warm");
-    const names = ["warm", "slow", ...Array.from({ length: 11 }, (_, at) => `n${at}`)];
+    const names = ["warm", "slow", ...Array.from({ length: PIPELINE_DEPTH + 4 }, (_, at) => `n${at}`)];
     const replies = names.slice(1).map((name) => call(name));
     // The slow one and the next ones are at the worker together, up to the depth.
     expect(workerOf(pool, "orderly")?.inFlight).toBe(PIPELINE_DEPTH);
     const reasons = (await Promise.all(replies)).map((reply) => reply.reason);
     // Each call saw exactly the calls queued before it, in order: none ran beside or ahead of another.
     expect(reasons).toEqual(names.slice(1).map((_, at) => names.slice(0, at + 2).join(",")));
+  });
+
+  it("behind a long segment, the rest of those in flight are refused and sent again: a co-tenant waits for that one segment", async () => {
+    const pool = newPool({ workers: 1 });
+    const heavy = await openCounting(pool, "heavy", 5000);
+    const other = await openCounting(pool, "other", 5000);
+    expect((await heavy.call("warm")).reason).toBe("warm");
+    expect((await other.call("warm")).reason).toBe("warm");
+    const settled: string[] = [];
+    const noted = (name: string, reply: Promise<{ reason?: string }>) =>
+      reply.then((value) => {
+        settled.push(name);
+        return value.reason;
+      });
+    const slow = noted("slow", heavy.call("slow"));
+    const behind = ["a", "b", "c"].map((name) => noted(name, heavy.call(name)));
+    expect(workerOf(pool, "heavy")?.inFlight).toBe(4);
+    // Sent after the four, to the same worker: it runs as soon as the long segment ends, not after a, b and c.
+    const coTenant = noted("other", other.call("x"));
+    expect(await Promise.all([slow, coTenant, ...behind])).toEqual([
+      "warm,slow",
+      "warm,x",
+      "warm,slow,a",
+      "warm,slow,a,b",
+      "warm,slow,a,b,c",
+    ]);
+    expect(settled).toEqual(["slow", "other", "a", "b", "c"]);
+    // Nothing was a breach: the tenant stays on the shared worker.
+    expect(workerOf(pool, "heavy")?.role).toBe("normal");
   });
 
   it("only while the tenant's last message was short: a tenant of long segments sends one at a time", async () => {

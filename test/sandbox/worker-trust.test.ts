@@ -184,6 +184,18 @@ describe("the reports the host believes, and what a lie costs", () => {
     expect(await honest.call()).toBeUndefined();
   });
 
+  it("a refusal behind a long segment it reported (a stop without a breach) is believed: the message is sent again and answered", async () => {
+    const pool = hostilePool();
+    const liar = await openAs(pool, "liar");
+    const pid = workerOf(pool, "liar")?.pid;
+    const long = liar.call("long");
+    const behind = liar.call("behind-long");
+    expect(workerOf(pool, "liar")?.inFlight).toBe(2);
+    expect(await long).toBeUndefined();
+    expect(await behind).toBeUndefined();
+    expect(workerOf(pool, "liar")).toMatchObject({ pid, role: "normal" });
+  });
+
   it("a failed call's error: a worker's codes only (CANCELLED breaks the protocol), its text clipped", async () => {
     const pool = hostilePool();
     const liar = await openAs(pool, "liar");

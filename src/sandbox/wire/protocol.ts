@@ -9,18 +9,31 @@ import type { SandboxLimits } from "../api.js";
  * kill the worker when a reply is overdue. Guest data crosses as JSON text made inside the isolate.
  *
  * A tenant may have several exec messages at the worker at once (callback-gate.ts); the worker still runs
- * them one at a time, in order. Each carries `breaches`: how many of the tenant's bound breaches on this
- * worker the host had seen when it sent it. A message sent before the host saw the tenant's latest breach is
- * refused, unstarted (`done.refused`), so nothing queued behind a breach runs before the host has moved the
- * tenant.
+ * them one at a time, in order. Each carries `stops`: how many of the tenant's stops on this worker the host
+ * had seen when it sent it, a stop being a reply that reports a bound breach or more than PIPELINE_SEGMENT_MS
+ * of guest CPU. A message sent before the host saw the tenant's latest stop is refused, unstarted
+ * (`done.refused`): nothing queued behind a breach runs before the host has moved the tenant, and behind a long
+ * segment a co-tenant's message waits for that one segment, not for every message the tenant had in flight.
  */
+
+/**
+ * A tenant pipelines only while its last message used at most this much guest CPU (its reply's `cpuMs`), and a
+ * message that used more is a stop (above). CPU, not wall time: a loaded machine stretches the wall time of
+ * every message alike. Shared: the host and the worker count stops by the same rule.
+ */
+export const PIPELINE_SEGMENT_MS = 5;
+
+/** Whether a reply is one of its tenant's stops (see above): what both sides count, from the same fields. */
+export function isStop(done: { breach?: unknown; cpuMs?: number }): boolean {
+  return done.breach !== undefined || (done.cpuMs ?? 0) > PIPELINE_SEGMENT_MS;
+}
 
 /** What every exec message carries. */
 interface ExecFields {
   seq: number;
   tenant: string;
-  /** The tenant's breaches on this worker the host had seen (absent: none). */
-  breaches?: number;
+  /** The tenant's stops on this worker (breaches and long segments) the host had seen (absent: none). */
+  stops?: number;
 }
 
 export type CallKind = "middleware" | "tool" | "hook";
@@ -131,7 +144,7 @@ export interface DoneMessage {
    * instrumented bundle kept (`{"counts": [...], "site": n}`), or "null" when the bundle kept none. Guest data.
    */
   coverage?: { script: string; text: string }[];
-  /** Not run: it was sent before the host saw the tenant's latest breach on this worker (nothing else is set). */
+  /** Not run: it was sent before the host saw the tenant's latest stop on this worker (nothing else is set). */
   refused?: true;
   /** Set when this message's guest code broke a limit (the supervisor may quarantine the tenant). */
   breach?: "SANDBOX_TIMEOUT" | "SANDBOX_MEMORY";

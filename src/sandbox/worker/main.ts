@@ -9,7 +9,16 @@ import { fileURLToPath } from "node:url";
 import { Socket } from "node:net";
 import { Script } from "node:vm";
 import { encodeFrame, FrameReader, readAvailable, writeFrame } from "../wire/framing.js";
-import type { CallMessage, CoverageMessage, DoneMessage, HostMessage, LoadMessage, ResumeMessage, WorkerLimits } from "../wire/protocol.js";
+import {
+  isStop,
+  type CallMessage,
+  type CoverageMessage,
+  type DoneMessage,
+  type HostMessage,
+  type LoadMessage,
+  type ResumeMessage,
+  type WorkerLimits,
+} from "../wire/protocol.js";
 import { CodeCache } from "./code-cache.js";
 import { runSegment, type Breach } from "./executor.js";
 import { clipText, Failure, isTimeoutError, messageOf } from "./failure.js";
@@ -54,8 +63,8 @@ const isolates = new IsolateReserve({ snapshot: makeRuntimeSnapshot(readRuntime(
 const tenantLimits = new Map<string, WorkerLimits>();
 const calls = new Map<number, WorkerCall>();
 const limiters = new Map<string, LogLimiter>();
-/** Bound breaches reported per tenant: a message sent before the host saw the latest one is refused (wire/protocol.ts). */
-const breaches = new Map<string, number>();
+/** Stops (breaches, long segments) reported per tenant: a message sent before the host saw the latest one is refused (wire/protocol.ts). */
+const stops = new Map<string, number>();
 let collector: Collector | undefined;
 
 function limitsFor(message: LoadMessage | CallMessage): WorkerLimits {
@@ -231,12 +240,11 @@ function onMessage(message: HostMessage): void {
       tenants.delete(message.tenant);
       tenantLimits.delete(message.tenant);
       limiters.delete(message.tenant);
-      breaches.delete(message.tenant);
+      stops.delete(message.tenant);
       return;
   }
-  const breachesSeen = message.breaches ?? 0;
-  if (breachesSeen < (breaches.get(message.tenant) ?? 0)) {
-    // Sent behind a breach the host had not seen yet: it decides again where this runs, if anywhere.
+  if ((message.stops ?? 0) < (stops.get(message.tenant) ?? 0)) {
+    // Sent behind a stop the host had not seen yet: it decides again where and when this runs, if at all.
     writeFrame(pipe, encodeFrame({ type: "done", seq: message.seq, outcomes: [], logs: [], refused: true } satisfies DoneMessage));
     return;
   }
@@ -263,7 +271,7 @@ function onMessage(message: HostMessage): void {
   if (sink.cpuMs !== undefined) reply.cpuMs = sink.cpuMs;
   reply.isolates = tenants.size;
   reply.workerMs = performance.now() - startedAt;
-  if (reply.breach !== undefined) breaches.set(message.tenant, (breaches.get(message.tenant) ?? 0) + 1);
+  if (isStop(reply)) stops.set(message.tenant, (stops.get(message.tenant) ?? 0) + 1);
   writeFrame(pipe, encodeFrame(reply));
 }
 
