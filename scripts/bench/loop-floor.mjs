@@ -5,7 +5,7 @@
 // - loop_no_hooks_*: the same workload (one tenant, 8 runs, 10 iterations of 10 calls, maxParallelTools 4) with
 //   a script that declares no hooks: the loop's own CPU per tool call, nothing crossing to a worker;
 // - pipe_*: a bare worker, a child that reads length-prefixed JSON frames from a pipe, runs the bench's hook with
-//   isolated-vm `applySync` and writes the JSON answer back, sent 4 messages in flight at a time as the host's gate
+//   isolated-vm `applySync` and writes the JSON answer back, sent 16 messages in flight at a time as the host's gate
 //   pipelines them: the least CPU one hook costs each side (no validation, no events, no limits);
 // - loop_*: the bench itself, with the CPU time of the host and of its worker processes per tool call.
 // Floor: the host needs no_hooks + 2 x pipe_host per call and the worker 2 x pipe_child; they run in parallel
@@ -83,7 +83,7 @@ function payloads() {
   };
 }
 
-async function pipeFloor({ messages = 40_000, depth = 4 } = {}) {
+async function pipeFloor({ messages = 40_000, depth = 16 } = {}) {
   const child = spawn(process.execPath, ["--no-node-snapshot", "-e", CHILD], {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit", "pipe"],

@@ -2,7 +2,7 @@
 // `node scripts/bench/worker-floor.mjs` (after `npm run build`) prints one JSON object. It starts the real worker
 // (dist/sandbox-worker.js, without the wall) and drives its fd-3 pipe directly with the exec messages the host sends
 // in scripts/bench/loop-throughput.mjs: the bench's policy, 8 runs at a time, each run a fresh context that gets 100
-// tool calls (a beforeToolCall and an afterToolCall message each) and then `close-run`, 4 messages in flight as the
+// tool calls (a beforeToolCall and an afterToolCall message each) and then `close-run`, 16 messages in flight as the
 // host's gate pipelines them. The driver does the least a host can (no validation, events or loop), so the worker's
 // CPU (all its threads, from /proc/PID/task/*/schedstat) is most of what is counted, and load on the machine moves
 // it less than it moves loop-floor.mjs's figure. Keys, medians over the blocks:
@@ -32,7 +32,8 @@ const nodeFlags = (argument("--node-flags") ?? "").split(" ").filter(Boolean);
 
 const RUNS = 8;
 const CALLS_PER_RUN = 100;
-const DEPTH = 4;
+/** As the host's gate pipelines a tenant's messages (PIPELINE_DEPTH, src/sandbox/callback-gate.ts). */
+const DEPTH = 16;
 const BLOCK_CALLS = 4000;
 const BLOCKS = 9;
 
