@@ -40,16 +40,18 @@ export function streamRunEvents(c: Context, options: StreamRunEventsOptions): Re
     const heartbeat = setInterval(() => void body.write(": keep-alive\n\n"), HEARTBEAT_MS);
     try {
       const pace = options.pace && ((chars: number) => options.pace!(chars, closed.signal));
-      for await (const item of options.manager.eventTexts(options.runId, options.afterSeq, {
+      reading: for await (const batch of options.manager.eventTextBatches(options.runId, options.afterSeq, {
         signal: closed.signal,
         textDeltas: true,
         ...(pace ? { pace } : {}),
       })) {
-        // A text delta has no id: Last-Event-ID names stored events only. The writer waits only for a slow reader.
-        const goOn =
-          item.seq === undefined ? body.queueMessage(item.json) : body.queueMessage(redactEventText(item, options.redact), item.seq);
-        if (!goOn) await body.drain();
-        if (body.closed) break;
+        for (const item of batch) {
+          // A text delta has no id: Last-Event-ID names stored events only. The writer waits only for a slow reader.
+          const goOn =
+            item.seq === undefined ? body.queueMessage(item.json) : body.queueMessage(redactEventText(item, options.redact), item.seq);
+          if (!goOn) await body.drain();
+          if (body.closed) break reading;
+        }
       }
     } catch (error) {
       // The reader gets the end of the stream; the operator gets the reason.

@@ -26,7 +26,7 @@ import type { DeletedSession, RunRecord, SessionFilter, SessionRecord, SnapshotI
 import { mergeRunOptions } from "../host/run-defaults.js";
 import { recordTenantConfig } from "./tenant-record.js";
 import { LiveRuns, type LaunchOptions } from "./live-runs.js";
-import { readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDeltaText } from "./read-events.js";
+import { readRunEventTextBatches, readRunEvents, readRunEventTexts, type EventReaderOptions, type LiveDeltaText } from "./read-events.js";
 import { thisProcessInstance } from "../store/process-alive.js";
 import { Session, type CreateSessionOptions } from "./session.js";
 import { describeSession, sessionStatus, sessionViewJson, type SessionListing, type SessionView } from "./describe.js";
@@ -368,6 +368,11 @@ export class SessionManager {
   /** The same events as JSON text, stored ones as stored (what SSE sends); with `textDeltas`, the live text deltas too (no seq). */
   eventTexts(runId: string, afterSeq = 0, options: EventReaderOptions = {}): AsyncIterable<StoredEventText | LiveDeltaText> {
     return readRunEventTexts({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...options });
+  }
+
+  /** The same texts in batches: a page of stored ones, or the live ones committed since the last (SSE writes each batch at once). */
+  eventTextBatches(runId: string, afterSeq = 0, options: EventReaderOptions = {}): AsyncIterable<(StoredEventText | LiveDeltaText)[]> {
+    return readRunEventTextBatches({ store: this.store, runId, afterSeq, feed: () => this.runs.feed(runId), ...options });
   }
 
   /** The session and one page of its runs (src/session/describe.ts); only the latest run carries its turn. */

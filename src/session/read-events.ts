@@ -68,17 +68,28 @@ const queuedSeq = (queued: Queued): number => ("delta" in queued ? queued.afterS
 export function readRunEvents(options: ReadRunEventsOptions & { textDeltas?: false }): AsyncGenerator<HookboxEvent>;
 export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<LiveEvent>;
 export function readRunEvents(options: ReadRunEventsOptions): AsyncGenerator<LiveEvent> {
-  return readRunItems<HookboxEvent, TextDeltaEvent>(options, (delta) => delta, {
-    page: (afterSeq, page) => options.store.listEvents(options.runId, afterSeq, page),
-    // A reader of objects finds the text the event was published with (eventJson: --json prints it).
-    fromLive: (entry) => withEventJson(entry.event, entry.json),
-    status: (event) => (event.type === "run-finished" ? event.status : undefined),
-    chars: (event) => JSON.stringify(event).length,
-  });
+  return oneByOne(
+    readRunItems<HookboxEvent, TextDeltaEvent>(options, (delta) => delta, {
+      page: (afterSeq, page) => options.store.listEvents(options.runId, afterSeq, page),
+      // A reader of objects finds the text the event was published with (eventJson: --json prints it).
+      fromLive: (entry) => withEventJson(entry.event, entry.json),
+      status: (event) => (event.type === "run-finished" ? event.status : undefined),
+      chars: (event) => JSON.stringify(event).length,
+    }),
+  );
 }
 
-/** The same events as JSON text: stored ones are passed on as stored, never parsed (SSE). */
+/** The same events as JSON text: stored ones are passed on as stored, never parsed. */
 export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator<StoredEventText | LiveDeltaText> {
+  return oneByOne(readRunEventTextBatches(options));
+}
+
+/**
+ * The same texts in order, handed out as they come: a page of stored ones, or the live ones committed since the
+ * reader last woke (SSE). Per item, an async iterator costs the reader a promise and a step of the generator;
+ * a run's live events come a few at a time, with each phase's commit.
+ */
+export function readRunEventTextBatches(options: ReadRunEventsOptions): AsyncGenerator<(StoredEventText | LiveDeltaText)[]> {
   return readRunItems<StoredEventText, LiveDeltaText>(options, (delta) => ({ type: "text-delta", json: JSON.stringify(delta) }), {
     page: (afterSeq, page) => options.store.listEventTexts(options.runId, afterSeq, page),
     // The published entry itself (its seq, type and text): no copy per reader.
@@ -88,11 +99,16 @@ export function readRunEventTexts(options: ReadRunEventsOptions): AsyncGenerator
   });
 }
 
+async function* oneByOne<T>(batches: AsyncGenerator<T[]>): AsyncGenerator<T> {
+  for await (const batch of batches) yield* batch;
+}
+
+/** The run's items after `afterSeq`, in order, in batches (never an empty one). */
 async function* readRunItems<T extends { seq: number; type: string }, D extends { type: "text-delta" }>(
   options: ReadRunEventsOptions,
   fromDelta: (delta: TextDeltaEvent) => D,
   source: ItemSource<T>,
-): AsyncGenerator<T | D> {
+): AsyncGenerator<(T | D)[]> {
   const queue: Queued[] = [];
   let wake: (() => void) | undefined;
   const alarm = () => wake?.();
@@ -131,12 +147,14 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
   options.signal?.addEventListener("abort", alarm, { once: true });
   const sleep = (ms?: number) =>
     new Promise<void>((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(resolve, ms);
-      wake = () => {
+      const awake = () => {
+        wake = undefined;
         clearTimeout(timer);
         resolve();
       };
-    }).finally(() => (wake = undefined));
+      const timer = ms === undefined ? undefined : setTimeout(awake, ms);
+      wake = awake;
+    });
   const live = () => feed !== undefined && !feed.isClosed;
   // Stored events come page by page, one page per turn of the event loop: a reader of a huge run holds
   // one bounded page at a time, and many readers take turns with everyone else.
@@ -148,28 +166,36 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
   // A live run's reader leaves the store as soon as the feed has the event after the last one read: from
   // there on every event reaches it live, and reading on would only re-read what the feed brings anyway.
   const caughtUp = () => live() && queue.length > 0 && !("delta" in queue[0]) && queue[0].seq <= last + 1;
-  /** Yields the stored events after `last`; true once the run's end (or an interruption nothing resumes) was read. */
-  async function* stored(): AsyncGenerator<T | D, boolean> {
+  /** Yields the stored events after `last`, a page at a time; true once the run's end (or an interruption nothing resumes) was read. */
+  async function* stored(): AsyncGenerator<(T | D)[], boolean> {
     // The first time, with the feed's backlog taken, every event after `last` comes from the feed.
     const fromFeed = backlogTaken;
     backlogTaken = false;
     for (let page = fromFeed || caughtUp() ? [] : await readPage(); page.length > 0; page = caughtUp() ? [] : await readPage()) {
+      let batch: (T | D)[] = [];
       for (const [index, item] of page.entries()) {
-        yield item;
+        batch.push(item);
         last = item.seq;
         // Live items up to here were read from the store; a delta that came right after this event goes now.
         while (queue.length > 0 && queuedSeq(queue[0]) <= last) {
           const queued = queue.shift()!;
-          if ("delta" in queued && queued.afterSeq === last) yield fromDelta(queued.delta);
+          if ("delta" in queued && queued.afterSeq === last) batch.push(fromDelta(queued.delta));
         }
         const status = source.status(item);
-        if (isRunEnd({ type: item.type, status })) return true;
+        if (isRunEnd({ type: item.type, status })) {
+          yield batch;
+          return true;
+        }
         if (!isInterruption({ type: item.type, status })) continue;
-        // An interruption is final only when nothing follows it and the run is not live again.
+        // An interruption is final only when nothing follows it and the run is not live again; what was read
+        // goes out before the store is asked.
+        yield batch;
+        batch = [];
         const follows = index < page.length - 1 || (await options.store.listEvents(options.runId, last, { limit: 1 })).length > 0;
         if (follows || live()) continue;
         if (!cluster || (await options.store.getRun(options.runId))?.status !== "running") return true;
       }
+      if (batch.length > 0) yield batch;
     }
     return false;
   }
@@ -179,19 +205,28 @@ async function* readRunItems<T extends { seq: number; type: string }, D extends 
     for (;;) {
       if (options.signal?.aborted) return;
       if (live()) {
-        // Live in this process: events as its writer commits them, and its text deltas.
+        // Live in this process: events as its writer commits them, and its text deltas, all queued since the
+        // last wake-up in one batch.
         while (queue.length > 0) {
-          const queued = queue.shift()!;
-          if ("delta" in queued) {
-            // A delta belongs right after the event it followed; a reader already past that event (it read the
-            // finished inference from the store) has the whole text.
-            if (queued.afterSeq === last) yield fromDelta(queued.delta);
-            continue;
+          const batch: (T | D)[] = [];
+          let ended = false;
+          for (const queued of queue.splice(0)) {
+            if ("delta" in queued) {
+              // A delta belongs right after the event it followed; a reader already past that event (it read the
+              // finished inference from the store) has the whole text.
+              if (queued.afterSeq === last) batch.push(fromDelta(queued.delta));
+              continue;
+            }
+            if (queued.seq <= last) continue;
+            batch.push(source.fromLive(queued));
+            last = queued.seq;
+            if (isTerminal(queued.event, false)) {
+              ended = true;
+              break;
+            }
           }
-          if (queued.seq <= last) continue;
-          yield source.fromLive(queued);
-          last = queued.seq;
-          if (isTerminal(queued.event, false)) return;
+          if (batch.length > 0) yield batch;
+          if (ended) return;
         }
         if (options.signal?.aborted) return;
         if (!live()) continue;
