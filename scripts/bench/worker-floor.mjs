@@ -9,7 +9,11 @@
 // - worker_cpu_us_per_call: the worker's CPU per tool call (two exec messages), contexts and their closing included;
 // - segments_cpu_us_per_call: of the worker's, the isolate's CPU in the hooks' segments (the replies' `cpuMs`,
 //   what the worker charges the callbacks: the runtime's and the script's code, not the contexts' making);
-// - driver_cpu_us_per_call: this process's (the stand-in host's) CPU per tool call.
+// - driver_cpu_us_per_call: this process's (the stand-in host's) CPU per tool call;
+// - worker_cpu_us_per_run: the worker's per run (worker_cpu_us_per_call x the calls of a run).
+// `--runs N` (8) runs at a time and `--calls-per-run N` (100) tool calls each: `--runs 50 --calls-per-run 2` is
+// the serve bench's shape (a run's 4 hooks in a context of its own, 50 runs in flight), where making and collecting
+// the contexts is most of the worker's CPU.
 // `--dist DIR`: another build; given more than once (A/B), one worker per build, all started at once, their blocks
 // alternating, so each build is measured under the same load (one JSON line per build). `--node-flags "..."`:
 // flags for the workers' node (as HOOKBOX_WORKER_EXEC_ARGV adds them under the pool). HOOKBOX_WORKER_POLL_US is
@@ -30,8 +34,8 @@ const dists = process.argv.flatMap((value, at) => (process.argv[at - 1] === "--d
 if (dists.length === 0) dists.push(join(root, "dist"));
 const nodeFlags = (argument("--node-flags") ?? "").split(" ").filter(Boolean);
 
-const RUNS = 8;
-const CALLS_PER_RUN = 100;
+const RUNS = Number(argument("--runs") ?? 8);
+const CALLS_PER_RUN = Number(argument("--calls-per-run") ?? 100);
 /** As the host's gate pipelines a tenant's messages (PIPELINE_DEPTH, src/sandbox/callback-gate.ts). */
 const DEPTH = 16;
 const BLOCK_CALLS = 4000;
@@ -178,6 +182,7 @@ for (const { measured, kill } of workers) {
       dist: measured.dist,
       nodeFlags: nodeFlags.join(" "),
       worker_cpu_us_per_call: round(median(measured.workerUs)),
+      worker_cpu_us_per_run: round(median(measured.workerUs) * CALLS_PER_RUN),
       segments_cpu_us_per_call: round(median(measured.segmentsUs)),
       driver_cpu_us_per_call: round(median(measured.driverUs)),
     })}\n`,

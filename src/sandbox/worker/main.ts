@@ -33,6 +33,7 @@ import { TenantIsolate } from "./tenant-isolate.js";
 import { IsolateReserve } from "./isolate-reserve.js";
 import { makeRuntimeSnapshot, RUNTIME_FILENAME, TAKE_INSTALL_SOURCE } from "./runtime-snapshot.js";
 import { closeInheritedFds } from "../wall/inherited-fds.js";
+import { configureTenantHeaps } from "./tenant-heap.js";
 
 // Before anything else: descriptors the host holds without close-on-exec must not stay open in here.
 closeInheritedFds();
@@ -58,6 +59,8 @@ function readRuntime(): string {
 }
 
 const tenants = new Map<string, TenantIsolate>();
+// Before the first isolate is made: V8 reads its heap flags when it makes one.
+configureTenantHeaps();
 const isolates = new IsolateReserve({ snapshot: makeRuntimeSnapshot(readRuntime()) });
 /** Each tenant's limits, as last sent by the host (it sends them only when they change). */
 const tenantLimits = new Map<string, WorkerLimits>();
