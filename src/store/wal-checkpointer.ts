@@ -45,13 +45,10 @@ function look() {
     shm ??= openSync(file + "-shm", "r");
     if (readSync(shm, header, 0, 100, 0) < 100) return;
     const end = header[4];
-    let copied = header[24];
-    if (end < checkpointPages || copied >= end) return;
+    if (end < checkpointPages || header[24] >= end) return;
     for (let round = 0; round < catchUpRounds; round++) {
       const { log, checkpointed } = checkpoint.get();
-      // Done, or held back (a reader of an older snapshot keeps its pages in the WAL): the next commit's look tries again.
-      if (checkpointed >= log || checkpointed <= copied) return;
-      copied = checkpointed;
+      if (checkpointed >= log) return;
     }
   } catch {
     // Busy or not there yet (the store's own checkpoint, a WAL being started over): the next look tries again.
