@@ -2,7 +2,6 @@ import type { Block, Turn } from "../turns/turn.js";
 import type { HookboxEvent } from "../events/types.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
-import { WalCheckpointer } from "./wal-checkpointer.js";
 import { isOwnerAlive } from "./process-alive.js";
 import { SqlitePolicyTables } from "./sqlite-policy.js";
 import { interruptedEvent, notResumable, resumedEvent } from "./interrupted.js";
@@ -66,25 +65,16 @@ export class SqliteStore extends StoreBase implements Store {
   private readonly commits: GroupCommit<QueuedWrite, unknown>;
   private readonly deletes: SqliteSessionDeletes;
   private readonly runNumbers = new RunNumbers();
-  /** The WAL's checkpoints off the event loop (a file only: `:memory:` has no WAL). */
-  private readonly checkpointer: WalCheckpointer | undefined;
-  private closed = false;
-  private closing: Promise<void> | undefined;
   readonly kv: SqliteKv;
   protected readonly policy: SqlitePolicyTables;
 
   constructor(readonly location: string) {
     super();
     this.db = openDatabase(location);
-    this.checkpointer = location === ":memory:" ? undefined : new WalCheckpointer(location);
     this.kv = new SqliteKv(this.db, location);
     this.statements = prepareStatements(this.db);
     this.turns = new SqliteTurns(this.statements);
-    this.commits = new GroupCommit((writes) => {
-      const results = this.applyBatch(writes);
-      this.checkpointer?.committed();
-      return results;
-    });
+    this.commits = new GroupCommit((writes) => this.applyBatch(writes));
     this.policy = new SqlitePolicyTables(
       this.db,
       (what, apply) => this.submit(what, apply),
@@ -337,22 +327,14 @@ export class SqliteStore extends StoreBase implements Store {
     return new Map((this.statements.allTenantBytes.all() as { tenant: string; bytes: number }[]).map((row) => [row.tenant, row.bytes]));
   }
 
-  close(): Promise<void> {
-    this.closing ??= this.closeNow();
-    return this.closing;
-  }
-
-  private async closeNow(): Promise<void> {
-    this.closed = true;
+  async close(): Promise<void> {
+    if (!this.db.isOpen) return;
     this.commits.flush();
-    // The checkpoint thread's connection closes first: the store's is then the last, which checkpoints the WAL whole and removes it.
-    const stopping = this.checkpointer?.close();
-    if (stopping) await stopping;
     this.db.close();
   }
 
   private submit<T>(what: string, apply: (batch: SqliteBatch) => T, bytes = 0): Promise<T> {
-    if (this.closed) return Promise.reject(new HookboxError("STORE", `store ${this.location} is closed: could not ${what}`));
+    if (!this.db.isOpen) return Promise.reject(new HookboxError("STORE", `store ${this.location} is closed: could not ${what}`));
     return this.commits.submit({ what, apply }, bytes) as Promise<T>;
   }
 
