@@ -6,7 +6,7 @@ import { setFlagsFromString } from "node:v8";
  * contexts, and each full collection marks what is still live: the runtime and the contexts of the runs in flight.
  * Left to its heuristics, V8 collects an isolate of a 64 MB limit whenever it has grown ~8 MB past what was live
  * (its growth factor for heaps this small is 1.3): every ~35 runs, each time marking every run in flight again.
- * That was ~15-25% of a worker's CPU at one context a run (BENCHMARKS.md, "A run's context in the worker").
+ * That was ~15-25% of a worker's CPU at one context a run (BENCHMARKS.md, "The worker's CPU a run: collecting the dead run contexts").
  *
  * So the worker sets two of V8's heap flags before it makes any isolate (V8 reads them when it makes one; the
  * worker's own Node heap, made before, keeps its defaults):
