@@ -33,6 +33,11 @@ function traceWorker() {
   let trace = "";
   worker.stdout!.on("data", (chunk: Buffer) => (trace += chunk.toString()));
   const pipe = worker.stdio[3] as Socket;
+  let killed = false;
+  // The test ends the worker with SIGKILL, and its pipe may then be reset: expected. Any other error is the test's.
+  pipe.on("error", (error) => {
+    if (!killed) throw error;
+  });
   let onReply: (reply: DoneMessage) => void = () => {};
   const reader = new FrameReader((reply) => onReply(reply as DoneMessage));
   pipe.on("data", (chunk: Buffer) => reader.push(chunk));
@@ -79,7 +84,10 @@ function traceWorker() {
         })
         .filter((collection) => collection.fromMb >= 8);
     },
-    kill: () => worker.kill("SIGKILL"),
+    kill: () => {
+      killed = true;
+      worker.kill("SIGKILL");
+    },
   };
 }
 
