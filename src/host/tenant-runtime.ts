@@ -3,7 +3,8 @@ import { HookboxError } from "../errors.js";
 import type { UserContext } from "../contracts/context.js";
 import { isJson } from "../turns/json.js";
 import type { Block, Turn } from "../turns/turn.js";
-import { PayloadKeys } from "../turns/keys.gen.js";
+import { PayloadKeys, TurnDataKeys } from "../turns/keys.gen.js";
+import { shareValue } from "../turns/shared-value.js";
 import {
   DEFAULT_SANDBOX_LIMITS,
   type SandboxPool,
@@ -142,7 +143,9 @@ export async function openTenantRuntime(config: TenantConfig, pool: SandboxPool,
     ? await sandbox.load(config.scripts, extras.bundleVariant ? { variant: extras.bundleVariant } : {})
     : [];
   const schemas = new ToolSchemas(); // this tenant's own: compiled once, on first use, for all its runs
-  buildRegistry(host, manifests, schemas, undefined); // duplicate names and broken schemas fail at load, not at the first run
+  // Duplicate names and broken schemas fail at load, not at the first run; the tools do not change between runs,
+  // so their turn record is checked and frozen once here and shared by every run.
+  const toolDefinitions = shareValue(TurnDataKeys.toolDefinitions, buildRegistry(host, manifests, schemas, undefined).turnDefinitions());
   const shadow = deployment?.shadow?.sources.length ? deployment.shadow : undefined;
   const shadowSandbox = shadow && pool.tenant(shadow.sandboxTenant, config.limits, placement);
   const shadowManifests = shadowSandbox ? await shadowSandbox.load(shadow.sources) : [];
@@ -194,6 +197,7 @@ export async function openTenantRuntime(config: TenantConfig, pool: SandboxPool,
             }
           : {}),
         registry,
+        toolDefinitions,
         middleware: [
           ...host.middleware.map(hostMiddleware),
           ...manifests.flatMap((m) => m.middleware.map((name) => scriptMiddleware(m, name, run!))),

@@ -4,7 +4,8 @@ import type { CommonContext, Tags, UserContext } from "../contracts/context.js";
 import type { ErrorPolicy, RetryBounds, RunPersistence, RunHandle, RunResult, SnapshotPhase, RunBudgets } from "../host/types.js";
 import type { Turn } from "../turns/turn.js";
 import type { ModelSettings, UserContextToModel } from "../engine/model-settings.js";
-import { TurnDataKeys, TurnMetadataKeys, type FinishReason } from "../turns/keys.gen.js";
+import { TurnDataKeys, TurnMetadataKeys, type FinishReason, type ToolDefinitions } from "../turns/keys.gen.js";
+import { setSharedValue, type SharedValue } from "../turns/shared-value.js";
 import { EventLog } from "./event-log.js";
 import { HookChain } from "./hook-chain.js";
 import type { HookProvider } from "./hook-provider.js";
@@ -60,6 +61,8 @@ export interface RunAccounting {
 
 export interface LoopComponents {
   registry: ToolRegistry;
+  /** `registry.turnDefinitions()` checked and frozen once for all the runs of a runtime (without it: each run's own copy). */
+  toolDefinitions?: SharedValue<ToolDefinitions>;
   middleware: Middleware[];
   hooks: HookProvider[];
   /** Shadow hooks (shadow-hooks.ts): run beside `hooks` on the same payloads, never enforced. */
@@ -227,10 +230,8 @@ async function runLoop(initial: Turn, options: LoopOptions, { events, run, stepp
       errorPolicy: limits.errorPolicy,
       ...(limits.toolTimeoutMs !== undefined ? { toolTimeoutMs: limits.toolTimeoutMs } : {}),
     });
-    TurnDataKeys.toolDefinitions.set(
-      turn.data,
-      registry.list().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, origin: t.origin })),
-    );
+    if (components.toolDefinitions) setSharedValue(TurnDataKeys.toolDefinitions, turn.data, components.toolDefinitions);
+    else TurnDataKeys.toolDefinitions.set(turn.data, registry.turnDefinitions());
     TurnMetadataKeys.sessionId.set(turn.metadata, ids.sessionId);
     TurnMetadataKeys.inferenceId.set(turn.metadata, ids.inferenceId);
     TurnMetadataKeys.traceId.set(turn.metadata, ids.traceId);

@@ -3,6 +3,7 @@ import type { ToolContext, CodeOrigin } from "../contracts/context.js";
 import type { Json, JsonObject } from "../turns/json.js";
 import type { ToolDefinition } from "../engine/infer.js";
 import { ToolSchemas } from "../schema/tool-schemas.js";
+import type { ToolDefinitions } from "../turns/keys.gen.js";
 
 /** A tool as the loop sees it, whatever its origin: one shape, one hook path, one validation. */
 export interface RegisteredTool extends ToolDefinition {
@@ -48,6 +49,11 @@ export class ToolRegistry {
 
   list(): RegisteredTool[] {
     return [...this.tools.values()];
+  }
+
+  /** The tools as the turn's `toolDefinitions` key records them (the model's definitions with each tool's origin). */
+  turnDefinitions(): ToolDefinitions {
+    return this.list().map((t) => ({ name: t.name, description: t.description, parameters: t.parameters, origin: t.origin }));
   }
 
   definitions(): ToolDefinition[] {

@@ -3,6 +3,7 @@ import { statSync, type BigIntStats } from "node:fs";
 import { createHash } from "node:crypto";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
+import { deepFreeze } from "../turns/deep-freeze.js";
 import type { TenantConfig } from "../host/types.js";
 import type { ScriptSource, UploadedFiles } from "../sandbox/api.js";
 
@@ -63,14 +64,6 @@ function sharedRecord(tenant: string, json: string): JsonObject {
   latestRecords.set(tenant, { json, record });
   if (latestRecords.size > RECORDS_KEPT) latestRecords.delete(latestRecords.keys().next().value!);
   return record;
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
 }
 
 /** Rebuilds the TenantConfig of a stored session; `override` (from `--config`) wins for host tools, model, limits. */

@@ -293,3 +293,41 @@ describe("user context", () => {
     }
   });
 });
+
+describe("the turn's tool definitions", () => {
+  it("are one copy checked at load and shared by every run of a runtime, which no run can change in place", async () => {
+    const attempts: string[] = [];
+    const h = await harness({
+      steps: [{ text: "ok" }],
+      host: {
+        tools: [lookup()],
+        middleware: [
+          {
+            name: "tamper",
+            run: (turn, next) => {
+              const definitions = turn.data["hookbox.tool_definitions@v1"] as Array<{ name: string; description: string }>;
+              try {
+                definitions.push({ name: "injected", description: "not a tool" });
+                definitions[0]!.description = "changed";
+                attempts.push("changed");
+              } catch (error) {
+                attempts.push((error as Error).name);
+              }
+              return next(turn);
+            },
+          },
+        ],
+      },
+    });
+    const first = await h.run("one");
+    const second = await h.run("two");
+    expect(first.result.status).toBe("completed");
+    expect(second.result.status).toBe("completed");
+    expect(attempts).toEqual(["TypeError", "TypeError"]);
+    const definitions = [first, second].map(({ result }) => TurnDataKeys.toolDefinitions.get(result.turn.data));
+    expect(definitions[1]).toEqual([
+      { name: "lookup_order", description: "Look up an order", parameters: lookup().parameters, origin: "host" },
+    ]);
+    expect(definitions[0]).toEqual(definitions[1]);
+  });
+});
