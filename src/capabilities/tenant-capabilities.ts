@@ -104,11 +104,18 @@ export class TenantCapabilities {
       broker,
       close: () => {
         broker.close();
-        ended.abort();
+        ended.abort(RUN_ENDED);
       },
     };
   }
 }
+
+/**
+ * Why every run's requests are aborted when it ends. Their readers only look at `signal.aborted` (each reports
+ * CANCELLED), so one frozen exception serves every run: no DOMException with a captured stack per run, and no run
+ * can change what another's requests are aborted with.
+ */
+const RUN_ENDED = Object.freeze(new DOMException("the run ended", "AbortError"));
 
 function guardFactory(spec: Exclude<CapabilityGrants["guardModel"], undefined | "run">, tenant: string): () => LanguageModelV4 {
   try {

@@ -42,6 +42,11 @@ export function newId(prefix: string): string {
   return `${prefix}_${clockHex}${randomHex(10)}`;
 }
 
+/** A W3C trace id for a run without a caller's: 32 hex digits, 128 random bits from the same pool as the ids'. */
+export function newTraceId(): string {
+  return randomHex(16);
+}
+
 /** Pause ids are capabilities (whoever has one can continue the run): 128 random bits. */
 export function newPauseId(): string {
   return `pause_${randomBytes(16).toString("base64url")}`;

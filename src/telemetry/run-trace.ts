@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { newTraceId } from "../loop/ids.js";
 import type { RunUsage, TokenUsage } from "../host/usage.js";
 
 /*
@@ -61,7 +61,7 @@ export function noopRunTrace(start: Pick<RunTraceStart, "traceparent">): RunTrac
   const parent = start.traceparent ? parseTraceparent(start.traceparent) : undefined;
   const span = { answered() {}, retried() {}, failed() {} };
   return {
-    traceId: parent?.traceId ?? randomBytes(16).toString("hex"),
+    traceId: parent?.traceId ?? newTraceId(),
     noop: true,
     inference: (_model, work) => work(span),
     tool: (_call, work) => work(span),

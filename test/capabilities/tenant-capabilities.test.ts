@@ -186,6 +186,24 @@ describe("a run's end", () => {
     expect(ended.events).toEqual([]);
   });
 
+  it("aborts its requests with one frozen AbortError shared by every run", async () => {
+    const late = { text: "late", delayMs: 30_000 };
+    const model = new ScriptedModel([late, late], "slow");
+    const capabilities = tenant({ guardModel: model });
+    const reasons: unknown[] = [];
+    for (let index = 0; index < 2; index++) {
+      const ended = run(capabilities);
+      const pending = ended.code({ kind: "model", prompt: "p" });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      ended.close();
+      expect(await pending).toBe("CANCELLED: ctx.model.generate: the run ended");
+      reasons.push(model.calls.at(-1)?.abortSignal?.reason);
+    }
+    expect(reasons[0]).toMatchObject({ name: "AbortError", message: "the run ended" });
+    expect(Object.isFrozen(reasons[0])).toBe(true);
+    expect(reasons[1]).toBe(reasons[0]);
+  });
+
   it("reports the refusals it counted past a spent count before it closes the stream", async () => {
     const limited = run(tenant({ grants: { limits: { maxKvOpsPerRun: 1 } } }));
     for (let index = 0; index < 4; index++) await limited.code({ kind: "kv", op: "get", key: "a" });
