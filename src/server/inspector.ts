@@ -38,6 +38,22 @@ const FILES: Record<string, string> = {
   "app.css.map": "application/json",
 };
 
+/**
+ * The path of a request's URL without parsing it again: the node adapter makes every request's `url` a WHATWG
+ * href (dot segments resolved), so its path is what follows the authority, up to `?` or `#` (the same string
+ * `new URL(href).pathname` gives).
+ */
+export function hrefPath(href: string): string {
+  const start = href.indexOf("/", href.indexOf("://") + 3);
+  if (start === -1) return "/";
+  let end = href.length;
+  for (const mark of ["?", "#"]) {
+    const at = href.indexOf(mark, start);
+    if (at !== -1 && at < end) end = at;
+  }
+  return href.slice(start, end);
+}
+
 /** True for the paths the inspector answers (everything else is the API's). */
 export function isInspectorPath(pathname: string): boolean {
   return pathname === "/" || pathname === "/ui" || pathname.startsWith("/ui/");

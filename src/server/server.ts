@@ -4,7 +4,7 @@ import type { TenantRuntime } from "../host/types.js";
 import type { Store } from "../store/types.js";
 import { SessionManager } from "../session/manager.js";
 import { createApp } from "./app.js";
-import { inspectorApp, isInspectorPath } from "./inspector.js";
+import { hrefPath, inspectorApp, isInspectorPath } from "./inspector.js";
 import { hostPathRedactor } from "./redact.js";
 import type { SandboxPool } from "../sandbox/api.js";
 import type { SupervisedSandboxPool } from "../sandbox/pool.js";
@@ -163,7 +163,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       {
         // The web inspector's files at /ui/ (and / sends there); everything else is the API.
         fetch: (request, env) =>
-          turns.during(() => (isInspectorPath(new URL(request.url).pathname) ? inspector.fetch(request, env) : app.fetch(request, env))),
+          turns.during(() => (isInspectorPath(hrefPath(request.url)) ? inspector.fetch(request, env) : app.fetch(request, env))),
         port: options.port,
         hostname: options.host ?? config.host,
         serverOptions: timeoutOptions(connections),
