@@ -123,6 +123,7 @@ export class WorkerProcess {
       nodeArgs: ["--no-node-snapshot", ...(process.env.HOOKBOX_WORKER_EXEC_ARGV?.split(" ").filter(Boolean) ?? [])],
       // No IPC channel: the frame pipe is the only way in or out, and its end tells the worker we are gone.
       stdio: ["ignore", "pipe", "pipe", "pipe"],
+      socketOnInheritedFd: true,
       env: workerEnv(),
       resources: { memoryBytes: options.memoryBytes },
     });

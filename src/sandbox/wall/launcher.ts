@@ -27,6 +27,11 @@ export interface LaunchRequest {
    * i.e. what native code that ignores the permission model faces (the doctor and the wall's tests).
    */
   innerLayer?: boolean;
+  /**
+   * The process opens a socket on a descriptor it inherited (the worker's frame pipe, fd 3): from Node 26.12 the
+   * permission model refuses that without `--allow-net`, so the inner layer grants it to this process alone.
+   */
+  socketOnInheritedFd?: boolean;
   /** The process's resource limits inside the wall (limits.ts; defaults where absent). */
   resources?: ResourceRequest;
 }
@@ -157,15 +162,17 @@ export function bubblewrapLauncher(tools: BubblewrapTools): Launcher {
     const view = viewFor([request.entry, ...(request.reads ?? [])]);
     const env: Record<string, string> = { ...view.env, ...request.env };
     const stdioCount = Array.isArray(request.stdio) ? request.stdio.length : 3;
-    // The filter's descriptor comes right after the stdio; bwrap reads it, and Node closes it with the rest.
+    // The filter's descriptor comes right after the stdio. bwrap closes it once it has read the filter, so Node
+    // finds that number free and takes it for its own (the event loop's epoll): the inside must not close it.
     const seccompFd = tools.seccompFile === undefined ? undefined : stdioCount;
     const extraFds = tools.seccompFile === undefined ? [] : [openSync(tools.seccompFile, "r")];
-    const inherited = inheritedFds(stdioCount + extraFds.length);
-    const closeInside = [...(seccompFd === undefined ? [] : [seccompFd]), ...inherited];
+    const closeInside = inheritedFds(stdioCount + extraFds.length);
     const limits = resourceLimits(request.resources);
     const node = [
       INSIDE.node,
-      ...(request.innerLayer === false ? [] : permissionFlags(view.readable)),
+      ...(request.innerLayer === false
+        ? []
+        : permissionFlags(view.readable, { socketOnInheritedFd: request.socketOnInheritedFd === true })),
       ...(request.nodeArgs ?? []),
       view.entries.get(request.entry)!,
       ...(request.args ?? []),
