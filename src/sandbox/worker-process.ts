@@ -102,7 +102,6 @@ export class WorkerProcess {
   private readonly stopsSeen = new Map<string, number>();
   /** Frames not yet written: those sent in one tick go in one write (flushed in a microtask). */
   private outgoing: Buffer[] = [];
-  private headClockFrom = 0;
   private readonly deadline = new ReplyDeadline(() => this.overdue());
   private exit: WorkerExit | undefined;
   /** stdout and stderr, read with a cap (worker-output.ts). */
@@ -347,8 +346,7 @@ export class WorkerProcess {
     if (head === undefined) return;
     // Boot time is not the guest's, but a worker that never says ready must not hold its calls forever.
     if (!this.ready) return this.deadline.watch(this.startedAt + this.options.bootLimitMs);
-    this.headClockFrom = Math.max(from, head.sentAt);
-    this.deadline.watch(this.headClockFrom + head.budgetMs + this.options.graceMs);
+    this.deadline.watch(Math.max(from, head.sentAt) + head.budgetMs + this.options.graceMs);
   }
 
   private overdue(): void {
