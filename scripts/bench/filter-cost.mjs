@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { build } from "esbuild";
+import { importSource } from "./fixtures.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 const dir = mkdtempSync(join(tmpdir(), "hookbox-filter-cost-"));
@@ -17,14 +17,7 @@ try {
   execFileSync("cc", ["-O2", "-o", binary, join(root, "scripts/bench/native/syscall-cost.c")], { stdio: "pipe" });
 
   // The filter module is TypeScript: bundle it on the fly, as the build would.
-  const bundled = await build({
-    entryPoints: [join(root, "src/sandbox/wall/seccomp/filter.ts")],
-    bundle: true,
-    write: false,
-    format: "esm",
-    platform: "node",
-  });
-  const filter = await import(`data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0].text).toString("base64")}`);
+  const filter = await importSource(join(root, "src/sandbox/wall/seccomp/filter.ts"));
   const host = filter.hostFilter();
   if (host === undefined) throw new Error(`the wall has no syscall filter on ${process.arch}`);
   const wallFilter = join(dir, "wall.bpf");

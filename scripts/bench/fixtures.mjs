@@ -3,6 +3,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { build } from "esbuild";
 
 const dir = mkdtempSync(join(tmpdir(), "hookbox-bench-"));
 
@@ -120,3 +121,9 @@ export function isolateRuntimeSource(dist) {
 
 /** The runtime limits the bench scripts install the runtime with (a worker's defaults). */
 export const BENCH_RUNTIME_LIMITS = JSON.stringify({ maxPayloadBytes: 8 * 1048576, maxLogChars: 8192 });
+
+/** A TypeScript module of src/ (`path`), bundled on the fly as the build would, and imported. */
+export async function importSource(path) {
+  const bundled = await build({ entryPoints: [path], bundle: true, write: false, format: "esm", platform: "node", logLevel: "error" });
+  return import(`data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0].text).toString("base64")}`);
+}

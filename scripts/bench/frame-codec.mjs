@@ -4,17 +4,13 @@
 // side), the median of several rounds. `--src FILE`: another version of src/sandbox/wire/framing.ts (A/B, e.g.
 // `git show main:src/sandbox/wire/framing.ts > /tmp/framing.ts`).
 import { resolve } from "node:path";
-import { build } from "esbuild";
-import { loopHookArgs } from "./fixtures.mjs";
+import { importSource, loopHookArgs } from "./fixtures.mjs";
 
 const root = resolve(import.meta.dirname, "../..");
 const sourceArgument = process.argv.indexOf("--src");
 const source = resolve(sourceArgument > 0 ? process.argv[sourceArgument + 1] : `${root}/src/sandbox/wire/framing.ts`);
 // The module is TypeScript: bundle it on the fly, as the build would.
-const bundled = await build({ entryPoints: [source], bundle: true, platform: "node", format: "esm", write: false, logLevel: "error" });
-const { encodeFrame, FrameReader } = await import(
-  `data:text/javascript;base64,${Buffer.from(bundled.outputFiles[0].text).toString("base64")}`
-);
+const { encodeFrame, FrameReader } = await importSource(source);
 
 /** An afterToolCall payload of the loop bench, as the host sends it. */
 const args = loopHookArgs("afterToolCall");

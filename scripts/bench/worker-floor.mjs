@@ -21,8 +21,7 @@
 import { spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
-import { LOOP_POLICY_FACTORY } from "./fixtures.mjs";
+import { importSource, LOOP_POLICY_FACTORY } from "./fixtures.mjs";
 import { cpuMs } from "./proc-cpu.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -65,28 +64,10 @@ function payload(runId, index, after) {
   ]);
 }
 
-// The frames are the host's (src/sandbox/wire/framing.ts, bundled on the fly as the build would).
-const framing = await import(
-  `data:text/javascript;base64,${Buffer.from(
-    (await build({ entryPoints: [join(root, "src/sandbox/wire/framing.ts")], bundle: true, write: false, format: "esm", platform: "node" }))
-      .outputFiles[0].text,
-  ).toString("base64")}`
-);
+// The frames are the host's (src/sandbox/wire/framing.ts), and so is the protocol's stop rule, as the host counts it.
+const framing = await importSource(join(root, "src/sandbox/wire/framing.ts"));
 const frameOf = (message) => framing.encodeFrame(message);
-/** The protocol's stop rule (src/sandbox/wire/protocol.ts), as the host counts it. */
-const protocol = await import(
-  `data:text/javascript;base64,${Buffer.from(
-    (
-      await build({
-        entryPoints: [join(root, "src/sandbox/wire/protocol.ts")],
-        bundle: true,
-        write: false,
-        format: "esm",
-        platform: "node",
-      })
-    ).outputFiles[0].text,
-  ).toString("base64")}`
-);
+const protocol = await importSource(join(root, "src/sandbox/wire/protocol.ts"));
 
 /** One worker of `dist`, driven as the host's gate drives it. */
 async function startWorker(dist) {
