@@ -37,11 +37,12 @@ const SQL = {
   deleteRuns: "DELETE FROM runs WHERE session_id = ?1",
   deleteLog: "DELETE FROM session_log WHERE session_id = ?1",
   deleteSession: "DELETE FROM sessions WHERE id = ?1",
+  // `+?`: parameters hidden from the query planner (sqlite-statements.ts says why).
   // Sessions whose latest run started (or, without runs, that were created) before a time, newest first: a fork
   // is newer than its source, so it goes first and its source can go in the same sweep.
-  stale: `SELECT s.id FROM sessions s WHERE s.tenant = ?1
-      AND coalesce((SELECT max(r.started_ms) FROM runs r WHERE r.session_id = s.id), s.created_ms) < ?2
-    ORDER BY s.created_ms DESC LIMIT ?3`,
+  stale: `SELECT s.id FROM sessions s WHERE s.tenant = +?1
+      AND coalesce((SELECT max(r.started_ms) FROM runs r WHERE r.session_id = s.id), s.created_ms) < +?2
+    ORDER BY s.created_ms DESC LIMIT +?3`,
 };
 
 export class SqliteSessionDeletes {

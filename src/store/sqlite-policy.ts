@@ -24,31 +24,32 @@ export class SqlitePolicyTables implements PolicyTables {
     /** Flushes queued writes: a read sees every write issued before it. */
     private readonly settle: () => void,
   ) {
+    // `+?`: a parameter hidden from the query planner (sqlite-statements.ts says why).
     this.statements = {
       insertVersion: prepare(
         db,
         `INSERT INTO script_versions (tenant, name, version, entry, files, bundle_hash, warnings, created_ms)
-         VALUES (?, ?, (SELECT coalesce(max(version), 0) + 1 FROM script_versions WHERE tenant = ? AND name = ?), ?, ?, ?, ?, ?)
+         VALUES (?, ?, (SELECT coalesce(max(version), 0) + 1 FROM script_versions WHERE tenant = +? AND name = +?), ?, ?, ?, ?, ?)
          RETURNING *`,
       ),
       getVersion: prepare(db, "SELECT * FROM script_versions WHERE tenant = ? AND name = ? AND version = ?"),
-      listVersions: prepare(db, "SELECT * FROM script_versions WHERE tenant = ? AND name = ? ORDER BY version"),
+      listVersions: prepare(db, "SELECT * FROM script_versions WHERE tenant = +? AND name = +? ORDER BY version"),
       // The latest version of each name: versions only grow, so its row is the one with the highest number.
       listScripts: prepare(
         db,
         `SELECT name, version AS latestVersion, created_ms AS createdMs FROM script_versions AS v
-         WHERE tenant = ? AND version = (SELECT MAX(version) FROM script_versions WHERE tenant = v.tenant AND name = v.name)
+         WHERE tenant = +? AND version = (SELECT MAX(version) FROM script_versions WHERE tenant = v.tenant AND name = v.name)
          ORDER BY name`,
       ),
       insertDeployment: prepare(
         db,
         `INSERT INTO deployments (id, tenant, number, scripts, shadow, from_config, previous_id, rollback_of, created_ms)
-         VALUES (?, ?, (SELECT coalesce(max(number), 0) + 1 FROM deployments WHERE tenant = ?), ?, ?, ?, ?, ?, ?) RETURNING *`,
+         VALUES (?, ?, (SELECT coalesce(max(number), 0) + 1 FROM deployments WHERE tenant = +?), ?, ?, ?, ?, ?, ?) RETURNING *`,
       ),
       getDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = ? AND id = ?"),
-      listDeployments: prepare(db, "SELECT * FROM deployments WHERE tenant = ? ORDER BY number"),
-      currentDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = ? ORDER BY number DESC LIMIT 1"),
-      listHookCalls: prepare(db, "SELECT * FROM hook_calls WHERE run_id = ? ORDER BY idx"),
+      listDeployments: prepare(db, "SELECT * FROM deployments WHERE tenant = +? ORDER BY number"),
+      currentDeployment: prepare(db, "SELECT * FROM deployments WHERE tenant = +? ORDER BY number DESC LIMIT 1"),
+      listHookCalls: prepare(db, "SELECT * FROM hook_calls WHERE run_id = +? ORDER BY idx"),
     };
   }
 
