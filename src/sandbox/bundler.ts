@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { lstatSync, realpathSync } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { context, type BuildOptions, type BuildResult, type Message } from "esbuild";
 import { BundleGuard, DEFAULT_BUNDLE_BOUNDS, GUARD_NAME, isKernelPath, type BundleBounds, type InputIdentity } from "./bundle-guard.js";
@@ -82,6 +82,14 @@ function inputsUnchanged(entry: CacheEntry): boolean {
   return true;
 }
 
+function directoryExists(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** The directory a script may import from: the entry file's own directory, symlinks resolved. */
 function scriptRoot(entry: string, display: string): string {
   let root: string;
@@ -140,6 +148,12 @@ export async function bundleScript(
   }
 
   const displayPath = relative(process.cwd(), entry) || entry;
+  // Source text whose directory is gone (a session's recorded script, resumed on another machine or after its folder
+  // moved) is bundled on its own, as an upload of one file: it may import "hookbox" and nothing else.
+  if (!isPath && !variant && !directoryExists(dirname(entry))) {
+    const name = basename(entry);
+    return bundleUploadedFiles({ files: { [name]: source.source }, entry: name, label: displayPath });
+  }
   // A variant (coverage counters, a fixed clock) is a test's own build: it never reaches the disk.
   const kept = variant ? undefined : diskCache?.bundle(source, bounds, displayPath);
   if (kept) {

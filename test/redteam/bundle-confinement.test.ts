@@ -72,6 +72,20 @@ describe("red team: bundling reads nothing outside the script's directory", () =
     expect(error.message).toContain(`import "${outside}/secret.ts" in main.ts`);
   });
 
+  it("bundles source text whose directory is gone on its own: it imports hookbox, and never a file beside the path it names", async () => {
+    // A session's recorded script resumed where its folder no longer exists; `outside` holds the secret one level up.
+    const filename = join(outside, "gone", "main.ts");
+    const plain = await bundleScript({
+      filename,
+      source: `import { defineScript } from "hookbox";\nexport default defineScript({ hooks: { beforeToolCall() { return undefined; } } });\n`,
+    });
+    expect(plain.code).toContain("beforeToolCall");
+    const error = await rejection(bundleScript({ filename, source: `import { secret } from "../secret";\nexport default secret;\n` }));
+    expect(error.code).toBe("SCRIPT_INVALID");
+    expect(error.message).toContain('"../secret"');
+    expect(JSON.stringify(error)).not.toContain(SECRET);
+  });
+
   it("refuses ../ escapes: import, require and dynamic import", async () => {
     await refused("../ escape", project(`import { secret as loot } from "../secret";`), "resolves outside the script's directory");
     await refused("../ escape (require)", project(`const loot = require("../secret.json").secret;`), `import "../secret.json"`);
