@@ -3,7 +3,7 @@
 //     `hookbox serve` (SQLite store file), each client: create a session, start a two-tool scripted run whose
 //     tools pass sandboxed beforeToolCall + afterToolCall hooks, read the SSE stream to run-finished.
 //   http_cpu_ms_per_run / http_worker_cpu_ms_per_run: serve's CPU per run / its sandbox workers' (procfs), over the
-//     timed part, after 10 + 600 untimed runs (http-workload.mjs WARM_UP_RUNS: the steady state, V8 done compiling).
+//     timed part, after 10 + 3,000 untimed runs (http-workload.mjs WARM_UP_RUNS: the steady state, V8 done optimizing).
 //   http_client_cpu_ms_per_run: the 50 clients' own CPU per run (this process), on the same cores as serve.
 //   *_in_memory: the same workload with `--store :memory:` (SQLite without a file: no WAL, no fsync).
 //   session_cpu_ratio_1000, session_store_growth_ratio_1000: scripts/bench/long-session.mjs (one session, 1010 runs).

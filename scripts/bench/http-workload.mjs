@@ -162,12 +162,15 @@ export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4
 }
 
 /**
- * Untimed runs before a CPU figure is taken (http_cpu_ms_per_run), after the first 10: serve's CPU per run goes
- * on falling for some hundreds of runs of this workload while V8 compiles the request path (side by side, the
- * same build read 7.1-8.3 ms a run after 10 runs, 5.7-6.2 after 200 more, and no lower after 1,400 than after 600:
- * BENCHMARKS.md, "The floor under a run"). A steady-state figure waits those out; the timed part is unchanged.
+ * Untimed runs before a CPU figure is taken (http_cpu_ms_per_run), after the first 10: serve's CPU per run goes on
+ * falling for some thousands of runs of this workload while V8 optimizes the request path. Its optimizing compiler
+ * takes a function once it has run about 3,000 times over (V8's --invocation-count-for-turbofan), and most of a run's
+ * functions run once or a few times a run, so the compiler works in V8's helper threads until ~3,000 runs (`node
+ * scripts/bench/serve-threads.mjs`; `scripts/bench/warm-up.mjs --short 12 --long 60` reads lower after 3,000 than
+ * after 600 side by side, `--short 60 --long 120` no lower after 6,000: BENCHMARKS.md, "Serve's steady state").
+ * A steady-state figure waits those out; the timed part is unchanged.
  */
-export const WARM_UP_RUNS = 600;
+export const WARM_UP_RUNS = 3000;
 
 /**
  * Runs on every server before the timed part: up to 10 at once (the bundle cache, the workers' isolates), then

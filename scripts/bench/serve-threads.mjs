@@ -1,0 +1,67 @@
+// Serve's CPU per run by thread, over consecutive windows of runs of the bench's workload (http-workload.mjs): the
+// main thread, V8's helper threads (node-V8Worker: the concurrent optimizing compiler and the GC's parallel work) and
+// libuv's pool, from /proc/PID/task/TID/schedstat and comm. It shows how long serve takes to reach its steady state:
+// the helpers' share falls while V8 is still optimizing the request path, and stays level once it is done.
+// node scripts/bench/serve-threads.mjs [--windows N] [--runs-per-client N] [--clients N] [--store memory|file]
+// (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store).
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { startServe, timedRuns, warmUp, writeTenant } from "./http-workload.mjs";
+
+const { values } = parseArgs({
+  options: {
+    windows: { type: "string" },
+    "runs-per-client": { type: "string" },
+    clients: { type: "string" },
+    store: { type: "string" },
+  },
+});
+const clients = Number(values.clients ?? 50);
+const runsPerClient = Number(values["runs-per-client"] ?? 20);
+
+/** Milliseconds on CPU of each kind of thread of `pid`, by the thread's name (threads of one name summed). */
+function cpuMsByThread(pid) {
+  const byName = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+      byName[name] = (byName[name] ?? 0) + ns / 1e6;
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return byName;
+}
+
+const work = mkdtempSync(join(tmpdir(), "hookbox-serve-threads-"));
+try {
+  writeTenant(work);
+  const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"));
+  try {
+    await warmUp([server.url], clients);
+    let done = Math.min(clients, 10);
+    for (let window = 0; window < Number(values.windows ?? 6); window++) {
+      const before = cpuMsByThread(server.pid);
+      const timed = await timedRuns([server.url], { clients, runsPerClient });
+      const after = cpuMsByThread(server.pid);
+      const perRun = Object.fromEntries(
+        Object.keys(after)
+          .map((name) => [name, (after[name] - (before[name] ?? 0)) / timed.runs])
+          .filter(([, ms]) => ms >= 0.0005),
+      );
+      const total = Object.values(perRun).reduce((sum, ms) => sum + ms, 0);
+      const parts = Object.entries(perRun).map(([name, ms]) => `${name} ${ms.toFixed(3)}`);
+      process.stdout.write(
+        `runs ${done}-${done + timed.runs}: ${total.toFixed(3)} ms a run (${parts.join(", ")}), ${timed.runsPerS.toFixed(0)} runs/s\n`,
+      );
+      done += timed.runs;
+    }
+  } finally {
+    await server.stop();
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
