@@ -2,21 +2,45 @@
 // (/proc/PID/task/TID/schedstat, first field), and the processes below one (by /proc/PID/stat's ppid).
 import { readdirSync, readFileSync } from "node:fs";
 
+/** Each live thread of `pid` and its time on CPU in ns (none when the process is gone). */
+function* threadTimes(pid) {
+  let tids;
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return;
+  }
+  for (const tid of tids) {
+    let ns;
+    try {
+      ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      continue; // the thread ended
+    }
+    yield { tid, ns };
+  }
+}
+
 /** Milliseconds on CPU of every live thread of `pid` (0 when it is gone). */
 export function cpuMs(pid) {
   let ns = 0;
-  try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      try {
-        ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      } catch {
-        /* the thread ended */
-      }
-    }
-  } catch {
-    return 0;
-  }
+  for (const thread of threadTimes(pid)) ns += thread.ns;
   return ns / 1e6;
+}
+
+/** Milliseconds on CPU of `pid`'s live threads by thread name (/proc/PID/task/TID/comm; threads of one name summed). */
+export function cpuMsByThreadName(pid) {
+  const byName = {};
+  for (const { tid, ns } of threadTimes(pid)) {
+    let name;
+    try {
+      name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+    } catch {
+      continue; // the thread ended
+    }
+    byName[name] = (byName[name] ?? 0) + ns / 1e6;
+  }
+  return byName;
 }
 
 /** Every live process below `pid` (children, grandchildren, ...). */

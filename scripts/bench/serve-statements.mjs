@@ -1,7 +1,7 @@
 // What serve's SQLite statements cost a run of the bench's workload (http-workload.mjs): serve runs with
 // statement-timer.mjs preloaded, warms up as the bench does, then times every statement over the timed runs.
 // Prints each statement's calls and microseconds a run, and the total: the store's part of http_cpu_ms_per_run
-// that SQLite itself spends (the JS around each statement not included; the timer adds ~0.3 us a call).
+// that SQLite itself spends (the JS around each statement not included; the timer's own two clock reads a call are).
 // node scripts/bench/serve-statements.mjs [--runs-per-client N] [--clients N] [--store memory|file] [--top N]
 // (after npm run build).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -25,6 +25,7 @@ try {
     nodeArgs: ["--import", timer],
   });
   let runs;
+  let timesText;
   try {
     await warmUp([server.url], clients, { runs: WARM_UP_RUNS });
     process.kill(server.pid, "SIGUSR2");
@@ -32,7 +33,7 @@ try {
     process.kill(server.pid, "SIGUSR2");
     for (let waited = 0; waited < 50; waited++) {
       try {
-        readFileSync(output);
+        timesText = readFileSync(output, "utf8");
         break;
       } catch {
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -41,7 +42,7 @@ try {
   } finally {
     await server.stop();
   }
-  const rows = JSON.parse(readFileSync(output, "utf8")).sort((a, b) => b[1].ns - a[1].ns);
+  const rows = JSON.parse(timesText).sort((a, b) => b[1].ns - a[1].ns);
   let totalUs = 0;
   for (const [sql, { calls, ns }] of rows.slice(0, Number(values.top ?? 25))) {
     const usPerRun = ns / 1000 / runs;

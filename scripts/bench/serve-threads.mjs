@@ -4,11 +4,12 @@
 // the helpers' share falls while V8 is still optimizing the request path, and stays level once it is done.
 // node scripts/bench/serve-threads.mjs [--windows N] [--runs-per-client N] [--clients N] [--store memory|file]
 // (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store).
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startServe, timedRuns, warmUp, writeTenant } from "./http-workload.mjs";
+import { cpuMsByThreadName } from "./proc-cpu.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -21,21 +22,6 @@ const { values } = parseArgs({
 const clients = Number(values.clients ?? 50);
 const runsPerClient = Number(values["runs-per-client"] ?? 20);
 
-/** Milliseconds on CPU of each kind of thread of `pid`, by the thread's name (threads of one name summed). */
-function cpuMsByThread(pid) {
-  const byName = {};
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
-      const ns = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
-      byName[name] = (byName[name] ?? 0) + ns / 1e6;
-    } catch {
-      /* the thread ended */
-    }
-  }
-  return byName;
-}
-
 const work = mkdtempSync(join(tmpdir(), "hookbox-serve-threads-"));
 try {
   writeTenant(work);
@@ -44,9 +30,9 @@ try {
     await warmUp([server.url], clients);
     let done = Math.min(clients, 10);
     for (let window = 0; window < Number(values.windows ?? 6); window++) {
-      const before = cpuMsByThread(server.pid);
+      const before = cpuMsByThreadName(server.pid);
       const timed = await timedRuns([server.url], { clients, runsPerClient });
-      const after = cpuMsByThread(server.pid);
+      const after = cpuMsByThreadName(server.pid);
       const perRun = Object.fromEntries(
         Object.keys(after)
           .map((name) => [name, (after[name] - (before[name] ?? 0)) / timed.runs])
