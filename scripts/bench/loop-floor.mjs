@@ -12,7 +12,7 @@
 // on this machine's cores, so calls/s <= 1e6 / each side's CPU and <= cores x 1e6 / their sum.
 // `--dist DIR`: another build (A/B, e.g. a `git archive` of another commit, built); `--loop-only`: the loop_* keys only;
 // `--no-hooks-only`: the loop_no_hooks_* keys only. `--rounds N`: measured rounds of the loop_* and loop_no_hooks_*
-// workloads (default the bench's, 10, after its 10 warm-up rounds: the steady state, loop-throughput.mjs).
+// workloads (default the bench's, 20, after its 30 warm-up rounds: the steady state, loop-throughput.mjs).
 // `--curve N`: the bench's workload for N rounds from the first, one line per round (calls/s, host CPU a call).
 import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
@@ -26,7 +26,7 @@ const distArgument = process.argv.indexOf("--dist");
 const dist = resolve(distArgument > 0 ? process.argv[distArgument + 1] : join(root, "dist"));
 const round = (value) => Math.round(value * 10) / 10;
 const roundsArgument = process.argv.indexOf("--rounds");
-const measuredRounds = roundsArgument > 0 ? Number(process.argv[roundsArgument + 1]) : 10;
+const measuredRounds = roundsArgument > 0 ? Number(process.argv[roundsArgument + 1]) : 20;
 if (!Number.isInteger(measuredRounds) || measuredRounds < 1) throw new Error("--rounds takes a positive integer");
 
 /** The bench's hooks, as the bare worker runs them. */

@@ -20,17 +20,19 @@ const NO_HOOKS = `export default { name: "bench-policy", hooks: {} };`;
  * `hooks: false`: the same workload through a script without hooks (scripts/bench/loop-floor.mjs). `onMeasure`:
  * called as the measured rounds start and end (`end` gets what `start` returned), to count their CPU.
  * A round is 8 runs of 100 tool calls. The measured rounds follow `warmUpRounds` untimed ones: a host keeps
- * running, so the figure is its steady state, V8 done compiling the path (round by round, the host's CPU a tool
- * call falls from ~250 us in the first round to ~155 in the second and ~120 in the third, and levels off at
- * ~100-110 from about the fifth: BENCHMARKS.md, "The loop bench's steady state").
+ * running, so the figure is its steady state, V8 done compiling the path. V8 optimizes a function with TurboFan
+ * once it has run ~3,000 times, and much of the loop runs once an iteration (80 times a round) or once a run (8):
+ * its compilations keep coming in bursts until about round 25, and the host's CPU a tool call keeps falling until
+ * then (`node scripts/bench/loop-warm-up.mjs`; BENCHMARKS.md, "The loop bench's steady state on Node 26.12.1").
+ * 20 measured rounds take in the old generation's mark-compacts (about one every 10 rounds) at their real rate.
  */
 export async function measureLoopToolCallsPerSecond({
   dist,
   concurrentRuns = 8,
   iterations = 10,
   callsPerIteration = 10,
-  rounds = 10,
-  warmUpRounds = 10,
+  rounds = 20,
+  warmUpRounds = 30,
   hooks = true,
   onMeasure = { start: () => undefined, end: () => {} },
   onRound = () => {},
