@@ -3,7 +3,9 @@
 // libuv's pool, from /proc/PID/task/TID/schedstat and comm. It shows how long serve takes to reach its steady state:
 // the helpers' share falls while V8 is still optimizing the request path, and stays level once it is done.
 // node scripts/bench/serve-threads.mjs [--windows N] [--runs-per-client N] [--clients N] [--store memory|file]
-// (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store).
+// [--warm-up RUNS] (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store, no
+// warm-up past the first 10 runs). `--warm-up 3000 --runs-per-client 4 --windows 20` gives windows the size of the
+// bench's timed part (http-workload.mjs), one after another in its steady state: how much one such window varies.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,8 +19,11 @@ const { values } = parseArgs({
     "runs-per-client": { type: "string" },
     clients: { type: "string" },
     store: { type: "string" },
+    "warm-up": { type: "string" },
   },
 });
+const warmUpRuns = Number(values["warm-up"] ?? 0);
+if (!Number.isInteger(warmUpRuns) || warmUpRuns < 0) throw new Error("--warm-up takes a number of runs");
 const clients = Number(values.clients ?? 50);
 const runsPerClient = Number(values["runs-per-client"] ?? 20);
 
@@ -27,8 +32,8 @@ try {
   writeTenant(work);
   const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"));
   try {
-    await warmUp([server.url], clients);
-    let done = Math.min(clients, 10);
+    await warmUp([server.url], clients, { runs: warmUpRuns });
+    let done = Math.min(clients, 10) + Math.ceil(warmUpRuns / clients) * clients;
     for (let window = 0; window < Number(values.windows ?? 6); window++) {
       const before = cpuMsByThreadName(server.pid);
       const timed = await timedRuns([server.url], { clients, runsPerClient });
