@@ -175,10 +175,13 @@ export const WARM_UP_RUNS = 3000;
 /**
  * Runs on every server before the timed part: up to 10 at once (the bundle cache, the workers' isolates), then
  * `runs` more from the `clients` clients (each an equal share, one after another), so V8 has compiled the path.
+ * Resolves with how many runs it made, on all the servers together.
  */
 export async function warmUp(urls, clients, { runs = 0 } = {}) {
-  await Promise.all(urls.flatMap((url) => Array.from({ length: Math.min(clients, 10) }, () => oneRun(url))));
-  if (runs > 0) await timedRuns(urls, { clients, runsPerClient: Math.ceil(runs / clients) });
+  const first = urls.flatMap((url) => Array.from({ length: Math.min(clients, 10) }, () => oneRun(url)));
+  await Promise.all(first);
+  if (runs === 0) return first.length;
+  return first.length + (await timedRuns(urls, { clients, runsPerClient: Math.ceil(runs / clients) })).runs;
 }
 
 /**

@@ -33,15 +33,15 @@ for await (const line of createInterface({ input: child.stdout })) {
 const code = await new Promise((resolve) => child.on("close", resolve));
 if (code !== 0) throw new Error(`loop-floor.mjs --curve exited with ${code}`);
 
-const CALLS_PER_ROUND = 8 * 10 * 10; // loop-throughput.mjs's workload: 8 runs of 10 iterations of 10 tool calls
 for (let from = 0; from < curve.length; from += window) {
   const part = curve.slice(from, from + window);
-  const seconds = part.reduce((sum, r) => sum + CALLS_PER_ROUND / r.calls_per_s, 0);
+  // Every round makes the same calls, so the window's calls over its time is the rounds' harmonic mean.
+  const secondsPerCall = part.reduce((sum, r) => sum + 1 / r.calls_per_s, 0);
   const hostCpu = part.reduce((sum, r) => sum + r.host_cpu_us_per_call, 0) / part.length;
   process.stdout.write(
     `${JSON.stringify({
       rounds: `${from + 1}-${from + part.length}`,
-      calls_per_s: Math.round((part.length * CALLS_PER_ROUND) / seconds),
+      calls_per_s: Math.round(part.length / secondsPerCall),
       host_cpu_us_per_call: Math.round(hostCpu * 10) / 10,
       turbofan_compiles: part.reduce((sum, r) => sum + r.turbofan_compiles, 0),
     })}\n`,

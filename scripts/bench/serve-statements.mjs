@@ -42,6 +42,7 @@ try {
   } finally {
     await server.stop();
   }
+  if (timesText === undefined) throw new Error(`serve wrote no statement times to ${output} (statement-timer.mjs) within 5 s`);
   const rows = JSON.parse(timesText).sort((a, b) => b[1].ns - a[1].ns);
   let totalUs = 0;
   for (const [sql, { calls, ns }] of rows.slice(0, Number(values.top ?? 25))) {

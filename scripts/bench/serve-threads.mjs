@@ -32,8 +32,7 @@ try {
   writeTenant(work);
   const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"));
   try {
-    await warmUp([server.url], clients, { runs: warmUpRuns });
-    let done = Math.min(clients, 10) + Math.ceil(warmUpRuns / clients) * clients;
+    let done = await warmUp([server.url], clients, { runs: warmUpRuns });
     for (let window = 0; window < Number(values.windows ?? 6); window++) {
       const before = cpuMsByThreadName(server.pid);
       const timed = await timedRuns([server.url], { clients, runsPerClient });
