@@ -24,6 +24,18 @@ function quietPipe(): AwaitedPipe {
   return { fd: () => undefined, push: () => {}, polling: new PollPolicy(0.2) };
 }
 
+/**
+ * Lets the event loop turn until the host's window (0.2 ms) is over and judged, so the reply comes late. It
+ * counts turns, not a timer: a timer could fire before the host's first turn on a loaded machine, and then the
+ * reply would come inside the window.
+ */
+async function pastTheWindow(): Promise<void> {
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+  const start = performance.now();
+  while (performance.now() - start < 1) await nextTurn();
+  await nextTurn(); // the host's turn, queued before this one, judges the window first
+}
+
 /** Keeps the thread busy for `ms`, as a host running a loop step does. */
 function busyFor(ms: number): void {
   const until = performance.now() + ms;
@@ -72,7 +84,7 @@ describe("when to poll instead of sleeping", () => {
     const pipe = quietPipe();
     const wait = async (reply: "late" | "while busy") => {
       expectReply(pipe);
-      if (reply === "late") await new Promise((resolve) => setTimeout(resolve, 5));
+      if (reply === "late") await pastTheWindow();
       else busyFor(2); // a loop step: the reply waits in the pipe and is handled when the step ends
       replyArrived(pipe);
       stopAwaiting(pipe);
@@ -88,7 +100,7 @@ describe("when to poll instead of sleeping", () => {
   it("the host: a window that ends with the reply not there is a miss, so the next wait sleeps", async () => {
     const pipe = quietPipe();
     expectReply(pipe);
-    await new Promise((resolve) => setTimeout(resolve, 5)); // the reply comes after the window ended
+    await pastTheWindow();
     replyArrived(pipe);
     stopAwaiting(pipe);
     expect(pipe.polling.beginWait()).toBe(0);
