@@ -239,7 +239,7 @@ describe("run deadline", () => {
       handler: async (_args, ctx, { signal }) => {
         seenDeadline = ctx.deadlineMs;
         await new Promise((resolve, reject) => {
-          const t = setTimeout(resolve, 5_000);
+          const t = setTimeout(resolve, 60_000);
           signal.addEventListener("abort", () => {
             clearTimeout(t);
             reject(signal.reason);
@@ -249,13 +249,14 @@ describe("run deadline", () => {
       },
     };
     const h = await harness({ steps: [{ toolCalls: [{ id: "a", name: "slow", args: {} }] }, { text: "never" }], host: { tools: [slow] } });
-    const deadlineMs = Date.now() + 150;
+    // The deadline leaves room for the run to reach the tool on a loaded machine; the tool's own wait is far longer.
+    const deadlineMs = Date.now() + 1_500;
     const started = performance.now();
     const { result } = await h.run("x", { deadlineMs });
     expect(result.status).toBe("failed");
     expect(result.errorCode).toBe("DEADLINE");
     expect(seenDeadline).toBe(deadlineMs);
-    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(performance.now() - started).toBeLessThan(20_000);
   });
 });
 

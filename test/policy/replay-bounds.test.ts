@@ -57,6 +57,13 @@ async function upload(key: string, name: string, body: string): Promise<void> {
 /** Burns about `ms` of CPU, within the tenant's 300 ms per call: the hook proceeds. */
 const burn = (ms: number) => `const end = Date.now() + ${ms}; while (Date.now() < end) {}`;
 
+/**
+ * Burns about 40 ms of CPU by counting (a million clock reads), but for at most 250 ms of wall time, within the
+ * tenant's 300 ms per call. Counting keeps the CPU per call near 40 ms on a loaded machine, where a wall-time burn
+ * would get only a sliver of a CPU and never reach the CPU budget.
+ */
+const burnCpu = `let reads = 0; const end = Date.now() + 250; while (reads < 1e6 && Date.now() < end) reads++;`;
+
 /** POST /v1/replays of version 1 of `name`, aborted by the client after `abortMs` when given. */
 function startReplay(key: string, name: string, abortMs?: number): Promise<{ status: number; body: any }> {
   const signal = abortMs === undefined ? undefined : AbortSignal.timeout(abortMs);
@@ -112,8 +119,8 @@ describe("replays and uploads are bounded per tenant", () => {
   });
 
   it("stops a replay at the tenant's sandbox CPU budget (replayCpuMs), saying so", async () => {
-    await upload("lab-key", "burn", burn(40));
-    const answer = await startReplay("lab-key", "burn");
+    await upload("lab-key", "burn-cpu", burnCpu);
+    const answer = await startReplay("lab-key", "burn-cpu");
     expect(answer.status).toBe(200);
     const { summary } = answer.body;
     expect(summary.stopped).toMatchObject({ code: "REPLAY_CPU_BUDGET", message: expect.stringContaining("the budget is 600 ms") });
@@ -122,6 +129,7 @@ describe("replays and uploads are bounded per tenant", () => {
   });
 
   it("refuses a second replay in progress and a third upload being checked with 429, and frees the slots after", async () => {
+    await upload("lab-key", "burn", burn(40));
     const first = startReplay("lab-key", "burn");
     await waitUntilBusy("lab-key", "burn");
     const second = await startReplay("lab-key", "burn");

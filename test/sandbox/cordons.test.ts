@@ -110,7 +110,8 @@ describe("cordons", () => {
   });
 
   it("a quarantined tenant goes to its own cordon's quarantine worker", async () => {
-    const pool = newPool({ workers: 1, killGraceMs: 200 });
+    // A spin ends at the isolate's own limit; the kill grace is long so a loaded machine never needs the watchdog.
+    const pool = newPool({ workers: 1, killGraceMs: 5000 });
     const free = await tenantRun(pool, "free-a", "free");
     const paid = await tenantRun(pool, "paid-a", "paid");
     // The spins end at these limits and quarantine their tenants; the limits also bound the scripts' top-level
@@ -132,7 +133,7 @@ describe("cordons", () => {
   });
 
   it("quarantined tenants of a cordon share its quarantine worker; a process-per-tenant one gets a quarantine process of its own", async () => {
-    const pool = newPool({ workers: 1, killGraceMs: 200 });
+    const pool = newPool({ workers: 1, killGraceMs: 5000 });
     const shared = [await tenantRun(pool, "free-a", "free"), await tenantRun(pool, "free-b", "free")];
     const apart = pool.tenant("free-own", { cpuMs: 5000, wallMs: 10_000 }, { cordon: "free", isolation: "process-per-tenant" });
     const own = await apart.openRun({ runId: "run-free-own", scripts: await apart.load([policy]) });

@@ -129,12 +129,13 @@ describe("isolation", () => {
 
 describe("idle eviction", () => {
   it("disposes isolates unused for idleMs; the next call re-creates them transparently", async () => {
-    const pool = newPool({ workers: 1, idleMs: 1000 });
+    // Long enough that a loaded machine does not evict "one" before "two" has answered.
+    const pool = newPool({ workers: 1, idleMs: 3000 });
     const [a, b] = await Promise.all([tenantRun(pool, "one"), tenantRun(pool, "two")]);
     await hook(a, "one");
     await hook(b, "two");
     expect(pool.stats().liveIsolates).toBe(2);
-    await until(() => pool.stats().liveIsolates === 0);
+    await until(() => pool.stats().liveIsolates === 0, 20_000);
     expect(pool.stats()).toMatchObject({ evictions: 2, tenants: 2 });
     // A third tenant's reply carries the worker's own count: the two evicted isolates are gone there.
     await hook(await tenantRun(pool, "three"), "three");

@@ -96,11 +96,12 @@ describe("serve start-up", () => {
           pool,
         ),
       onFailure: (tenant, error) => failures.push(`${tenant}: ${error.message}`),
-      retryAfterMs: 300,
+      // Long enough that a loaded machine cannot pass it between the failed build and the next get().
+      retryAfterMs: 2000,
     });
     try {
       const first = await runtimes.get("acme").catch((error: HookboxError) => error);
-      expect(first).toMatchObject({ code: "TENANT_UNAVAILABLE", details: { tenant: "acme", retryAfterSeconds: 1 } });
+      expect(first).toMatchObject({ code: "TENANT_UNAVAILABLE", details: { tenant: "acme", retryAfterSeconds: 2 } });
       expect((first as HookboxError).message).toMatch(/^tenant acme is unavailable: it failed to load: .*policy\.ts/);
       expect(failures).toHaveLength(1);
       writeFileSync(script, `export default { hooks: { beforeToolCall() {} } };`);
@@ -108,7 +109,7 @@ describe("serve start-up", () => {
       expect(await runtimes.get("acme").catch((error: HookboxError) => error.code)).toBe("TENANT_UNAVAILABLE");
       expect(failures).toHaveLength(1);
       expect(runtimes.status()).toEqual({ configured: 1, ready: 0, building: 0, failed: 1 });
-      await new Promise((resolve) => setTimeout(resolve, 350));
+      await new Promise((resolve) => setTimeout(resolve, 2050));
       const runtime = await runtimes.get("acme");
       expect(await runtime.start({ sessionId: "sess_lazy", prompt: "go" }).wait()).toMatchObject({ status: "completed", text: "hi" });
       expect(runtimes.status()).toEqual({ configured: 1, ready: 1, building: 0, failed: 0 });

@@ -207,7 +207,8 @@ describe("the bubblewrap launcher's cgroup", () => {
   it("launchSync kills the process at its timeout and removes its cgroup once it is gone", async () => {
     const launcher = bubblewrapLauncher({ bwrap: fakeBwrap, hostIsRoot: true, setpriv });
     const before = openFds();
-    const result = launcher.launchSync({ entry, stdio: ["ignore", "pipe", "pipe"], args: [EXEC_WAIT] }, { timeoutMs: 1500 });
+    // The timeout leaves the fake bwrap's few forks time to print its cgroups on a loaded machine.
+    const result = launcher.launchSync({ entry, stdio: ["ignore", "pipe", "pipe"], args: [EXEC_WAIT] }, { timeoutMs: 3000 });
     expect(result.signal).toBe("SIGKILL");
     const dirs = cgroupDirs(parse(result.stdout).cgroupPaths);
     const support = cgroupSupport();
@@ -274,7 +275,8 @@ describe("the wall probe's run", () => {
     const silent = bubblewrapLauncher({ bwrap: "/bin/true", hostIsRoot: false });
     await expect(runProbe(silent, {})).rejects.toThrow(/^the wall probe failed \(exit code 0\): no output$/);
     const started = Date.now();
-    await expect(runProbe(launcher, { reads: [EXEC_WAIT] }, { timeoutMs: 500 })).rejects.toThrow(
+    // As above: long enough for the fake bwrap's last words before the kill.
+    await expect(runProbe(launcher, { reads: [EXEC_WAIT] }, { timeoutMs: 3000 })).rejects.toThrow(
       /^the wall probe failed \(killed by SIGKILL\): fd3=[^]*\S$/,
     );
     expect(Date.now() - started).toBeLessThan(30_000);
