@@ -46,68 +46,65 @@ async function runToEnd() {
 
 type Decision = Extract<HookboxEvent, { type: "hook-decision" }>;
 
+/** The active and the shadow hook decisions of a run's events. */
+function decisionsOf(events: HookboxEvent[]): { active: Decision[]; shadow: Decision[] } {
+  const decisions = events.filter((e): e is Decision => e.type === "hook-decision");
+  return { active: decisions.filter((d) => !d.shadow), shadow: decisions.filter((d) => d.shadow) };
+}
+
+/** The tool calls the fixture's `record` tool executed for a session (its log file has a line per call). */
+function executedTools(sessionId: string): string[] {
+  return readFileSync(log, "utf8")
+    .split("\n")
+    .filter((line) => line.startsWith(`tool ${sessionId} `));
+}
+
 describe("shadow scripts", () => {
-  it("record their decisions and failures as shadow events and in the report, and never change or stall the run", async () => {
+  it("record their decisions and failures as shadow events and in the report, and never change the run", async () => {
     await upload("allow", "beforeToolCall() { return { action: 'proceed' }; }");
     const strict = await upload(
       "strict",
       "beforeToolCall(p) { if (p.call.id === 'c2') return { action: 'deny', reason: 'strict says no' }; }",
     );
-    // fail-open, so each shadow chain goes on past them to the next script.
+    // fail-open, so each shadow chain goes on past it to the next script.
     await upload(
       "thrower",
       "beforeToolCall() { throw new Error('shadow broke'); }, afterToolCall() { throw new Error('after broke'); }",
       "fail-open",
     );
-    await upload("bomber", "beforeToolCall() { const a = []; for (;;) a.push(new Array(1e6).fill(a.length)); }", "fail-open");
-    await upload("looper", "beforeToolCall() { for (;;) {} }", "fail-open");
     const deployed = await acme().request("PUT", "/v1/deployment", {
       scripts: [{ name: "allow", version: 1 }],
-      shadow: ["thrower", "bomber", "looper", "strict"].map((name) => ({ name, version: 1 })),
+      shadow: ["thrower", "strict"].map((name) => ({ name, version: 1 })),
     });
     expect(deployed.status).toBe(200);
 
     const run = await runToEnd();
-    const finished = run.events.at(-1)!;
-    expect(finished).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
-    const executed = readFileSync(log, "utf8")
-      .split("\n")
-      .filter((line) => line.startsWith(`tool ${run.sessionId} `));
-    expect(executed).toHaveLength(2);
-    // Shadows settle within their own wall limit per shadow script (plus a margin); generous for a loaded machine.
-    expect(run.ms).toBeLessThan(WALL_MS * 4 + 1000 + 10_000);
-
-    const decisions = run.events.filter((e): e is Decision => e.type === "hook-decision");
-    const active = decisions.filter((d) => !d.shadow);
-    const shadow = decisions.filter((d) => d.shadow);
+    expect(run.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
+    expect(executedTools(run.sessionId)).toHaveLength(2);
+    const { active, shadow } = decisionsOf(run.events);
     expect(active.filter((d) => d.script !== "count-hooks").every((d) => d.script === "allow" && d.decision.action === "proceed")).toBe(
       true,
     );
-    expect(shadow.every((d) => ["strict", "looper", "thrower", "bomber"].includes(d.script) && d.version === 1 && d.bundleHash)).toBe(true);
+    expect(shadow.every((d) => ["strict", "thrower"].includes(d.script) && d.version === 1 && d.bundleHash)).toBe(true);
     expect(shadow.find((d) => d.script === "strict" && d.callId === "c2")).toMatchObject({
       decision: { action: "deny", reason: "strict says no" },
       bundleHash: strict.bundleHash,
     });
-    const errorOf = (script: string) => shadow.filter((d) => d.script === script).map((d) => d.decision.code);
-    expect(errorOf("thrower")).toEqual(["SCRIPT_ERROR", "SCRIPT_ERROR", "SCRIPT_ERROR", "SCRIPT_ERROR"]);
-    expect(errorOf("bomber")).toHaveLength(2);
-    // The bomb is stopped by whichever sandbox limit trips first on this machine: memory, or the CPU time V8 spends collecting.
-    const contained: unknown[] = ["SANDBOX_MEMORY", "SANDBOX_TIMEOUT", "SANDBOX_CRASHED"];
-    expect(
-      errorOf("bomber").every((code) => contained.includes(code)),
-      JSON.stringify(errorOf("bomber")),
-    ).toBe(true);
-    expect(errorOf("looper")).toHaveLength(2);
-    expect(errorOf("looper").every((code) => code === "SANDBOX_TIMEOUT" || code === "SANDBOX_CRASHED")).toBe(true);
-    expect(run.events.filter((e) => e.type === "log")).toEqual([]);
+    expect(shadow.filter((d) => d.script === "thrower").map((d) => d.decision.code)).toEqual([
+      "SCRIPT_ERROR",
+      "SCRIPT_ERROR",
+      "SCRIPT_ERROR",
+      "SCRIPT_ERROR",
+    ]);
     // No shadow log lines, no denial the model saw.
+    expect(run.events.filter((e) => e.type === "log")).toEqual([]);
     const c2 = run.events.find((e) => e.type === "tool-finished" && e.callId === "c2");
     expect(c2).toMatchObject({ result: { recorded: "c2" } });
 
     const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
     expect(report.status).toBe(200);
-    // The failing shadows are fail-open, so each chain reaches strict: only c2's beforeToolCall disagrees. The
-    // run hooks' chains (one beforeRun, one beforeFinish) agree.
+    // The thrower is fail-open, so each chain reaches strict: only c2's beforeToolCall disagrees. The run hooks'
+    // chains (one beforeRun, one beforeFinish) agree.
     expect(report.body).toMatchObject({
       deploymentId: deployed.body.deploymentId,
       runs: 1,
@@ -118,6 +115,43 @@ describe("shadow scripts", () => {
     expect(report.body.samples).toEqual([
       expect.objectContaining({ runId: run.runId, callId: "c2", hook: "beforeToolCall", active: "proceed", shadow: "deny" }),
     ]);
+  }, 120_000);
+
+  /*
+   * A loop and a memory bomb breach the shadow sandbox's limits, which moves it to the quarantine worker (nice 19).
+   * On a busy machine that worker gets almost no CPU, so the shadows' later calls may outlast the run's wait for
+   * them and be dropped, as docs/policy-lifecycle.md says: this test holds the run to that wait and each recorded
+   * failure to a contained one, and does not count on every call being recorded.
+   */
+  it("contain loops and memory bombs: the run goes on unchanged and waits for them no longer than its bound", async () => {
+    await upload("allow", "beforeToolCall() { return { action: 'proceed' }; }");
+    await upload("bomber", "beforeToolCall() { const a = []; for (;;) a.push(new Array(1e6).fill(a.length)); }", "fail-open");
+    await upload("looper", "beforeToolCall() { for (;;) {} }", "fail-open");
+    const deployed = await acme().request("PUT", "/v1/deployment", {
+      scripts: [{ name: "allow", version: 1 }],
+      shadow: ["bomber", "looper"].map((name) => ({ name, version: 1 })),
+    });
+    expect(deployed.status).toBe(200);
+
+    const run = await runToEnd();
+    expect(run.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
+    expect(executedTools(run.sessionId)).toHaveLength(2);
+    // The wait for shadows is the wall limit per shadow script plus 1 s; the rest is a loaded machine's margin.
+    expect(run.ms).toBeLessThan(WALL_MS * 2 + 1000 + 10_000);
+    const { shadow } = decisionsOf(run.events);
+    const errorOf = (script: string) => shadow.filter((d) => d.script === script).map((d) => d.decision.code);
+    // The first bomb goes off in the shadows' own worker, before any quarantine: it is always recorded.
+    expect(errorOf("bomber").length).toBeGreaterThanOrEqual(1);
+    expect(errorOf("bomber").length).toBeLessThanOrEqual(2);
+    expect(errorOf("looper").length).toBeLessThanOrEqual(2);
+    // The bomb is stopped by whichever sandbox limit trips first on this machine: memory, or the CPU time V8 spends collecting.
+    const contained: unknown[] = ["SANDBOX_MEMORY", "SANDBOX_TIMEOUT", "SANDBOX_CRASHED"];
+    expect(
+      errorOf("bomber").every((code) => contained.includes(code)),
+      JSON.stringify(errorOf("bomber")),
+    ).toBe(true);
+    expect(errorOf("looper").every((code) => code === "SANDBOX_TIMEOUT" || code === "SANDBOX_CRASHED")).toBe(true);
+    expect(run.events.filter((e) => e.type === "log")).toEqual([]);
   }, 120_000);
 
   it("reports agreement and each disagreement by its transition", async () => {
