@@ -29,6 +29,14 @@ const counting = script(
   };`,
 );
 
+/*
+ * The breach tests' limits. A spin must end at the isolate's own limit, not by the watchdog's kill, so the kill grace
+ * is long. The limit also bounds the script's top-level code when the quarantine worker (nice 19, which a busy
+ * machine starves) loads it for the calls sent behind the breach, so it is 1 s, not the 150 ms of the other tests.
+ */
+const BREACH_CPU_MS = 1000;
+const BREACH_KILL_GRACE_MS = 5000;
+
 async function openCounting(pool: SupervisedSandboxPool, tenantName: string, cpuMs = 150) {
   const tenant = pool.tenant(tenantName, { cpuMs, wallMs: 5000 });
   const run = await tenant.openRun({ runId: `run-${tenantName}`, scripts: await tenant.load([counting]) });
@@ -120,8 +128,8 @@ describe("a tenant's messages pipelined to its worker", () => {
   });
 
   it("after a breach, those sent behind it do not run on the shared worker: they run on the quarantine worker", async () => {
-    const pool = newPool({ workers: 1 });
-    const { call } = await openCounting(pool, "breacher");
+    const pool = newPool({ workers: 1, killGraceMs: BREACH_KILL_GRACE_MS });
+    const { call } = await openCounting(pool, "breacher", BREACH_CPU_MS);
     expect((await call("first")).reason).toBe("first");
     const spin = call("spin");
     const behind = ["a", "b", "c"].map((name) => call(name));
@@ -134,8 +142,10 @@ describe("a tenant's messages pipelined to its worker", () => {
   });
 
   it("a resume sent behind a breach is sent again to its callback's worker, and the callback completes", async () => {
-    const pool = newPool({ workers: 1 });
-    const { run, call } = await openCounting(pool, "resumer");
+    // The spin must end at the isolate's own limit, as a breach does, not by the watchdog killing the worker (and
+    // the callback with it). See BREACH_CPU_MS.
+    const pool = newPool({ workers: 1, killGraceMs: BREACH_KILL_GRACE_MS });
+    const { run, call } = await openCounting(pool, "resumer", BREACH_CPU_MS);
     let spin: ReturnType<typeof rejection> | undefined;
     const relayed = run.callMiddleware("counting", "relay", turn("kept"), middlewareCtx, async (sent) => {
       // The chain starts a call that breaches; the answer to next() (a resume) follows it to the worker.
