@@ -31,6 +31,16 @@ async function upload(name: string, hooks: string, onHookError?: string) {
   return response.body as { version: number; bundleHash: string };
 }
 
+/** Deploys "allow" (version 1) as the active script with version 1 of each of `names` as shadows: the deployment's id. */
+async function deployShadows(names: string[]): Promise<string> {
+  const response = await acme().request("PUT", "/v1/deployment", {
+    scripts: [{ name: "allow", version: 1 }],
+    shadow: names.map((name) => ({ name, version: 1 })),
+  });
+  expect(response.status, JSON.stringify(response.body)).toBe(200);
+  return response.body.deploymentId as string;
+}
+
 async function runToEnd() {
   const { body: session } = await acme().request("POST", "/v1/sessions", {});
   const started = Date.now();
@@ -72,11 +82,7 @@ describe("shadow scripts", () => {
       "beforeToolCall() { throw new Error('shadow broke'); }, afterToolCall() { throw new Error('after broke'); }",
       "fail-open",
     );
-    const deployed = await acme().request("PUT", "/v1/deployment", {
-      scripts: [{ name: "allow", version: 1 }],
-      shadow: ["thrower", "strict"].map((name) => ({ name, version: 1 })),
-    });
-    expect(deployed.status).toBe(200);
+    const deploymentId = await deployShadows(["thrower", "strict"]);
 
     const run = await runToEnd();
     expect(run.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
@@ -101,12 +107,12 @@ describe("shadow scripts", () => {
     const c2 = run.events.find((e) => e.type === "tool-finished" && e.callId === "c2");
     expect(c2).toMatchObject({ result: { recorded: "c2" } });
 
-    const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
+    const report = await acme().request("GET", `/v1/deployments/${deploymentId}/shadow-report`);
     expect(report.status).toBe(200);
     // The thrower is fail-open, so each chain reaches strict: only c2's beforeToolCall disagrees. The run hooks'
     // chains (one beforeRun, one beforeFinish) agree.
     expect(report.body).toMatchObject({
-      deploymentId: deployed.body.deploymentId,
+      deploymentId,
       runs: 1,
       calls: 6,
       agreed: 5,
@@ -127,11 +133,7 @@ describe("shadow scripts", () => {
     await upload("allow", "beforeToolCall() { return { action: 'proceed' }; }");
     await upload("bomber", "beforeToolCall() { const a = []; for (;;) a.push(new Array(1e6).fill(a.length)); }", "fail-open");
     await upload("looper", "beforeToolCall() { for (;;) {} }", "fail-open");
-    const deployed = await acme().request("PUT", "/v1/deployment", {
-      scripts: [{ name: "allow", version: 1 }],
-      shadow: ["bomber", "looper"].map((name) => ({ name, version: 1 })),
-    });
-    expect(deployed.status).toBe(200);
+    await deployShadows(["bomber", "looper"]);
 
     const run = await runToEnd();
     expect(run.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
@@ -156,14 +158,11 @@ describe("shadow scripts", () => {
 
   it("reports agreement and each disagreement by its transition", async () => {
     await upload("strict2", "beforeToolCall(p) { if (p.call.id === 'c2') return { action: 'deny', reason: 'no' }; }");
-    const deployed = await acme().request("PUT", "/v1/deployment", {
-      scripts: [{ name: "allow", version: 1 }],
-      shadow: [{ name: "strict2", version: 1 }],
-    });
+    const deploymentId = await deployShadows(["strict2"]);
     const first = await runToEnd();
     const second = await runToEnd();
     for (const run of [first, second]) expect(run.events.at(-1)).toMatchObject({ status: "completed" });
-    const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
+    const report = await acme().request("GET", `/v1/deployments/${deploymentId}/shadow-report`);
     // Per run: c1 and c2 beforeToolCall, c1 and c2 afterToolCall (no shadow hook: proceed), beforeRun, beforeFinish.
     expect(report.body).toMatchObject({ runs: 2, calls: 12, agreed: 10, disagreed: { "proceed->deny": 2 } });
     expect(report.body.samples.map((s: { callId: string; hook: string }) => [s.callId, s.hook])).toEqual([
@@ -177,10 +176,7 @@ describe("shadow scripts", () => {
       "gate",
       "beforeRun() { return { action: 'deny', reason: 'shadow gate' }; }, beforeFinish() { return { action: 'continue', message: 'more' }; }",
     );
-    const deployed = await acme().request("PUT", "/v1/deployment", {
-      scripts: [{ name: "allow", version: 1 }],
-      shadow: [{ name: "gate", version: 1 }],
-    });
+    const deploymentId = await deployShadows(["gate"]);
     const run = await runToEnd();
     expect(run.events.at(-1)).toMatchObject({ type: "run-finished", status: "completed", text: "both recorded" });
     const shadowRunHooks = run.events.filter(
@@ -190,7 +186,7 @@ describe("shadow scripts", () => {
       ["beforeRun", "deny"],
       ["beforeFinish", "continue"],
     ]);
-    const report = await acme().request("GET", `/v1/deployments/${deployed.body.deploymentId}/shadow-report`);
+    const report = await acme().request("GET", `/v1/deployments/${deploymentId}/shadow-report`);
     expect(report.body).toMatchObject({ runs: 1, calls: 6, agreed: 4, disagreed: { "proceed->deny": 1, "proceed->continue": 1 } });
     expect(report.body.samples.map((s: { callId: string; hook: string; attempt: number }) => [s.callId, s.hook, s.attempt])).toEqual([
       ["run", "beforeRun", 1],
