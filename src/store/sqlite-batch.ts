@@ -2,6 +2,7 @@ import { overQuota, quotaError } from "./quota.js";
 import { NO_USAGE, usageColumns, type UsageDelta } from "./usage.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 import type { RunNumbers } from "./run-numbers.js";
+import type { CommittedPositions, LearntPositions } from "./committed-positions.js";
 
 /**
  * What a transaction has learnt of a run from its own writes: its committed seq, its number (what keys its records),
@@ -19,16 +20,24 @@ export interface KnownRun {
  * each write's quota in memory, and written back once with one update, together with the all-time usage
  * totals (the same row). The transaction holds SQLite's write lock, so no other process changes them in between.
  */
-export class SqliteBatch {
+export class SqliteBatch implements LearntPositions {
   private readonly before = new Map<string, number>();
   private readonly added = new Map<string, number>();
   private readonly usage = new Map<string, UsageDelta>();
-  private readonly runs = new Map<string, KnownRun>();
+  readonly runs = new Map<string, KnownRun>();
+  readonly endedRuns = new Set<string>();
+  readonly logEnds = new Map<string, number>();
+  untracked = false;
 
-  /** `numbers`: the runs' numbers this process knows (run-numbers.ts), kept across transactions. */
+  /**
+   * `numbers`: the runs' numbers this process knows (run-numbers.ts); `committed`: where this process's committed
+   * writes left runs, logs and tenants (committed-positions.ts), checked against other connections' commits.
+   * Both are kept across transactions.
+   */
   constructor(
     private readonly statements: SqliteStatements,
     readonly numbers: RunNumbers,
+    private readonly committed: CommittedPositions,
   ) {}
 
   /** Adds `bytes` to the tenant, or throws STORE_QUOTA (the write's savepoint is then rolled back). */
@@ -54,16 +63,48 @@ export class SqliteBatch {
    * only its own writes change the row meanwhile (a resume's new epoch is learnt from its own event write).
    */
   knownRun(runId: string): KnownRun | undefined {
-    return this.runs.get(runId);
+    return this.runs.get(runId) ?? (this.untracked ? undefined : this.committed.run(runId));
   }
 
   learnRun(runId: string, known: KnownRun): void {
-    this.runs.set(runId, { ...this.runs.get(runId), ...known });
+    this.runs.set(runId, { ...this.knownRun(runId), ...known });
   }
 
-  /** A write rolled back alone: what it taught may no longer hold. */
+  /** The run ended: nothing more is kept of it once the transaction commits. */
+  endRun(runId: string): void {
+    this.numbers.forget(runId);
+    this.endedRuns.add(runId);
+  }
+
+  /** The next free position of a session's log, when this transaction or a committed one of this process knows it. */
+  logEnd(sessionId: string): number | undefined {
+    return this.logEnds.get(sessionId) ?? (this.untracked ? undefined : this.committed.logEnd(sessionId));
+  }
+
+  setLogEnd(sessionId: string, next: number): void {
+    this.logEnds.set(sessionId, next);
+  }
+
+  /**
+   * A write rolled back alone (what it taught may no longer hold, and what the writes kept before it changed is no
+   * longer in this batch's view), or a write comes that does not report its changes (a deletion, a resume, a policy
+   * table's): neither this batch's view nor the committed state is consulted again in this transaction.
+   */
   forgetRuns(): void {
     this.runs.clear();
+    this.endedRuns.clear();
+    this.logEnds.clear();
+    this.untracked = true;
+  }
+
+  /** Tenants' stored bytes once this transaction commits, where they are known. */
+  get tenantBytes(): Map<string, number | undefined> {
+    const after = new Map<string, number | undefined>();
+    for (const [tenant, added] of this.added) {
+      const before = this.before.get(tenant) ?? this.committed.storedBytes(tenant);
+      after.set(tenant, before === undefined ? undefined : before + added);
+    }
+    return after;
   }
 
   /** Writes the totals back (one row per tenant, bytes and usage together), at the end of the transaction. */
@@ -76,7 +117,10 @@ export class SqliteBatch {
   private storedBefore(tenant: string): number {
     let stored = this.before.get(tenant);
     if (stored === undefined) {
-      stored = (this.statements.tenantBytes.get(tenant) as { bytes: number } | undefined)?.bytes ?? 0;
+      stored =
+        (this.untracked ? undefined : this.committed.storedBytes(tenant)) ??
+        (this.statements.tenantBytes.get(tenant) as { bytes: number } | undefined)?.bytes ??
+        0;
       this.before.set(tenant, stored);
     }
     return stored;

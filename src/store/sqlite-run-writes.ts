@@ -105,7 +105,7 @@ function applyEvents(
       const change = runStatusChange(event);
       if (!change) continue;
       s.closeAllPauses.run(event.type, runId);
-      batch.numbers.forget(runId);
+      batch.endRun(runId);
       s.finishRun.run(change.status, change.reason ?? null, change.errorCode ?? null, change.iterations, change.finishedMs, runId);
     }
   }
@@ -174,7 +174,7 @@ function applySnapshot(
     );
   let appended = 0;
   for (const piece of snapshot.pieces) if ("append" in piece) appended += piece.append.length;
-  let next = appended > 0 ? (s.nextLogPosition.get(sessionId) as { next: number }).next : 0;
+  let next = appended > 0 ? (batch.logEnd(sessionId) ?? (s.nextLogPosition.get(sessionId) as { next: number }).next) : 0;
   let bytes = 0;
   const segments: LogSegment[] = [];
   for (const piece of snapshot.pieces) {
@@ -189,6 +189,7 @@ function applySnapshot(
     }
     pushSegment(segments, { session: sessionId, from, to: next });
   }
+  if (appended > 0) batch.setLogEnd(sessionId, next);
   const layout = encodeSegments(segments, sessionId);
   const head = snapshot.headJson ?? null;
   s.insertSnapshot.run(

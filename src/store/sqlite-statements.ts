@@ -104,6 +104,8 @@ const SQL = {
   usageSince: `SELECT ${USAGE_SUMS} FROM usage_ledger WHERE tenant = ? AND at_ms >= ?`,
   usageOfRun: "SELECT input_tokens AS inputTokens, output_tokens AS outputTokens, cost_usd AS costUsd FROM runs WHERE id = ?",
   tenantBytes: "SELECT bytes FROM tenant_usage WHERE tenant = ?",
+  // Moves when another connection commits (committed-positions.ts).
+  dataVersion: "PRAGMA data_version",
   allTenantBytes: "SELECT tenant, bytes FROM tenant_usage",
   // A tenant's stored bytes and all-time usage share one row: one update per transaction and tenant.
   addTenantTotals: `INSERT INTO tenant_usage (tenant, bytes, ${USAGE_COLUMNS.join(", ")}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

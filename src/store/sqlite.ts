@@ -11,6 +11,7 @@ import { SqliteKv } from "./sqlite-kv.js";
 import { inTransaction, type SqliteDatabase } from "./sqlite-driver.js";
 import { prepareStatements, type SqliteStatements } from "./sqlite-statements.js";
 import { SqliteBatch } from "./sqlite-batch.js";
+import { CommittedPositions } from "./committed-positions.js";
 import { RunNumbers } from "./run-numbers.js";
 import { applyRunWrite } from "./sqlite-run-writes.js";
 import { runWriteBytes } from "./row-bytes.js";
@@ -52,6 +53,8 @@ type EventRow = { seq: number; type: string; body: string };
 interface QueuedWrite {
   what: string;
   apply(batch: SqliteBatch): unknown;
+  /** The write reports to its batch every change it makes to runs' positions, logs' ends and tenants' bytes. */
+  tracked?: boolean;
 }
 
 /**
@@ -65,6 +68,7 @@ export class SqliteStore extends StoreBase implements Store {
   private readonly commits: GroupCommit<QueuedWrite, unknown>;
   private readonly deletes: SqliteSessionDeletes;
   private readonly runNumbers = new RunNumbers();
+  private readonly positions = new CommittedPositions();
   readonly kv: SqliteKv;
   protected readonly policy: SqlitePolicyTables;
 
@@ -98,7 +102,7 @@ export class SqliteStore extends StoreBase implements Store {
     const defaults = JSON.stringify(session.defaults);
     const start = newSessionLog(session);
     const base = start.layout ? encodeBase(start.layout, session.id) : null;
-    await this.submit("create session", (batch) => {
+    await this.submitTracked("create session", (batch) => {
       this.statements.insertSession.run(
         session.id,
         session.tenant,
@@ -110,6 +114,7 @@ export class SqliteStore extends StoreBase implements Store {
         start.blockTexts.length,
       );
       start.blockTexts.forEach((text, position) => this.statements.insertLogBlock.run(session.id, position, text));
+      batch.setLogEnd(session.id, start.blockTexts.length);
       const blockBytes = start.blockTexts.reduce((sum, text) => sum + text.length, 0);
       batch.charge(session.tenant, tenantConfig.length + defaults.length + (base?.length ?? 0) + blockBytes, options.maxTenantBytes);
     });
@@ -146,7 +151,7 @@ export class SqliteStore extends StoreBase implements Store {
 
   async createRun(run: RunRecord, options: CreateRunOptions = {}): Promise<void> {
     const runOptions = JSON.stringify(run.options);
-    await this.submit("create run", (batch) => {
+    await this.submitTracked("create run", (batch) => {
       const session = this.statements.tenantOfSession.get(run.sessionId) as { tenant: string } | undefined;
       // Deleted since the run's start read it (another process, or a delete that committed first): the session is gone.
       if (!session || (options.tenant !== undefined && session.tenant !== options.tenant))
@@ -155,6 +160,7 @@ export class SqliteStore extends StoreBase implements Store {
         });
       const { num } = this.statements.insertRun.get(...runInsertValues(run, runOptions)) as { num: number };
       batch.numbers.set(run.id, num);
+      batch.learnRun(run.id, { lastSeq: run.lastSeq, num, epoch: 1 });
       batch.charge(session.tenant, run.prompt.length + runOptions.length, options.maxTenantBytes);
     });
   }
@@ -188,7 +194,7 @@ export class SqliteStore extends StoreBase implements Store {
 
   write(write: RunWrite): Promise<RunWriteResult> {
     const what = write.snapshot ? `save ${write.snapshot.phase} snapshot of run ${write.runId}` : `write run ${write.runId}`;
-    return this.submit(what, (batch) => applyRunWrite(this.statements, batch, write), runWriteBytes(write));
+    return this.submitTracked(what, (batch) => applyRunWrite(this.statements, batch, write), runWriteBytes(write));
   }
 
   async listEvents(runId: string, afterSeq = 0, page: PageOptions = {}): Promise<HookboxEvent[]> {
@@ -333,9 +339,37 @@ export class SqliteStore extends StoreBase implements Store {
     this.db.close();
   }
 
-  private submit<T>(what: string, apply: (batch: SqliteBatch) => T, bytes = 0): Promise<T> {
+  private submit<T>(what: string, apply: (batch: SqliteBatch) => T, bytes = 0, tracked = false): Promise<T> {
     if (!this.db.isOpen) return Promise.reject(new HookboxError("STORE", `store ${this.location} is closed: could not ${what}`));
-    return this.commits.submit({ what, apply }, bytes) as Promise<T>;
+    return this.commits.submit({ what, apply, tracked }, bytes) as Promise<T>;
+  }
+
+  /** A write whose changes to runs' positions, logs' ends and tenants' bytes all go through its batch. */
+  private submitTracked<T>(what: string, apply: (batch: SqliteBatch) => T, bytes = 0): Promise<T> {
+    return this.submit(what, apply, bytes, true);
+  }
+
+  /**
+   * One transaction with a batch of its own. Once it commits, what the batch learnt is the committed state the next
+   * transactions start from (committed-positions.ts); a failed one teaches nothing.
+   */
+  private inBatch<T>(action: (batch: SqliteBatch) => T): T {
+    let batch: SqliteBatch | undefined;
+    let result: T;
+    try {
+      result = inTransaction(this.db, () => {
+        this.positions.check((this.statements.dataVersion.get() as { data_version: number }).data_version);
+        batch = new SqliteBatch(this.statements, this.runNumbers, this.positions);
+        const value = action(batch);
+        batch.finish();
+        return value;
+      });
+    } catch (error) {
+      this.positions.forget();
+      throw error;
+    }
+    this.positions.committed(batch!);
+    return result;
   }
 
   /** Commits what is queued, so a read sees every write issued before it. */
@@ -354,19 +388,17 @@ export class SqliteStore extends StoreBase implements Store {
     if (writes.length === 0) return [];
     let refusal: { error: unknown } | undefined;
     try {
-      return inTransaction(this.db, () => {
-        const batch = new SqliteBatch(this.statements, this.runNumbers);
-        const results = writes.map((write): Applied<unknown> => {
+      return this.inBatch((batch) =>
+        writes.map((write): Applied<unknown> => {
+          if (!write.tracked) batch.forgetRuns();
           try {
             return { ok: true, value: write.apply(batch) };
           } catch (error) {
             refusal = { error };
             throw error;
           }
-        });
-        batch.finish();
-        return results;
-      });
+        }),
+      );
     } catch (error) {
       // The transaction itself failed (BEGIN, COMMIT: a lock held too long, a full disk): every write of it failed.
       if (!refusal) throw this.asStoreError(writes.length === 1 ? writes[0].what : `commit ${writes.length} writes`, error);
@@ -379,9 +411,9 @@ export class SqliteStore extends StoreBase implements Store {
   private applyEach(writes: QueuedWrite[]): Applied<unknown>[] {
     const s = this.statements;
     try {
-      return inTransaction(this.db, () => {
-        const batch = new SqliteBatch(s, this.runNumbers);
-        const results = writes.map((write): Applied<unknown> => {
+      return this.inBatch((batch) =>
+        writes.map((write): Applied<unknown> => {
+          if (!write.tracked) batch.forgetRuns();
           s.savepoint.run();
           try {
             const value = write.apply(batch);
@@ -398,10 +430,8 @@ export class SqliteStore extends StoreBase implements Store {
             }
             return { ok: false, error: this.asStoreError(write.what, error) };
           }
-        });
-        batch.finish();
-        return results;
-      });
+        }),
+      );
     } catch (error) {
       throw this.asStoreError(`commit ${writes.length} writes`, error);
     }
