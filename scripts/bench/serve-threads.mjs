@@ -3,7 +3,7 @@
 // libuv's pool, from /proc/PID/task/TID/schedstat and comm. It shows how long serve takes to reach its steady state:
 // the helpers' share falls while V8 is still optimizing the request path, and stays level once it is done.
 // node scripts/bench/serve-threads.mjs [--windows N] [--runs-per-client N] [--clients N] [--store memory|file]
-// [--warm-up RUNS] (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store, no
+// [--warm-up RUNS] [--node-arg FLAG ...] (serve started with these Node/V8 flags) (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store, no
 // warm-up past the first 10 runs). `--warm-up 3000 --runs-per-client 4 --windows 20` gives windows the size of the
 // bench's timed part (http-workload.mjs), one after another in its steady state: how much one such window varies.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -20,6 +20,7 @@ const { values } = parseArgs({
     clients: { type: "string" },
     store: { type: "string" },
     "warm-up": { type: "string" },
+    "node-arg": { type: "string", multiple: true },
   },
 });
 const warmUpRuns = Number(values["warm-up"] ?? 0);
@@ -30,7 +31,7 @@ const runsPerClient = Number(values["runs-per-client"] ?? 20);
 const work = mkdtempSync(join(tmpdir(), "hookbox-serve-threads-"));
 try {
   writeTenant(work);
-  const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"));
+  const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"), { nodeArgs: values["node-arg"] ?? [] });
   try {
     let done = await warmUp([server.url], clients, { runs: warmUpRuns });
     for (let window = 0; window < Number(values.windows ?? 6); window++) {

@@ -67,7 +67,10 @@ export class SqliteBatch implements LearntPositions {
   }
 
   learnRun(runId: string, known: KnownRun): void {
-    this.runs.set(runId, { ...this.knownRun(runId), ...known });
+    const own = this.runs.get(runId);
+    // A committed entry is copied, not changed: this transaction may still fail.
+    if (own) Object.assign(own, known);
+    else this.runs.set(runId, { ...this.knownRun(runId), ...known });
   }
 
   /** The run ended: nothing more is kept of it once the transaction commits. */
@@ -97,14 +100,11 @@ export class SqliteBatch implements LearntPositions {
     this.untracked = true;
   }
 
-  /** Tenants' stored bytes once this transaction commits, where they are known. */
-  get tenantBytes(): Map<string, number | undefined> {
-    const after = new Map<string, number | undefined>();
-    for (const [tenant, added] of this.added) {
+  forEachTenantBytes(each: (tenant: string, bytes: number | undefined) => void): void {
+    this.added.forEach((added, tenant) => {
       const before = this.before.get(tenant) ?? this.committed.storedBytes(tenant);
-      after.set(tenant, before === undefined ? undefined : before + added);
-    }
-    return after;
+      each(tenant, before === undefined ? undefined : before + added);
+    });
   }
 
   /** Writes the totals back (one row per tenant, bytes and usage together), at the end of the transaction. */
