@@ -1,5 +1,3 @@
-import type { KnownRun } from "./sqlite-batch.js";
-
 /*
  * Where this process's committed writes left the rows its next writes start from: each run's seq, epoch and
  * number, each session log's next position, each tenant's stored bytes. A run write would otherwise read them
@@ -11,6 +9,16 @@ import type { KnownRun } from "./sqlite-batch.js";
  * policy tables) make the transaction forget everything too (`SqliteBatch.untracked`). A transaction that fails
  * teaches nothing. Entries go when their run ends, and all at once past a bound; a missing one is read again.
  */
+
+/**
+ * What a writer knows of a run from its own writes or a read of its row: its committed seq, its number (what keys its records),
+ * and the epoch a write was checked against.
+ */
+export interface KnownRun {
+  lastSeq: number;
+  num: number;
+  epoch?: number;
+}
 
 /** Entries kept per map before it starts over. */
 const MAX_ENTRIES = 10_000;

@@ -2,17 +2,7 @@ import { overQuota, quotaError } from "./quota.js";
 import { NO_USAGE, usageColumns, type UsageDelta } from "./usage.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
 import type { RunNumbers } from "./run-numbers.js";
-import type { CommittedPositions, LearntPositions } from "./committed-positions.js";
-
-/**
- * What a transaction has learnt of a run from its own writes: its committed seq, its number (what keys its records),
- * and the epoch a write was checked against.
- */
-export interface KnownRun {
-  lastSeq: number;
-  num: number;
-  epoch?: number;
-}
+import type { CommittedPositions, KnownRun, LearntPositions } from "./committed-positions.js";
 
 /**
  * What the writes of one group-commit transaction add up to. Each write charges its bytes (known from the

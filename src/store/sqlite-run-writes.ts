@@ -1,6 +1,7 @@
 import { HookboxError } from "../errors.js";
 import type { SqliteStatements } from "./sqlite-statements.js";
-import type { KnownRun, SqliteBatch } from "./sqlite-batch.js";
+import type { SqliteBatch } from "./sqlite-batch.js";
+import type { KnownRun } from "./committed-positions.js";
 import { totalsOf, usageColumns, usageDelta } from "./usage.js";
 import { pauseChange } from "./pause-events.js";
 import { leaseLostError, runStatusChange } from "./interrupted.js";
