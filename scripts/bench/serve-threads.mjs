@@ -31,7 +31,9 @@ const runsPerClient = Number(values["runs-per-client"] ?? 20);
 const work = mkdtempSync(join(tmpdir(), "hookbox-serve-threads-"));
 try {
   writeTenant(work);
-  const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"), { nodeArgs: values["node-arg"] ?? [] });
+  const server = await startServe(work, values.store === "memory" ? ":memory:" : join(work, "bench.db"), {
+    nodeArgs: values["node-arg"] ?? [],
+  });
   try {
     let done = await warmUp([server.url], clients, { runs: warmUpRuns });
     for (let window = 0; window < Number(values.windows ?? 6); window++) {
