@@ -48,9 +48,10 @@ export class SqliteBatch implements LearntPositions {
   }
 
   /**
-   * What an earlier write of this transaction established about a run (its seq advanced, its epoch checked):
-   * a later write of the same run does not read the run's row again. The transaction holds the write lock, so
-   * only its own writes change the row meanwhile (a resume's new epoch is learnt from its own event write).
+   * What an earlier write of this transaction, or else this process's committed writes (committed-positions.ts),
+   * established about a run (its seq advanced, its epoch checked): a write of the run does not read its row again.
+   * The transaction holds the write lock, so only its own writes change the row meanwhile (a resume's new epoch is
+   * learnt from its own event write).
    */
   knownRun(runId: string): KnownRun | undefined {
     return this.runs.get(runId) ?? (this.untracked ? undefined : this.committed.run(runId));
