@@ -11,14 +11,13 @@
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative, dirname } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { SourceMap } from "node:module";
+import { placeOf } from "./source-place.mjs";
 import { round, startServe, timedRuns, warmUp, WARM_UP_RUNS, writeTenant } from "./http-workload.mjs";
 import { treeCpuMs } from "./proc-cpu.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { values } = parseArgs({
   options: { clients: { type: "string" }, "runs-per-client": { type: "string" }, store: { type: "string" }, top: { type: "string" } },
 });
@@ -29,29 +28,15 @@ if (spawnSync("perf", ["--version"]).status !== 0) {
   process.exit(2);
 }
 
-const maps = new Map();
 /** The owner of a JIT frame `JS:<tier>name url:line:col`: a hookbox source file[:line name], a Node module or a package. */
 function ownerOf(frame, withFunction) {
   const match = /^JS:[~^+*']*'?(\S*) ((?:file:\/\/\/|node:)\S+):(\d+):(\d+)$/.exec(frame);
   if (!match) return undefined;
   const [, name, url, line, column] = match;
   if (url.startsWith("node:")) return { owner: url.replace(/:\d+:\d+$/, "").replace("node:internal/", "node:"), hookbox: false };
-  const path = fileURLToPath(url);
-  const nodeModules = path.lastIndexOf("node_modules/");
-  if (nodeModules >= 0) {
-    const parts = path.slice(nodeModules + 13).split("/");
-    return { owner: parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0], hookbox: false };
-  }
-  if (!maps.has(path)) {
-    try {
-      maps.set(path, new SourceMap(JSON.parse(readFileSync(`${path}.map`, "utf8"))));
-    } catch {
-      maps.set(path, undefined);
-    }
-  }
-  const entry = maps.get(path)?.findEntry(Number(line) - 1, Number(column) - 1);
-  const source = entry?.originalSource ? relative(root, fileURLToPath(new URL(entry.originalSource, url))) : relative(root, path);
-  return { owner: withFunction ? `${source}:${(entry?.originalLine ?? 0) + 1} ${name || "(anonymous)"}` : source, hookbox: true };
+  const place = placeOf(fileURLToPath(url), Number(line) - 1, Number(column) - 1);
+  if (!place.hookbox) return { owner: place.file, hookbox: false };
+  return { owner: withFunction ? `${place.file}:${place.line ?? 1} ${name || "(anonymous)"}` : place.file, hookbox: true };
 }
 
 const SQLITE = /^(sqlite3|wal[A-Z]|pager|vdbe|unix[A-Z])|[bB]tree|pcache|node::sqlite::/;

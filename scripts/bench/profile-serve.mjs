@@ -8,13 +8,12 @@
 //   [--owners] (after npm run build). --keep leaves the .cpuprofile in DIR (open it in Chrome DevTools or speedscope).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative, dirname } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
-import { SourceMap } from "node:module";
+import { placeOf as sourcePlace } from "./source-place.mjs";
 import { httpWorkload, round, writeTenant } from "./http-workload.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { values } = parseArgs({
   options: {
     clients: { type: "string" },
@@ -28,27 +27,11 @@ const { values } = parseArgs({
 const work = mkdtempSync(join(tmpdir(), "hookbox-profile-"));
 const profiles = values.keep ?? join(work, "profiles");
 
-const maps = new Map();
 /** The hookbox source file (src/...) a position of a dist file comes from, else the package or Node part. */
 function placeOf(url, line, column) {
   if (!url) return "(native)";
   if (url.startsWith("node:")) return "node:" + url.slice(5).split("/")[0];
-  const path = url.startsWith("file://") ? fileURLToPath(url) : url;
-  const nodeModules = path.lastIndexOf("node_modules/");
-  if (nodeModules >= 0) {
-    const parts = path.slice(nodeModules + 13).split("/");
-    return parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
-  }
-  if (!path.startsWith(join(root, "dist"))) return relative(root, path);
-  if (!maps.has(path)) {
-    try {
-      maps.set(path, new SourceMap(JSON.parse(readFileSync(`${path}.map`, "utf8"))));
-    } catch {
-      maps.set(path, undefined);
-    }
-  }
-  const entry = maps.get(path)?.findEntry(line, column);
-  return entry?.originalSource ? relative(root, fileURLToPath(new URL(entry.originalSource, `file://${path}`))) : relative(root, path);
+  return sourcePlace(url.startsWith("file://") ? fileURLToPath(url) : url, line, column).file;
 }
 
 try {

@@ -5,43 +5,32 @@
 // node scripts/bench/serve-allocations.mjs [--runs-per-client N] [--clients N] [--top N] (after npm run build).
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { SourceMap } from "node:module";
+import { placeOf } from "./source-place.mjs";
 import { startServe, timedRuns, warmUp, WARM_UP_RUNS, writeTenant } from "./http-workload.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const { values } = parseArgs({ options: { "runs-per-client": { type: "string" }, clients: { type: "string" }, top: { type: "string" } } });
 const clients = Number(values.clients ?? 50);
 const work = mkdtempSync(join(tmpdir(), "hookbox-serve-allocations-"));
 const samples = join(work, "heap.json");
 process.env.HOOKBOX_HEAP_SAMPLES = samples;
 
-const maps = new Map();
-/** `function file:line` of a profile node's frame: a hookbox source through the source maps, else the URL's tail. */
+/** `function file:line` of a profile node's frame: a hookbox source through the source maps, else the package or file. */
 function site(frame) {
   const name = frame.functionName || "(anonymous)";
   if (!frame.url.startsWith("file://")) return `${name} ${frame.url || "(native)"}`;
-  const path = fileURLToPath(frame.url);
-  const packaged = path.lastIndexOf("node_modules/");
-  if (packaged >= 0) return `${name} ${path.slice(packaged + 13).split("/")[0]}`;
-  if (!maps.has(path)) {
-    try {
-      maps.set(path, new SourceMap(JSON.parse(readFileSync(`${path}.map`, "utf8"))));
-    } catch {
-      maps.set(path, undefined);
-    }
-  }
-  const entry = maps.get(path)?.findEntry(frame.lineNumber, frame.columnNumber);
-  if (!entry?.originalSource) return `${name} ${relative(root, path)}`;
-  return `${name} ${relative(root, fileURLToPath(new URL(entry.originalSource, frame.url)))}:${entry.originalLine + 1}`;
+  const place = placeOf(fileURLToPath(frame.url), frame.lineNumber, frame.columnNumber);
+  return `${name} ${place.file}${place.line === undefined ? "" : `:${place.line}`}`;
 }
 
 let server;
 try {
   writeTenant(work);
-  server = await startServe(work, join(work, "bench.db"), { nodeArgs: ["--import", join(root, "scripts/bench/heap-sampler.mjs")] });
+  server = await startServe(work, join(work, "bench.db"), {
+    nodeArgs: ["--import", fileURLToPath(new URL("./heap-sampler.mjs", import.meta.url))],
+  });
   await warmUp([server.url], clients, { runs: WARM_UP_RUNS });
   writeFileSync(`${samples}.start`, "");
   await new Promise((resolve) => setTimeout(resolve, 300)); // the sampler's poll

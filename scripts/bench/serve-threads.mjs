@@ -3,8 +3,8 @@
 // libuv's pool, from /proc/PID/task/TID/schedstat and comm. It shows how long serve takes to reach its steady state:
 // the helpers' share falls while V8 is still optimizing the request path, and stays level once it is done.
 // node scripts/bench/serve-threads.mjs [--windows N] [--runs-per-client N] [--clients N] [--store memory|file]
-// [--warm-up RUNS] [--node-arg FLAG ...] (serve started with these Node/V8 flags) (after npm run build; defaults: 6 windows of 20 runs a client from 50 clients, the file store, no
-// warm-up past the first 10 runs). `--warm-up 3000 --runs-per-client 4 --windows 20` gives windows the size of the
+// [--warm-up RUNS] [--node-arg FLAG ...] (after npm run build; defaults: 6 windows of 20 runs a client from 50
+// clients, the file store, no warm-up past the first 10 runs; --node-arg starts serve with that Node or V8 flag). `--warm-up 3000 --runs-per-client 4 --windows 20` gives windows the size of the
 // bench's timed part (http-workload.mjs), one after another in its steady state: how much one such window varies.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
