@@ -84,7 +84,7 @@ export class SqliteBatch implements LearntPositions {
    * longer in this batch's view), or a write comes that does not report its changes (a deletion, a resume, a policy
    * table's): neither this batch's view nor the committed state is consulted again in this transaction.
    */
-  forgetRuns(): void {
+  forgetLearnt(): void {
     this.runs.clear();
     this.endedRuns.clear();
     this.logEnds.clear();

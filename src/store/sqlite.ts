@@ -351,7 +351,8 @@ export class SqliteStore extends StoreBase implements Store {
 
   /**
    * One transaction with a batch of its own. Once it commits, what the batch learnt is the committed state the next
-   * transactions start from (committed-positions.ts); a failed one teaches nothing.
+   * transactions start from (committed-positions.ts); a failed one teaches nothing, and the committed state is
+   * dropped with it (read again, rather than trusted after a failed COMMIT).
    */
   private inBatch<T>(action: (batch: SqliteBatch) => T): T {
     let batch: SqliteBatch | undefined;
@@ -390,7 +391,7 @@ export class SqliteStore extends StoreBase implements Store {
     try {
       return this.inBatch((batch) =>
         writes.map((write): Applied<unknown> => {
-          if (!write.tracked) batch.forgetRuns();
+          if (!write.tracked) batch.forgetLearnt();
           try {
             return { ok: true, value: write.apply(batch) };
           } catch (error) {
@@ -413,14 +414,14 @@ export class SqliteStore extends StoreBase implements Store {
     try {
       return this.inBatch((batch) =>
         writes.map((write): Applied<unknown> => {
-          if (!write.tracked) batch.forgetRuns();
+          if (!write.tracked) batch.forgetLearnt();
           s.savepoint.run();
           try {
             const value = write.apply(batch);
             s.release.run();
             return { ok: true, value };
           } catch (error) {
-            batch.forgetRuns();
+            batch.forgetLearnt();
             try {
               s.rollbackTo.run();
               s.release.run();
