@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { openStore, thisProcessInstance, type Store } from "../../src/store/index.js";
+import { headJson } from "../../src/store/stored-turn.js";
 import { event, run, session, tempDir, turn } from "./helpers.js";
 
 /*
@@ -162,5 +163,50 @@ describe("sqlite store: a run's writes gathered in one transaction", () => {
     expect(settled.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
     expect(settled[2]).toMatchObject({ reason: { code: "STORE", message: expect.stringContaining("unknown run r1") } });
     expect(await store.getRun("r1")).toBeUndefined();
+  });
+
+  it("refuses a hook record of a run whose session was deleted earlier in the same transaction", async () => {
+    const store = openStore(join(tempDir(), "store.db"));
+    stores = [store];
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    await store.write({ runId: "r1", events: [eventWrite("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" })] });
+    const hookCall = { callId: "c1", hook: "beforeToolCall", attempt: 1, shadow: false, verdict: "allow", decisionJson: "{}" };
+    const settled = await Promise.allSettled([
+      store.write({ runId: "r1", events: [eventWrite("r1", 2, { type: "run-finished", status: "completed", iterations: 0 })] }),
+      store.deleteSession("s1"),
+      // As the session layer writes: owner known, so only the run's own position is looked up.
+      store.write({ runId: "r1", sessionId: "s1", tenant: "acme", hookCalls: [hookCall] }),
+    ]);
+    expect(settled.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect(settled[2]).toMatchObject({ reason: { code: "STORE", message: expect.stringContaining("unknown run r1") } });
+  });
+
+  it("takes a snapshot at the seq the kept writes left, after a write of the same transaction was refused alone", async () => {
+    const store = openStore(join(tempDir(), "store.db"));
+    stores = [store];
+    await store.createSession(session());
+    await store.createRun(run("r1"));
+    const text = JSON.stringify(turn("t1", ["hello"]).blocks[0]);
+    const snapshot = {
+      phase: "pre_inference" as const,
+      index: 1,
+      pieces: [{ append: [text] }],
+      headJson: headJson(turn("t1", ["hello"])),
+      blockBytes: text.length,
+      lastSeq: 1,
+      iterations: 0,
+      createdMs: 1,
+    };
+    const settled = await Promise.allSettled([
+      store.write({ runId: "r1", events: [eventWrite("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" })] }),
+      // Its events are applied, then its bytes are refused: rolled back alone, seq 2 is not the run's.
+      store.write({ runId: "r1", events: [eventWrite("r1", 2, { type: "inference-started", iteration: 1 })], maxTenantBytes: 1 }),
+      store.write({ runId: "r1", snapshot }),
+    ]);
+    expect(settled.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(settled[1]).toMatchObject({ reason: { code: "STORE_QUOTA" } });
+    expect(await store.getRun("r1")).toMatchObject({ lastSeq: 1 });
+    expect(await store.latestSnapshotInfo("r1")).toMatchObject({ index: 1, lastSeq: 1 });
   });
 });
