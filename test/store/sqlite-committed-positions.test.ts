@@ -110,13 +110,19 @@ describe("sqlite store: what it knows of its own writes, against another connect
 });
 
 describe("sqlite store: a run's writes gathered in one transaction", () => {
-  const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.5 };
-
-  it("leaves the run's row as one write at a time would: seq, inferences, tokens, then the final status and iterations", async () => {
+  /** A store on a new file with session s1 and its running run r1. */
+  async function storeWithRun(): Promise<Store> {
     const store = openStore(join(tempDir(), "store.db"));
     stores = [store];
     await store.createSession(session());
     await store.createRun(run("r1"));
+    return store;
+  }
+
+  const usage = { inputTokens: 100, outputTokens: 20, costUsd: 0.5 };
+
+  it("leaves the run's row as one write at a time would: seq, inferences, tokens, then the final status and iterations", async () => {
+    const store = await storeWithRun();
     // Not awaited one by one: the group commit puts them in one transaction.
     await Promise.all([
       store.write({ runId: "r1", events: [eventWrite("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" })], epoch: 1 }),
@@ -134,10 +140,7 @@ describe("sqlite store: a run's writes gathered in one transaction", () => {
   });
 
   it("refuses, alone, a write of the same transaction whose events do not follow, and keeps the others", async () => {
-    const store = openStore(join(tempDir(), "store.db"));
-    stores = [store];
-    await store.createSession(session());
-    await store.createRun(run("r1"));
+    const store = await storeWithRun();
     const settled = await Promise.allSettled([
       store.write({ runId: "r1", events: [eventWrite("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" })] }),
       store.write({ runId: "r1", events: [eventWrite("r1", 3, { type: "inference-started", iteration: 1 })] }),
@@ -150,10 +153,7 @@ describe("sqlite store: a run's writes gathered in one transaction", () => {
   });
 
   it("deletes a session whose run ended earlier in the same transaction, and refuses the run's later write", async () => {
-    const store = openStore(join(tempDir(), "store.db"));
-    stores = [store];
-    await store.createSession(session());
-    await store.createRun(run("r1"));
+    const store = await storeWithRun();
     await store.write({ runId: "r1", events: [eventWrite("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" })] });
     const settled = await Promise.allSettled([
       store.write({ runId: "r1", events: [eventWrite("r1", 2, { type: "run-finished", status: "completed", iterations: 0 })] }),
@@ -166,10 +166,7 @@ describe("sqlite store: a run's writes gathered in one transaction", () => {
   });
 
   it("refuses a hook record of a run whose session was deleted earlier in the same transaction", async () => {
-    const store = openStore(join(tempDir(), "store.db"));
-    stores = [store];
-    await store.createSession(session());
-    await store.createRun(run("r1"));
+    const store = await storeWithRun();
     await store.write({ runId: "r1", events: [eventWrite("r1", 1, { type: "run-started", prompt: "hello", runId: "r1" })] });
     const hookCall = { callId: "c1", hook: "beforeToolCall", attempt: 1, shadow: false, verdict: "allow", decisionJson: "{}" };
     const settled = await Promise.allSettled([
@@ -183,10 +180,7 @@ describe("sqlite store: a run's writes gathered in one transaction", () => {
   });
 
   it("takes a snapshot at the seq the kept writes left, after a write of the same transaction was refused alone", async () => {
-    const store = openStore(join(tempDir(), "store.db"));
-    stores = [store];
-    await store.createSession(session());
-    await store.createRun(run("r1"));
+    const store = await storeWithRun();
     const text = JSON.stringify(turn("t1", ["hello"]).blocks[0]);
     const snapshot = {
       phase: "pre_inference" as const,
