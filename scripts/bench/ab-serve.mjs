@@ -5,6 +5,7 @@
 // Rounds alternate which side starts first. Prints each round and the mean ratio B/A.
 // node scripts/bench/ab-serve.mjs --a DIR --b DIR [--rounds N] [--clients N] [--runs-per-client N] [--store memory|file]
 //   [--warm-up-runs N] (untimed runs after the first 10, default http-workload.mjs WARM_UP_RUNS, 600)
+//   [--a-node-arg FLAG]... [--b-node-arg FLAG]... (Node options for one side's serve, e.g. a V8 flag against none)
 // (DIR: a checkout with its dist built, e.g. `git worktree add /tmp/base main && (cd /tmp/base && npm ci && npm run build)`).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,11 +23,13 @@ const { values } = parseArgs({
     "runs-per-client": { type: "string" },
     store: { type: "string" },
     "warm-up-runs": { type: "string" },
+    "a-node-arg": { type: "string", multiple: true },
+    "b-node-arg": { type: "string", multiple: true },
   },
 });
 if (!values.a || !values.b) {
   process.stderr.write(
-    "usage: node scripts/bench/ab-serve.mjs --a DIR --b DIR [--rounds N] [--clients N] [--runs-per-client N] [--store memory|file] [--warm-up-runs N]\n",
+    "usage: node scripts/bench/ab-serve.mjs --a DIR --b DIR [--rounds N] [--clients N] [--runs-per-client N] [--store memory|file] [--warm-up-runs N] [--a-node-arg FLAG]... [--b-node-arg FLAG]...\n",
   );
   process.exit(2);
 }
@@ -36,15 +39,16 @@ const runsPerClient = Number(values["runs-per-client"] ?? 4);
 const warmUpRuns = Number(values["warm-up-runs"] ?? WARM_UP_RUNS);
 
 /** A side's own workload and CPU reader, so each runs its own checkout's bin/hookbox.js. */
-async function side(dir) {
+async function side(dir, nodeArgs = []) {
   const root = resolve(dir);
   return {
     root,
+    nodeArgs,
     workload: await import(pathToFileURL(join(root, "scripts/bench/http-workload.mjs")).href),
     treeCpuMs: (await import(pathToFileURL(join(root, "scripts/bench/proc-cpu.mjs")).href)).treeCpuMs,
   };
 }
-const sides = { A: await side(values.a), B: await side(values.b) };
+const sides = { A: await side(values.a, values["a-node-arg"]), B: await side(values.b, values["b-node-arg"]) };
 const readings = { A: [], B: [] };
 const work = mkdtempSync(join(tmpdir(), "hookbox-ab-serve-"));
 try {
@@ -55,7 +59,9 @@ try {
       for (const name of order) {
         const dir = mkdtempSync(join(work, `${name}-`));
         sides[name].workload.writeTenant(dir);
-        servers[name] = await sides[name].workload.startServe(dir, values.store === "memory" ? ":memory:" : join(dir, "bench.db"));
+        servers[name] = await sides[name].workload.startServe(dir, values.store === "memory" ? ":memory:" : join(dir, "bench.db"), {
+          nodeArgs: sides[name].nodeArgs,
+        });
       }
       await Promise.all(order.map((name) => sides[name].workload.warmUp([servers[name].url], clients)));
       // Both sides get the same steady-state warm-up, whatever their own http-workload.mjs does.

@@ -1,6 +1,6 @@
 // What serve's SQLite statements cost a run of the bench's workload (http-workload.mjs): serve runs with
 // statement-timer.mjs preloaded, warms up as the bench does, then times every statement over the timed runs.
-// Prints each statement's calls and microseconds a run, and the total: the store's part of http_cpu_ms_per_run
+// Prints each statement's calls, microseconds a run and its slowest call, and the total: the store's part of http_cpu_ms_per_run
 // that SQLite itself spends (the JS around each statement not included; the timer's own two clock reads a call are).
 // node scripts/bench/serve-statements.mjs [--runs-per-client N] [--clients N] [--store memory|file] [--top N]
 // (after npm run build).
@@ -45,10 +45,10 @@ try {
   if (timesText === undefined) throw new Error(`serve wrote no statement times to ${output} (statement-timer.mjs) within 5 s`);
   const rows = JSON.parse(timesText).sort((a, b) => b[1].ns - a[1].ns);
   let totalUs = 0;
-  for (const [sql, { calls, ns }] of rows.slice(0, Number(values.top ?? 25))) {
+  for (const [sql, { calls, ns, maxNs }] of rows.slice(0, Number(values.top ?? 25))) {
     const usPerRun = ns / 1000 / runs;
     process.stdout.write(
-      `${usPerRun.toFixed(1).padStart(7)} us a run ${(calls / runs).toFixed(2).padStart(6)} calls ${(ns / 1000 / calls).toFixed(1).padStart(6)} us each  ${sql.slice(0, 90)}\n`,
+      `${usPerRun.toFixed(1).padStart(7)} us a run ${(calls / runs).toFixed(2).padStart(6)} calls ${(ns / 1000 / calls).toFixed(1).padStart(6)} us each ${(maxNs / 1000).toFixed(0).padStart(6)} us max  ${sql.slice(0, 80)}\n`,
     );
   }
   for (const [, { ns }] of rows) totalUs += ns / 1000 / runs;

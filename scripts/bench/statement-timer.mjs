@@ -8,9 +8,10 @@ const { DatabaseSync, StatementSync } = createRequire(import.meta.url)("node:sql
 let times = new Map();
 const record = (sql, ns) => {
   const key = sql.replace(/\s+/g, " ").trim();
-  const entry = times.get(key) ?? { calls: 0, ns: 0 };
+  const entry = times.get(key) ?? { calls: 0, ns: 0, maxNs: 0 };
   entry.calls++;
   entry.ns += ns;
+  entry.maxNs = Math.max(entry.maxNs, ns);
   times.set(key, entry);
 };
 const timed = (original, sqlOf) =>
