@@ -22,6 +22,14 @@ import type { PollPolicy } from "./wire/poll-policy.js";
  */
 export const REPLY_SPIN_MS = Number(process.env.HOOKBOX_REPLY_SPIN_US ?? 200) / 1000;
 
+/**
+ * Most replies the host sleeps through after its polls kept missing (wire/poll-policy.ts), fewer than a worker's:
+ * a host's window is not spent idle (each turn runs the loop's other I/O and callbacks), while every reply it
+ * sleeps through costs a wake-up on a call's critical path. So it tries again sooner after a stretch of misses
+ * (a worker descheduled for a while): after at most 16 sleeping waits rather than 256.
+ */
+export const REPLY_MAX_SKIPPED_WAITS = 16;
+
 /** A pipe with replies due: its fd (non-blocking, opened by libuv), where its bytes go, and when to poll for them. */
 export interface AwaitedPipe {
   fd(): number | undefined;

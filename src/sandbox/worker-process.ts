@@ -10,7 +10,7 @@ import { MAX_WORKER_PROCESSES, MemoryWatch, type MemorySample } from "./worker-m
 import { WorkerOutput } from "./worker-output.js";
 import { lostExecError, type WorkerExit } from "./worker-exit.js";
 import { ReplyDeadline } from "./reply-deadline.js";
-import { expectReply, REPLY_SPIN_MS, replyArrived, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
+import { expectReply, REPLY_MAX_SKIPPED_WAITS, REPLY_SPIN_MS, replyArrived, stopAwaiting, type AwaitedPipe } from "./reply-wait.js";
 import {
   isStop,
   type BundleMessage,
@@ -149,7 +149,7 @@ export class WorkerProcess {
     this.awaitedPipe = {
       fd: () => socketFd(this.pipe),
       push: (chunk) => reader.push(chunk),
-      polling: new PollPolicy(REPLY_SPIN_MS),
+      polling: new PollPolicy(REPLY_SPIN_MS, REPLY_MAX_SKIPPED_WAITS),
     };
     this.pipe.on("error", (error) => this.kill({ reason: "crashed", detail: `worker pipe error (${error.message})` }));
     this.child.on("exit", (code, signal) => this.onChildExit(code, signal));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ResultUse } from "../../src/sandbox/call-args.js";
 import { PollPolicy } from "../../src/sandbox/wire/poll-policy.js";
-import { expectReply, replyArrived, stopAwaiting, type AwaitedPipe } from "../../src/sandbox/reply-wait.js";
+import { expectReply, REPLY_MAX_SKIPPED_WAITS, replyArrived, stopAwaiting, type AwaitedPipe } from "../../src/sandbox/reply-wait.js";
 
 /** The end of a wait whose message came `waitedMs` after it began, with a window of 0.2 ms. */
 function endWait(policy: PollPolicy, waitedMs: number): void {
@@ -73,6 +73,21 @@ describe("when to poll instead of sleeping", () => {
     endWait(policy, 0.03);
     expect(waits).toBeLessThanOrEqual(256);
     expect(polledWaits(policy, 20, 0.03)).toBe(20);
+  });
+
+  it("the host's bound: after polls that kept missing it sleeps through at most 16 waits, so it polls again sooner", () => {
+    const policy = new PollPolicy(0.2, REPLY_MAX_SKIPPED_WAITS);
+    expect(REPLY_MAX_SKIPPED_WAITS).toBe(16);
+    // Misses at waits 0, 2, 5, 10, 19, 36: skipping 1, 2, 4, 8, 16, then 16 again after each.
+    expect(polledWaits(policy, 36, 0.225)).toBe(5);
+    expect(polledWaits(policy, 17 * 6, 0.225)).toBe(6);
+    // When the misses end, the next poll comes within 16 sleeping waits (the worker's bound lets 256 pass).
+    let waits = 0;
+    while (policy.beginWait() === 0) {
+      endWait(policy, 0.03);
+      waits++;
+    }
+    expect(waits).toBeLessThanOrEqual(16);
   });
 
   it("never polls when the window is 0 (turned off)", () => {

@@ -1,5 +1,8 @@
-/** Most waits a side sleeps through after polls that kept missing (the backoff doubles up to it). */
-const MAX_SKIPPED_WAITS = 256;
+/**
+ * Most waits a side sleeps through after polls that kept missing (the backoff doubles up to it): the worker's
+ * default. The host passes a smaller one (reply-wait.ts REPLY_MAX_SKIPPED_WAITS).
+ */
+export const MAX_SKIPPED_WAITS = 256;
 
 /**
  * Whether to poll for an expected message instead of sleeping (the host awaiting a worker's reply, a worker
@@ -8,8 +11,10 @@ const MAX_SKIPPED_WAITS = 256;
  * comes later: a big payload, a pause between calls, or, worst, the other side waiting for the very CPU the
  * poller holds (host and worker on one CPU, which no poller is preempted in favour of: every wait then lasts
  * the whole window). So only a wait that polled is judged, and a poll that missed makes the next waits sleep
- * at once: 1, then 2, 4, ... up to 256 after consecutive misses, back to every wait after one that hit. Under
- * contention this costs one missed window per 256 messages; on a quiet machine every wait polls.
+ * at once: 1, then 2, 4, ... up to `maxSkippedWaits` after consecutive misses, back to every wait after one
+ * that hit. Under contention this costs one missed window per `maxSkippedWaits + 1` messages; on a quiet
+ * machine every wait polls. The bound is also how long a side goes on sleeping once the contention is over:
+ * the sleeping waits are not judged, so only the next poll finds out.
  *
  * A miss is a window that ended with the message not there when the poller looked (`lapsed`), not a message
  * handled late: a poller busy with other work past its window (the host running a loop step) finds the
@@ -25,7 +30,10 @@ export class PollPolicy {
   /** Whether the wait in progress polls and is not judged yet (only those are judged). */
   private polling = false;
 
-  constructor(private readonly windowMs: number) {}
+  constructor(
+    private readonly windowMs: number,
+    private readonly maxSkippedWaits = MAX_SKIPPED_WAITS,
+  ) {}
 
   /** A wait starts: how long to poll for its message (0: sleep at once). */
   beginWait(): number {
@@ -51,6 +59,6 @@ export class PollPolicy {
     if (!this.polling) return;
     this.polling = false;
     this.skips = this.backoff;
-    this.backoff = Math.min(this.backoff * 2, MAX_SKIPPED_WAITS);
+    this.backoff = Math.min(this.backoff * 2, this.maxSkippedWaits);
   }
 }
