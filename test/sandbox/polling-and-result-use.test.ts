@@ -19,6 +19,16 @@ function polledWaits(policy: PollPolicy, waits: number, waitedMs: number): numbe
   return polled;
 }
 
+/** Waits, each with its message on time, that sleep before one polls (that one begun, not ended). */
+function sleepsUntilPoll(policy: PollPolicy): number {
+  let waits = 0;
+  while (policy.beginWait() === 0) {
+    endWait(policy, 0.03);
+    waits++;
+  }
+  return waits;
+}
+
 /** A worker's pipe as the host's reply wait sees it, with nothing to read (the test says when a reply comes). */
 function quietPipe(): AwaitedPipe {
   return { fd: () => undefined, push: () => {}, polling: new PollPolicy(0.2) };
@@ -65,13 +75,8 @@ describe("when to poll instead of sleeping", () => {
     expect(polledWaits(policy, 263, 0.225)).toBe(8);
     expect(polledWaits(policy, 257 * 4, 0.225)).toBe(4);
     // Once polling hits again, every wait polls.
-    let waits = 0;
-    while (policy.beginWait() === 0) {
-      endWait(policy, 0.03);
-      waits++;
-    }
+    expect(sleepsUntilPoll(policy)).toBeLessThanOrEqual(256);
     endWait(policy, 0.03);
-    expect(waits).toBeLessThanOrEqual(256);
     expect(polledWaits(policy, 20, 0.03)).toBe(20);
   });
 
@@ -82,12 +87,7 @@ describe("when to poll instead of sleeping", () => {
     expect(polledWaits(policy, 36, 0.225)).toBe(5);
     expect(polledWaits(policy, 17 * 6, 0.225)).toBe(6);
     // When the misses end, the next poll comes within 16 sleeping waits (the worker's bound lets 256 pass).
-    let waits = 0;
-    while (policy.beginWait() === 0) {
-      endWait(policy, 0.03);
-      waits++;
-    }
-    expect(waits).toBeLessThanOrEqual(16);
+    expect(sleepsUntilPoll(policy)).toBeLessThanOrEqual(16);
   });
 
   it("never polls when the window is 0 (turned off)", () => {
