@@ -5,7 +5,9 @@
 // another process looks expensive on a loaded machine), only time spent running is counted. Prints CPU ms per run, then each sample's owner: the nearest
 // JS frame (a hookbox source file through dist's source maps, a Node module, a package), SQLite's native code
 // (its syscalls included) or the garbage collector; then hookbox functions by inclusive time.
-// node scripts/bench/profile-serve-cpu.mjs [--clients N] [--runs-per-client N] [--store memory|file] [--top N]
+// With --native REGEX, a third table: the samples in native code whose symbol matches (e.g. `JsonStringif`, V8's
+// JSON.stringify), charged to the nearest hookbox function that called into it.
+// node scripts/bench/profile-serve-cpu.mjs [--clients N] [--runs-per-client N] [--store memory|file] [--top N] [--native REGEX]
 // (after npm run build; needs `perf`, Debian package linux-perf, and permission to record: root, or
 // kernel.perf_event_paranoid <= 1).
 import { spawn, spawnSync } from "node:child_process";
@@ -19,10 +21,17 @@ import { round, startServe, timedRuns, warmUp, WARM_UP_RUNS, writeTenant } from 
 import { treeCpuMs } from "./proc-cpu.mjs";
 
 const { values } = parseArgs({
-  options: { clients: { type: "string" }, "runs-per-client": { type: "string" }, store: { type: "string" }, top: { type: "string" } },
+  options: {
+    clients: { type: "string" },
+    "runs-per-client": { type: "string" },
+    store: { type: "string" },
+    top: { type: "string" },
+    native: { type: "string" },
+  },
 });
 const clients = Number(values.clients ?? 50);
 const top = Number(values.top ?? 30);
+const native = values.native === undefined ? undefined : new RegExp(values.native);
 if (spawnSync("perf", ["--version"]).status !== 0) {
   process.stderr.write("profile-serve-cpu: needs Linux perf on PATH (Debian: apt-get install linux-perf)\n");
   process.exit(2);
@@ -87,6 +96,7 @@ try {
   let total = 0;
   const byOwner = new Map();
   const inclusive = new Map();
+  const nativeCallers = new Map();
   const add = (map, key) => map.set(key, (map.get(key) ?? 0) + 1);
   for (const { thread, frames } of samples(script.stdout)) {
     total += 1;
@@ -98,6 +108,16 @@ try {
       else if (frame.startsWith("JS:")) owner = ownerOf(frame, false)?.owner;
     }
     add(byOwner, owner ?? "(native, no JS frame)");
+    if (native) {
+      // The native frames below the innermost JS frame: the sample is the symbol's when one of them matches.
+      const firstJs = frames.findIndex((frame) => frame.startsWith("JS:"));
+      if (frames.slice(0, firstJs < 0 ? frames.length : firstJs).some((frame) => native.test(frame))) {
+        const caller = frames
+          .map((frame) => (frame.startsWith("JS:") ? ownerOf(frame, true) : undefined))
+          .find((mapped) => mapped?.hookbox);
+        add(nativeCallers, caller?.owner ?? "(no hookbox frame)");
+      }
+    }
     const seen = new Set();
     for (const frame of frames) {
       const mapped = frame.startsWith("JS:") ? ownerOf(frame, true) : undefined;
@@ -120,6 +140,12 @@ try {
     `serve: ${timed.runs} timed runs (${round(timed.runsPerS)} runs/s), ${round(cpuMsPerRun, 2)} ms CPU per run, ${total} samples, load average ${readFileSync("/proc/loadavg", "utf8").split(" ")[0]}\n\n` +
       `self time by owner (nearest JS frame):\n${table(byOwner)}\n\nhookbox functions, inclusive:\n${table(inclusive)}\n`,
   );
+  if (native) {
+    const matched = [...nativeCallers.values()].reduce((sum, n) => sum + n, 0);
+    process.stdout.write(
+      `\nnative ${values.native}: ${((100 * matched) / total).toFixed(1)}% of the samples, by the nearest hookbox function:\n${table(nativeCallers)}\n`,
+    );
+  }
 } finally {
   await server?.stop();
   if (server) rmSync(`/tmp/perf-${server.pid}.map`, { force: true });

@@ -7,6 +7,7 @@ import { blockJson } from "../turns/block-json.js";
 import { BlockBytes } from "../turns/block-bytes.js";
 import { isPinned, messageCount, windowStarts } from "./context-units.js";
 import { newId } from "./ids.js";
+import { headJson } from "../turns/head-json.js";
 
 /*
  * The model's context (docs/loop.md, "The model's context"). Before each inference the run's turn is measured
@@ -74,7 +75,7 @@ export class ContextWindow {
 
   /** The turn's JSON length: its own fields, its blocks and the commas between them. */
   size(turn: Turn): number {
-    this.lastSize = JSON.stringify({ ...turn, blocks: [] }).length + this.blocks.update(turn.blocks) + Math.max(0, turn.blocks.length - 1);
+    this.lastSize = headJson(turn).length + this.blocks.update(turn.blocks) + Math.max(0, turn.blocks.length - 1);
     return this.lastSize;
   }
 

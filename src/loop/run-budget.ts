@@ -5,6 +5,7 @@ import type { RunBudgets } from "../host/types.js";
 import { eventJson } from "../events/event-json.js";
 import { blockJson } from "../turns/block-json.js";
 import { BlockBytes } from "../turns/block-bytes.js";
+import { headJson } from "../turns/head-json.js";
 
 export const DEFAULT_RUN_BUDGETS: RunBudgets = {
   maxRunBytes: 16 * 1024 * 1024,
@@ -78,7 +79,7 @@ export class RunBudgetMeter {
    * plus the turn's own fields (metadata, data), from the blocks that changed since the last measure.
    */
   private measure(turn: Turn): number {
-    return JSON.stringify({ ...turn, blocks: [] }).length + this.added.update(turn.blocks);
+    return headJson(turn).length + this.added.update(turn.blocks);
   }
 
   /** A tool call's final block (after its hooks) as it joins the turn: throws when it alone is over the per-result budget. */

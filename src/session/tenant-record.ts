@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import { deepFreeze } from "../turns/deep-freeze.js";
+import { keepJson } from "../turns/known-json.js";
 import type { TenantConfig } from "../host/types.js";
 import type { ScriptSource, UploadedFiles } from "../sandbox/api.js";
 
@@ -60,10 +61,17 @@ const latestRecords = new Map<string, { json: string; record: JsonObject }>();
 function sharedRecord(tenant: string, json: string): JsonObject {
   const latest = latestRecords.get(tenant);
   latestRecords.delete(tenant);
-  const record = latest?.json === json ? latest.record : deepFreeze(JSON.parse(json) as JsonObject);
+  const record = latest?.json === json ? latest.record : frozenRecord(json);
   latestRecords.set(tenant, { json, record });
   if (latestRecords.size > RECORDS_KEPT) latestRecords.delete(latestRecords.keys().next().value!);
   return record;
+}
+
+/** A record parsed from `json` and frozen, with `json` kept as its text: every new session's row stores it. */
+function frozenRecord(json: string): JsonObject {
+  const record = JSON.parse(json) as JsonObject;
+  keepJson(record, json);
+  return deepFreeze(record);
 }
 
 /** Rebuilds the TenantConfig of a stored session; `override` (from `--config`) wins for host tools, model, limits. */

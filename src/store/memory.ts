@@ -1,4 +1,5 @@
 import type { Block, Turn } from "../turns/turn.js";
+import { jsonOf } from "../turns/known-json.js";
 import type { HookboxEvent } from "../events/types.js";
 import { HookboxError } from "../errors.js";
 import { interruptedEvent, leaseLostError, notResumable, resumedEvent, runStatusChange } from "./interrupted.js";
@@ -88,7 +89,7 @@ export class MemoryStore extends StoreBase implements Store {
     const start = newSessionLog(session);
     const base = start.layout ? encodeBase(start.layout, session.id) : "";
     const bytes =
-      JSON.stringify(session.tenantConfig).length +
+      jsonOf(session.tenantConfig).length +
       JSON.stringify(session.defaults).length +
       base.length +
       start.blockTexts.reduce((sum, text) => sum + text.length, 0);

@@ -1,4 +1,4 @@
-import { headJson } from "./stored-turn.js";
+import { headJson } from "../turns/head-json.js";
 import type { TurnLayout } from "./turn-layout.js";
 import type { SessionRecord } from "./types.js";
 

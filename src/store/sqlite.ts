@@ -1,4 +1,5 @@
 import type { Block, Turn } from "../turns/turn.js";
+import { jsonOf } from "../turns/known-json.js";
 import type { HookboxEvent } from "../events/types.js";
 import { HookboxError } from "../errors.js";
 import { openDatabase, storeError } from "./open-database.js";
@@ -98,7 +99,7 @@ export class SqliteStore extends StoreBase implements Store {
   }
 
   async createSession(session: SessionRecord, options: WriteOptions = {}): Promise<void> {
-    const tenantConfig = JSON.stringify(session.tenantConfig);
+    const tenantConfig = jsonOf(session.tenantConfig);
     const defaults = JSON.stringify(session.defaults);
     const start = newSessionLog(session);
     const base = start.layout ? encodeBase(start.layout, session.id) : null;

@@ -1,16 +1,11 @@
 import type { Block, Turn } from "../turns/turn.js";
 
 /*
- * A stored turn's own fields ("head"): the turn with an empty blocks array in first place, as JSON text, so
- * the whole turn's text is the head with the blocks' stored texts spliced in, never parsed or re-serialized.
+ * A stored turn is its head (src/turns/head-json.ts: its own fields, with an empty blocks array in first place) and
+ * its blocks' stored texts, spliced into the head, never parsed or re-serialized.
  */
 
 const PREFIX = '{"blocks":[]';
-
-export function headJson(turn: Turn): string {
-  const { blocks: _blocks, ...rest } = turn;
-  return JSON.stringify({ blocks: [], ...rest });
-}
 
 export function turnFromParts(head: string, blocks: Block[]): Turn {
   return { ...(JSON.parse(head) as Turn), blocks };

@@ -1,6 +1,6 @@
 import type { Block, Turn } from "../turns/turn.js";
 import { blockJson } from "../turns/block-json.js";
-import { headJson } from "./stored-turn.js";
+import { headJson } from "../turns/head-json.js";
 import { leadingSegments, positions, pushSegment, type LogSegment, type TurnPiece } from "./turn-layout.js";
 
 /*

@@ -1,5 +1,6 @@
 import type { Json, JsonObject } from "./json.js";
 import { deepFreeze } from "./deep-freeze.js";
+import { keepJson } from "./known-json.js";
 import { TypedKeyError, type TypedKey } from "./typed-key.js";
 
 /**
@@ -18,7 +19,10 @@ const madeHere = new WeakSet<SharedValue<Json>>();
 export function shareValue<T extends Json>(key: TypedKey<T>, value: T): SharedValue<T> {
   const bag: JsonObject = {};
   key.set(bag, value);
-  const shared: SharedValue<T> = Object.freeze({ keyId: key.id, value: deepFreeze(bag[key.id] as T) });
+  const checked = bag[key.id] as T;
+  // Serialized now, while plain: every run's turn holds it, and its head is serialized at every snapshot.
+  if (checked !== null && typeof checked === "object") keepJson(checked, JSON.stringify(checked));
+  const shared: SharedValue<T> = Object.freeze({ keyId: key.id, value: deepFreeze(checked) });
   madeHere.add(shared);
   return shared;
 }

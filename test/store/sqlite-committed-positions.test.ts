@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { openStore, thisProcessInstance, type Store } from "../../src/store/index.js";
-import { headJson } from "../../src/store/stored-turn.js";
+import { headJson } from "../../src/turns/head-json.js";
 import { event, run, session, tempDir, turn } from "./helpers.js";
 
 /*

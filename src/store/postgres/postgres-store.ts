@@ -1,4 +1,5 @@
 import { DEFAULT_LEASE_MS, type PostgresStoreOptions } from "./options.js";
+import { jsonOf } from "../../turns/known-json.js";
 import { hostname } from "node:os";
 import type { Block, Turn } from "../../turns/turn.js";
 import type { HookboxEvent } from "../../events/types.js";
@@ -104,7 +105,7 @@ export class PostgresStore extends StoreBase implements Store {
   }
 
   async createSession(session: SessionRecord, options: WriteOptions = {}): Promise<void> {
-    const tenantConfig = JSON.stringify(session.tenantConfig);
+    const tenantConfig = jsonOf(session.tenantConfig);
     const defaults = JSON.stringify(session.defaults);
     const start = newSessionLog(session);
     const base = start.layout ? encodeBase(start.layout, session.id) : null;

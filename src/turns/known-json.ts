@@ -1,0 +1,42 @@
+/*
+ * The JSON text of a value frozen whole to be shared (a tenant's tool definitions in every run's turn, its record in
+ * every session), made once, before the freeze, and spliced into the texts that hold the value. Serializing it again
+ * would cost more than its size says: V8 serializes a frozen array on its slow path, several times slower than a
+ * plain one, and the turn's head holding the tool definitions is serialized at every snapshot.
+ */
+
+const texts = new WeakMap<object, string>();
+
+/** Records `text` as the JSON of `value`, which must never change again (it is frozen, or about to be). */
+export function keepJson(value: object, text: string): void {
+  texts.set(value, text);
+}
+
+/** The JSON text of `value`: the one kept for it, else serialized now. */
+export function jsonOf(value: unknown): string {
+  return (value !== null && typeof value === "object" && texts.get(value)) || JSON.stringify(value);
+}
+
+/**
+ * `JSON.stringify(bag)` for a bag of JSON values (a turn's metadata or data), with the kept texts of its values
+ * spliced in. A bag that holds none is serialized as it is.
+ */
+export function bagJson(bag: Readonly<Record<string, unknown>>): string {
+  let holdsKept = false;
+  for (const key in bag) {
+    const value = bag[key];
+    if (value !== null && typeof value === "object" && texts.has(value)) {
+      holdsKept = true;
+      break;
+    }
+  }
+  if (!holdsKept) return JSON.stringify(bag);
+  let text = "";
+  for (const key of Object.keys(bag)) {
+    const value = bag[key];
+    // What JSON.stringify leaves out of an object (undefined, functions, symbols) is left out here too.
+    const valueText = value === undefined || typeof value === "function" || typeof value === "symbol" ? undefined : jsonOf(value);
+    if (valueText !== undefined) text += `${text ? "," : ""}${JSON.stringify(key)}:${valueText}`;
+  }
+  return `{${text}}`;
+}
