@@ -3,7 +3,10 @@
 //     `hookbox serve` (SQLite store file), each client: create a session, start a two-tool scripted run whose
 //     tools pass sandboxed beforeToolCall + afterToolCall hooks, read the SSE stream to run-finished.
 //   http_cpu_ms_per_run / http_worker_cpu_ms_per_run: serve's CPU per run / its sandbox workers' (procfs), over the
-//     timed part, after 10 + 3,000 untimed runs (http-workload.mjs WARM_UP_RUNS: the steady state, V8 done optimizing).
+//     timed part, after 10 + 4,000 untimed runs (http-workload.mjs WARM_UP_RUNS: the steady state, V8 done optimizing).
+//     The timed part is 3,000 runs (60 a client): about one cycle of V8's major GC (serve's old space fills in ~3,000
+//     runs) and five WAL checkpoints, so the figure is their average; a window of 200 runs read 0.1-0.3 ms low or
+//     high by whether one of them fell in it.
 //   http_client_cpu_ms_per_run: the 50 clients' own CPU per run (this process), on the same cores as serve.
 //   *_in_memory: the same workload with `--store :memory:` (SQLite without a file: no WAL, no fsync).
 //   session_cpu_ratio_1000, session_store_growth_ratio_1000: scripts/bench/long-session.mjs (one session, 1010 runs).
@@ -32,7 +35,7 @@ const { values } = parseArgs({
   },
 });
 const clients = Number(values.clients ?? 50);
-const runsPerClient = Number(values["runs-per-client"] ?? 4);
+const runsPerClient = Number(values["runs-per-client"] ?? 60);
 const work = mkdtempSync(join(tmpdir(), "hookbox-bench-server-"));
 const log = (line) => process.stderr.write(`${line}\n`);
 

@@ -168,9 +168,10 @@ export async function httpWorkload(dir, store, { clients = 50, runsPerClient = 4
  * functions run once or a few times a run, so the compiler works in V8's helper threads until ~3,000 runs (`node
  * scripts/bench/serve-threads.mjs`; `scripts/bench/warm-up.mjs --short 12 --long 60` reads lower after 3,000 than
  * after 600 side by side, `--short 60 --long 120` no lower after 6,000: BENCHMARKS.md, "Serve's steady state").
- * A steady-state figure waits those out; the timed part is unchanged.
+ * Node 24's V8 goes on compiling to ~4,000 runs (serve-threads.mjs: its helper threads' share falls there). A
+ * steady-state figure waits those out.
  */
-export const WARM_UP_RUNS = 3000;
+export const WARM_UP_RUNS = 4000;
 
 /**
  * Runs on every server before the timed part: up to 10 at once (the bundle cache, the workers' isolates), then
