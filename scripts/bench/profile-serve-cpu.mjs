@@ -108,24 +108,18 @@ try {
       else if (frame.startsWith("JS:")) owner = ownerOf(frame, false)?.owner;
     }
     add(byOwner, owner ?? "(native, no JS frame)");
+    // Each sample's hookbox functions, innermost first (each frame's source-map lookup made once).
+    const hookboxFunctions = frames
+      .map((frame) => (frame.startsWith("JS:") ? ownerOf(frame, true) : undefined))
+      .filter((mapped) => mapped?.hookbox)
+      .map((mapped) => mapped.owner);
     if (native) {
       // The native frames below the innermost JS frame: the sample is the symbol's when one of them matches.
       const firstJs = frames.findIndex((frame) => frame.startsWith("JS:"));
-      if (frames.slice(0, firstJs < 0 ? frames.length : firstJs).some((frame) => native.test(frame))) {
-        const caller = frames
-          .map((frame) => (frame.startsWith("JS:") ? ownerOf(frame, true) : undefined))
-          .find((mapped) => mapped?.hookbox);
-        add(nativeCallers, caller?.owner ?? "(no hookbox frame)");
-      }
+      if (frames.slice(0, firstJs < 0 ? frames.length : firstJs).some((frame) => native.test(frame)))
+        add(nativeCallers, hookboxFunctions[0] ?? "(no hookbox frame)");
     }
-    const seen = new Set();
-    for (const frame of frames) {
-      const mapped = frame.startsWith("JS:") ? ownerOf(frame, true) : undefined;
-      if (mapped?.hookbox && !seen.has(mapped.owner)) {
-        seen.add(mapped.owner);
-        add(inclusive, mapped.owner);
-      }
-    }
+    for (const name of new Set(hookboxFunctions)) add(inclusive, name);
   }
   const table = (map) =>
     [...map.entries()]

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { HookboxError } from "../errors.js";
 import type { JsonObject } from "../turns/json.js";
 import { deepFreeze } from "../turns/deep-freeze.js";
-import { keepJson } from "../turns/known-json.js";
+import { jsonOf, keepJson } from "../turns/known-json.js";
 import type { TenantConfig } from "../host/types.js";
 import type { ScriptSource, UploadedFiles } from "../sandbox/api.js";
 
@@ -56,13 +56,14 @@ export async function recordTenantConfig(config: TenantConfig): Promise<JsonObje
  * RECORDS_KEPT tenants is kept, the least recently recorded out first.
  */
 const RECORDS_KEPT = 256;
-const latestRecords = new Map<string, { json: string; record: JsonObject }>();
+const latestRecords = new Map<string, JsonObject>();
 
 function sharedRecord(tenant: string, json: string): JsonObject {
   const latest = latestRecords.get(tenant);
   latestRecords.delete(tenant);
-  const record = latest?.json === json ? latest.record : frozenRecord(json);
-  latestRecords.set(tenant, { json, record });
+  // A record's text is the one it was parsed from (frozenRecord keeps it).
+  const record = latest !== undefined && jsonOf(latest) === json ? latest : frozenRecord(json);
+  latestRecords.set(tenant, record);
   if (latestRecords.size > RECORDS_KEPT) latestRecords.delete(latestRecords.keys().next().value!);
   return record;
 }

@@ -1,5 +1,5 @@
 import type { Turn } from "./turn.js";
-import { bagJson } from "./known-json.js";
+import { bagJson, membersJson } from "./known-json.js";
 
 /**
  * A turn's own fields (its "head") as JSON: the turn with an empty blocks array in first place, so the whole turn's
@@ -8,15 +8,10 @@ import { bagJson } from "./known-json.js";
  * own fields add to the turn's JSON, wherever `blocks` stands.
  */
 export function headJson(turn: Turn): string {
-  let text = '{"blocks":[]';
-  for (const key of Object.keys(turn)) {
-    if (key === "blocks") continue;
-    const value = (turn as unknown as Record<string, unknown>)[key];
-    const valueText =
-      (key === "metadata" || key === "data") && value !== null && typeof value === "object" && !Array.isArray(value)
-        ? bagJson(value as Record<string, unknown>)
-        : (JSON.stringify(value) as string | undefined);
-    if (valueText !== undefined) text += `,${JSON.stringify(key)}:${valueText}`;
-  }
-  return `${text}}`;
+  const members = membersJson(turn, (key, value) => {
+    if (key === "blocks") return undefined;
+    const bag = (key === "metadata" || key === "data") && value !== null && typeof value === "object" && !Array.isArray(value);
+    return bag ? bagJson(value as Record<string, unknown>) : (JSON.stringify(value) as string | undefined);
+  });
+  return members ? `{"blocks":[],${members}}` : '{"blocks":[]}';
 }

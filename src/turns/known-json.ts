@@ -30,13 +30,19 @@ export function bagJson(bag: Readonly<Record<string, unknown>>): string {
       break;
     }
   }
-  if (!holdsKept) return JSON.stringify(bag);
+  return holdsKept ? `{${membersJson(bag, (_key, value) => jsonOf(value))}}` : JSON.stringify(bag);
+}
+
+/**
+ * An object's members as JSON, without the braces: `"key":text` for each own key, in JSON.stringify's order, with
+ * `valueJson`'s text. A member whose text is undefined is left out, as JSON.stringify leaves out undefined,
+ * functions and symbols.
+ */
+export function membersJson(object: object, valueJson: (key: string, value: unknown) => string | undefined): string {
   let text = "";
-  for (const key of Object.keys(bag)) {
-    const value = bag[key];
-    // What JSON.stringify leaves out of an object (undefined, functions, symbols) is left out here too.
-    const valueText = value === undefined || typeof value === "function" || typeof value === "symbol" ? undefined : jsonOf(value);
+  for (const key of Object.keys(object)) {
+    const valueText = valueJson(key, (object as Record<string, unknown>)[key]);
     if (valueText !== undefined) text += `${text ? "," : ""}${JSON.stringify(key)}:${valueText}`;
   }
-  return `{${text}}`;
+  return text;
 }

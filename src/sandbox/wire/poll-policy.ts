@@ -2,7 +2,7 @@
  * Most waits a side sleeps through after polls that kept missing (the backoff doubles up to it): the worker's
  * default. The host passes a smaller one (reply-wait.ts REPLY_MAX_SKIPPED_WAITS).
  */
-export const MAX_SKIPPED_WAITS = 256;
+const MAX_SKIPPED_WAITS = 256;
 
 /**
  * Whether to poll for an expected message instead of sleeping (the host awaiting a worker's reply, a worker
